@@ -1,0 +1,319 @@
+//! The reference server: every kind of item, with the ids and behaviours the
+//! conformance checks rely on.
+//!
+//! ```sh
+//! cargo run --example reference                  # stdio, file-writer root in a fresh temp folder
+//! cargo run --example reference -- --root DIR    # file-writer writes under DIR
+//! ```
+//! Logs go to stderr (`RUST_LOG=debug` for more); stdout carries frames only.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::{
+    Resource, ResourceInfo, Server, TextResource, ToolContext, ToolError, async_trait, tool_fn,
+};
+use serde_json::{Value, json};
+
+const BASE: &str = "mcp://clawmcp/examples";
+const LAST_WRITE: &str = "mcp://clawmcp/examples/resources/last-write.txt";
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    if let Err(e) = run().await {
+        eprintln!("reference: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let options = Options::parse(std::env::args().skip(1))?;
+    // A fresh temporary root unless one is given; removed when the server exits.
+    let temp;
+    let root = match options.root {
+        Some(root) => root,
+        None => {
+            temp = tempfile::tempdir()?;
+            temp.path().to_path_buf()
+        }
+    };
+    std::fs::create_dir_all(&root)?;
+    let root = root.canonicalize()?;
+    tracing::info!(root = %root.display(), "file-writer root");
+
+    let server = build(root)?;
+    server.serve_stdio().await?;
+    Ok(())
+}
+
+/// Command-line options.
+struct Options {
+    root: Option<PathBuf>,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut options = Options { root: None };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--root" => {
+                    options.root = Some(args.next().ok_or("--root needs a folder")?.into());
+                }
+                "--help" | "-h" => {
+                    eprintln!("usage: reference [--root DIR]");
+                    std::process::exit(0);
+                }
+                other => return Err(format!("unknown argument {other:?} (try --help)")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The reference server's items.
+fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
+    let last_write = Arc::new(Mutex::new(String::new()));
+    let writer = FileWriter {
+        root,
+        last_write: last_write.clone(),
+    };
+    Server::builder()
+        .name("clawmcp-reference")
+        .version(env!("CARGO_PKG_VERSION"))
+        .tool(tool_fn(
+            tool(
+                "file-writer",
+                "Writes content to a file under the server's root folder, replacing it. The \
+                 path is relative to the root; absolute paths and paths leaving the root fail.",
+                json!({"path": {"type": "string", "minLength": 1, "description": "File path, relative to the root."},
+                       "content": {"type": "string", "description": "The text to write (UTF-8)."}}),
+                json!({"type": "object", "additionalProperties": false, "required": ["status", "bytesWritten"],
+                       "properties": {"status": {"type": "string", "enum": ["success"]},
+                                      "bytesWritten": {"type": "integer", "minimum": 0}}}),
+            ),
+            move |args, ctx| {
+                let writer = writer.clone();
+                async move { writer.write(args, ctx).await }
+            },
+        ))
+        .tool(tool_fn(
+            tool(
+                "echo",
+                "Returns the message it is given.",
+                json!({"message": {"type": "string"}}),
+                output(json!({"message": {"type": "string"}})),
+            ),
+            |args, _ctx| async move { Ok(json!({ "message": args["message"] })) },
+        ))
+        .tool(tool_fn(
+            tool(
+                "add",
+                "Adds two numbers.",
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                output(json!({"sum": {"type": "number"}})),
+            ),
+            |args, _ctx| async move {
+                let sum = match (args["a"].as_i64(), args["b"].as_i64()) {
+                    (Some(a), Some(b)) if a.checked_add(b).is_some() => json!(a + b),
+                    _ => number(f(&args["a"]) + f(&args["b"]))?,
+                };
+                Ok(json!({ "sum": sum }))
+            },
+        ))
+        .tool(tool_fn(
+            tool(
+                "divide",
+                "Divides a by b. Fails when b is zero.",
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                output(json!({"quotient": {"type": "number"}})),
+            ),
+            |args, _ctx| async move {
+                let (a, b) = (f(&args["a"]), f(&args["b"]));
+                if b == 0.0 {
+                    return Err(ToolError::new(format!("division by zero: cannot divide {a} by 0")));
+                }
+                Ok(json!({ "quotient": number(a / b)? }))
+            },
+        ))
+        .tool(tool_fn(
+            tool(
+                "sleep",
+                "Sleeps for ms milliseconds (0 to 60000), then answers; stops early when cancelled.",
+                json!({"ms": {"type": "integer", "minimum": 0, "maximum": 60000}}),
+                output(json!({"sleptMs": {"type": "integer", "minimum": 0}})),
+            ),
+            |args, ctx: ToolContext| async move {
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "sleptMs": ms })),
+                    () = ctx.cancelled() => Err(ToolError::new("cancelled")),
+                }
+            },
+        ))
+        .resource(TextResource::new(
+            format!("{BASE}/resources/about.txt"),
+            "about",
+            "What this server is.",
+            "text/plain",
+            "The clawmcp reference server: five tools, three resources and two prompts, \
+             served over MCP v1.0.\n",
+        ))
+        .resource(TextResource::new(
+            format!("{BASE}/resources/config.json"),
+            "config",
+            "The server's configuration, as JSON.",
+            "application/json",
+            json!({"server": "clawmcp-reference", "version": env!("CARGO_PKG_VERSION"),
+                   "maxMessageBytes": clawmcp::server::DEFAULT_MAX_MESSAGE_SIZE,
+                   "maxInFlight": clawmcp::server::DEFAULT_MAX_IN_FLIGHT})
+            .to_string(),
+        ))
+        .resource(LastWrite(last_write))
+        .prompt(PromptDefinition {
+            mcp_id: format!("{BASE}/prompts/planner:v1"),
+            name: "planner".into(),
+            description: Some("A system prompt that makes the agent plan before it acts.".into()),
+            role: Role::System,
+            content: "You are a careful planner. Break the task into numbered steps, say which \
+                      tool each step uses, then carry the steps out in order."
+                .into(),
+        })
+        .prompt(PromptDefinition {
+            mcp_id: format!("{BASE}/prompts/summarize:v1"),
+            name: "summarize".into(),
+            description: Some("Asks for a short summary of the text that follows.".into()),
+            role: Role::User,
+            content: "Summarize the following text in three sentences or fewer.".into(),
+        })
+        .build()
+}
+
+/// A tool definition whose input is an object of exactly `properties`, all required.
+fn tool(name: &str, description: &str, properties: Value, output_schema: Value) -> ToolDefinition {
+    let required: Vec<&String> = properties.as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    ToolDefinition {
+        mcp_id: format!("{BASE}/tools/{name}:v1"),
+        name: name.into(),
+        description: description.into(),
+        input_schema: json!({"type": "object", "additionalProperties": false,
+                             "required": required, "properties": properties}),
+        output_schema,
+    }
+}
+
+/// An output schema: an object of exactly `properties`, all required.
+fn output(properties: Value) -> Value {
+    let required: Vec<&String> = properties.as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+}
+
+fn f(value: &Value) -> f64 {
+    value.as_f64().unwrap_or(f64::NAN)
+}
+
+/// A finite number as JSON: an integer when it is one.
+fn number(x: f64) -> Result<Value, ToolError> {
+    if !x.is_finite() {
+        return Err(ToolError::new(format!("the result {x} is not a finite number")));
+    }
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        return Ok(json!(x as i64));
+    }
+    Ok(json!(x))
+}
+
+/// The file-writer tool: writes under `root`, never outside it.
+#[derive(Clone)]
+struct FileWriter {
+    root: PathBuf,
+    last_write: Arc<Mutex<String>>,
+}
+
+impl FileWriter {
+    async fn write(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+        let path = args["path"].as_str().unwrap_or_default();
+        let content = args["content"].as_str().unwrap_or_default();
+        let target = self.resolve(path)?;
+        tokio::fs::write(&target, content)
+            .await
+            .map_err(|e| ToolError::new(format!("cannot write {path:?}: {e}")))?;
+        *self.last_write.lock().unwrap_or_else(|p| p.into_inner()) = content.to_owned();
+        ctx.server().resource_changed(LAST_WRITE);
+        Ok(json!({"status": "success", "bytesWritten": content.len()}))
+    }
+
+    /// The file `path` names under the root, after refusing absolute paths,
+    /// `..` that leaves the root, and symbolic links that lead out of it.
+    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let refuse = |why: &str| ToolError::new(format!("refused path {path:?}: {why}"));
+        let mut relative = PathBuf::new();
+        for component in Path::new(path).components() {
+            match component {
+                Component::Normal(name) => relative.push(name),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !relative.pop() {
+                        return Err(refuse("it leaves the root folder"));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(refuse("absolute paths are not allowed; give a path relative to the root"));
+                }
+            }
+        }
+        if relative.as_os_str().is_empty() {
+            return Err(refuse("it names no file"));
+        }
+        let target = self.root.join(&relative);
+        let parent = target.parent().unwrap_or(&self.root);
+        // The deepest folder that exists must resolve (links followed) inside the root.
+        let mut existing = parent;
+        while std::fs::symlink_metadata(existing).is_err() {
+            existing = existing.parent().unwrap_or(&self.root);
+        }
+        let resolved = existing
+            .canonicalize()
+            .map_err(|e| refuse(&format!("cannot resolve it: {e}")))?;
+        if !resolved.starts_with(&self.root) {
+            return Err(refuse("it leads out of the root folder through a symbolic link"));
+        }
+        std::fs::create_dir_all(parent).map_err(|e| refuse(&format!("cannot create its folder: {e}")))?;
+        if let Ok(meta) = std::fs::symlink_metadata(&target) {
+            if meta.file_type().is_symlink() {
+                return Err(refuse("it is a symbolic link"));
+            }
+            if meta.is_dir() {
+                return Err(refuse("it is a folder"));
+            }
+        }
+        Ok(target)
+    }
+}
+
+/// `last-write.txt`: the content of the latest successful file-writer write.
+struct LastWrite(Arc<Mutex<String>>);
+
+#[async_trait]
+impl Resource for LastWrite {
+    fn info(&self) -> ResourceInfo {
+        ResourceInfo {
+            mcp_id: LAST_WRITE.into(),
+            name: "last-write".into(),
+            description: "The content of the latest successful file-writer write (empty at start).".into(),
+            media_type: "text/plain".into(),
+        }
+    }
+
+    async fn content(&self) -> Result<String, ToolError> {
+        Ok(self.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+}

@@ -1,0 +1,225 @@
+//! Errors: the wire error a client sees ([`RpcError`] with its [`ErrorCode`]),
+//! and the library's own failures ([`BuildError`]).
+//!
+//! Every code of PROTOCOL.md §2 is named once, in [`ErrorCode`], together with
+//! its message text; nothing else in the crate spells a code or a message.
+
+use std::fmt;
+
+/// A JSON-RPC error code.
+///
+/// An open newtype: the named constants are the codes of PROTOCOL.md §2, and
+/// [`ErrorCode::message`] gives each its fixed message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorCode(pub i32);
+
+impl ErrorCode {
+    /// `-32700`: the body is not valid JSON, or a stdio frame header is unreadable.
+    pub const PARSE_ERROR: Self = Self(-32700);
+    /// `-32600`: not a JSON-RPC 2.0 request; a misplaced or repeated `initialize`.
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    /// `-32601`: unknown method, or a method whose capability is `false`.
+    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    /// `-32602`: params of the wrong shape, or arguments failing `inputSchema`.
+    pub const INVALID_PARAMS: Self = Self(-32602);
+    /// `-32603`: a tool panicked, or its output failed its `outputSchema`.
+    pub const INTERNAL_ERROR: Self = Self(-32603);
+    /// `-32000`: the tool returned an error.
+    pub const TOOL_EXECUTION_FAILED: Self = Self(-32000);
+    /// `-32001`: no tool, resource or prompt with that `mcpId`.
+    pub const UNKNOWN_MCP_ID: Self = Self(-32001);
+    /// `-32002`: a request arrived before `initialize`.
+    pub const SERVER_NOT_INITIALIZED: Self = Self(-32002);
+    /// `-32003`: the client cancelled the request with `$/cancelRequest`.
+    pub const REQUEST_CANCELLED: Self = Self(-32003);
+    /// `-32004`: the tool ran past its time limit.
+    pub const REQUEST_TIMED_OUT: Self = Self(-32004);
+    /// `-32005`: the request arrived after shutdown began.
+    pub const SERVER_SHUTTING_DOWN: Self = Self(-32005);
+    /// `-32006`: the message is over the size limit.
+    pub const MESSAGE_TOO_LARGE: Self = Self(-32006);
+
+    /// The fixed `message` text of this code (PROTOCOL.md §2), or
+    /// `"Server error"` for a code the table does not name.
+    pub fn message(self) -> &'static str {
+        match self.0 {
+            -32700 => "Parse error",
+            -32600 => "Invalid Request",
+            -32601 => "Method not found",
+            -32602 => "Invalid params",
+            -32603 => "Internal error",
+            -32000 => "Tool execution failed",
+            -32001 => "Unknown mcpId",
+            -32002 => "Server not initialized",
+            -32003 => "Request cancelled",
+            -32004 => "Request timed out",
+            -32005 => "Server shutting down",
+            -32006 => "Message too large",
+            _ => "Server error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.0, self.message())
+    }
+}
+
+/// The error object of a JSON-RPC response: a code, its fixed message, and
+/// `data`, a human-readable string saying exactly what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    /// The code; its `message` follows from it.
+    pub code: ErrorCode,
+    /// What exactly was wrong, for a human.
+    pub data: String,
+}
+
+impl RpcError {
+    /// An error with `code` and the explanation `data`.
+    pub fn new(code: ErrorCode, data: impl Into<String>) -> Self {
+        Self {
+            code,
+            data: data.into(),
+        }
+    }
+
+    /// `-32700 Parse error`.
+    pub fn parse_error(data: impl Into<String>) -> Self {
+        Self::new(ErrorCode::PARSE_ERROR, data)
+    }
+
+    /// `-32600 Invalid Request`.
+    pub fn invalid_request(data: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INVALID_REQUEST, data)
+    }
+
+    /// `-32601 Method not found`, naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: '{method}'"),
+        )
+    }
+
+    /// `-32602 Invalid params`.
+    pub fn invalid_params(data: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INVALID_PARAMS, data)
+    }
+
+    /// `-32603 Internal error`.
+    pub fn internal(data: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INTERNAL_ERROR, data)
+    }
+
+    /// `-32001 Unknown mcpId`, naming the id and its kind.
+    pub fn unknown_mcp_id(kind: &str, mcp_id: &str) -> Self {
+        Self::new(
+            ErrorCode::UNKNOWN_MCP_ID,
+            format!("No {kind} with mcpId {mcp_id}"),
+        )
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.data)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// What a tool returns when it fails: answered `-32000 Tool execution failed`
+/// with the error's text as `data`.
+///
+/// Any error type converts into it with `?`, so a tool body can use the
+/// errors of the libraries it calls directly:
+///
+/// ```
+/// use clawmcp::ToolError;
+///
+/// fn parse(text: &str) -> Result<u32, ToolError> {
+///     let n: u32 = text.parse()?; // a ParseIntError becomes a ToolError
+///     if n == 0 {
+///         return Err(ToolError::new("zero is not allowed"));
+///     }
+///     Ok(n)
+/// }
+/// assert_eq!(parse("0").unwrap_err().message(), "zero is not allowed");
+/// assert!(parse("x").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// A tool failure explained by `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The explanation, sent as the error's `data`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        Self::new(error.to_string())
+    }
+}
+
+/// Why [`ServerBuilder::build`](crate::ServerBuilder::build) refused the
+/// registered items (PROTOCOL.md §6). Checked once, when the server is built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// An `mcpId` that is not an absolute URI (`scheme:rest`).
+    #[error("{kind} mcpId {mcp_id:?} is not an absolute URI (expected scheme:..., e.g. mcp://authority/path)")]
+    MalformedMcpId {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// The offending id.
+        mcp_id: String,
+    },
+    /// Two items of one kind share an `mcpId`.
+    #[error("{kind} mcpId {mcp_id} is registered twice")]
+    DuplicateMcpId {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// The repeated id.
+        mcp_id: String,
+    },
+    /// A tool's schema is not a valid JSON Schema (or not an object schema,
+    /// for `inputSchema`).
+    #[error("tool {mcp_id}: {which} is not a valid JSON Schema: {reason}")]
+    InvalidSchema {
+        /// The tool's id.
+        mcp_id: String,
+        /// `inputSchema` or `outputSchema`.
+        which: &'static str,
+        /// What the schema compiler said.
+        reason: String,
+    },
+    /// A required field (name, description, …) is empty.
+    #[error("{kind} {mcp_id}: {field} must not be empty")]
+    EmptyField {
+        /// `tool`, `resource` or `prompt`.
+        kind: &'static str,
+        /// The item's id.
+        mcp_id: String,
+        /// The empty field.
+        field: &'static str,
+    },
+}

@@ -1,0 +1,493 @@
+//! JSON-RPC 2.0 messages (PROTOCOL.md §1): request ids, the classification
+//! of incoming bytes into requests, notifications, responses and invalid
+//! messages, and the compact encoding of outgoing ones.
+//!
+//! Incoming messages are read without building a `serde_json::Value` tree of
+//! the envelope: each member is borrowed as raw JSON text and interpreted
+//! on its own, so one bad member (a boolean id, a numeric `jsonrpc`) does not
+//! hide the others, and an integer id is echoed exactly as it was written.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::error::RpcError;
+
+/// The id of a request: a string, an integer or `null`.
+///
+/// Integers are kept as the digits the client sent, so `9223372036854775807`
+/// and `9007199254740993` come back unrounded; `"7"` (a string) and `7` (a
+/// number) are different ids.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// An integer id, as its decimal digits (with a leading `-` if negative).
+    Number(Box<str>),
+    /// A string id, decoded.
+    String(Box<str>),
+    /// The `null` id.
+    Null,
+}
+
+impl RequestId {
+    /// Reads an id from its raw JSON text; `None` when it is not a string,
+    /// an integer or `null` (a boolean, object, array or fraction).
+    pub(crate) fn from_raw(raw: &RawValue) -> Option<Self> {
+        let text = raw.get();
+        match text.as_bytes().first()? {
+            b'"' => str_of(raw).map(|s| Self::String(s.into())),
+            b'n' => Some(Self::Null),
+            b'-' | b'0'..=b'9' => {
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| Self::Number(text.into()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether this is the integer `1`, the only id `initialize` may carry.
+    pub(crate) fn is_one(&self) -> bool {
+        matches!(self, Self::Number(n) if &**n == "1")
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        Self::Number(n.to_string().into())
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        Self::String(s.into())
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => f.write_str(n),
+            Self::String(s) => write!(f, "{s:?}"),
+            Self::Null => f.write_str("null"),
+        }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Number(n) => match RawValue::from_string(n.to_string()) {
+                Ok(raw) => raw.serialize(serializer),
+                Err(e) => Err(serde::ser::Error::custom(e)),
+            },
+            Self::String(s) => serializer.serialize_str(s),
+            Self::Null => serializer.serialize_unit(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        Self::from_raw(&raw).ok_or_else(|| {
+            serde::de::Error::custom("an id must be a string, an integer or null")
+        })
+    }
+}
+
+/// A JSON string member, borrowed when it has no escapes.
+fn str_of(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
+        return Some(Cow::Borrowed(s));
+    }
+    serde_json::from_str::<String>(raw.get())
+        .ok()
+        .map(Cow::Owned)
+}
+
+/// Captures a member as raw text, `null` included (serde's `Option` would
+/// turn `null` into `None`, which must stay distinct from "absent").
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The members of a message object, each as raw JSON text.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// One incoming message, classified.
+#[derive(Debug)]
+pub(crate) enum Incoming<'a> {
+    /// A request: it gets exactly one reply.
+    Request {
+        id: RequestId,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    /// A valid notification: it never gets a reply.
+    Notification {
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    /// A response object from the client: ignored (the server sends no requests).
+    Response,
+    /// Not a JSON-RPC 2.0 message: answered `-32600` with `id` (`null` when unreadable).
+    Invalid { id: RequestId, reason: String },
+}
+
+/// What one body of bytes holds.
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    /// One message.
+    Single(Incoming<'a>),
+    /// A non-empty batch, in order.
+    Batch(Vec<Incoming<'a>>),
+    /// Not valid JSON: `-32700` with id `null` (or `-32600` for an empty
+    /// batch, which is one error object, not an array).
+    Error(RpcError),
+}
+
+/// Parses one message body (PROTOCOL.md §1).
+pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return match serde_json::from_slice::<Vec<&RawValue>>(body) {
+            Ok(items) if items.is_empty() => {
+                Parsed::Error(RpcError::invalid_request("empty batch"))
+            }
+            Ok(items) => Parsed::Batch(items.into_iter().map(classify_raw).collect()),
+            Err(e) => Parsed::Error(not_json(body, e)),
+        };
+    }
+    if first != Some(&b'{') {
+        // serde would read a struct from an array by position: only an
+        // object may become an envelope.
+        return Parsed::Error(match serde_json::from_slice::<IgnoredAny>(body) {
+            Ok(_) => RpcError::invalid_request("a JSON-RPC message must be an object"),
+            Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
+        });
+    }
+    match serde_json::from_slice::<Envelope<'_>>(body) {
+        Ok(envelope) => Parsed::Single(classify(envelope)),
+        Err(e) => Parsed::Error(not_json(body, e)),
+    }
+}
+
+/// A body that failed to read as an envelope: `-32700` when it is not JSON
+/// at all, `-32600` when it is JSON of the wrong shape (`42`, `null`, …).
+fn not_json(body: &[u8], error: serde_json::Error) -> RpcError {
+    if error.is_data() && serde_json::from_slice::<IgnoredAny>(body).is_ok() {
+        return RpcError::invalid_request(format!("not a JSON-RPC 2.0 message: {error}"));
+    }
+    RpcError::parse_error(format!("body is not valid JSON: {error}"))
+}
+
+fn classify_raw(raw: &RawValue) -> Incoming<'_> {
+    if !raw.get().starts_with('{') {
+        return Incoming::Invalid {
+            id: RequestId::Null,
+            reason: "a JSON-RPC message must be an object".into(),
+        };
+    }
+    match serde_json::from_str::<Envelope<'_>>(raw.get()) {
+        Ok(envelope) => classify(envelope),
+        Err(e) => Incoming::Invalid {
+            id: RequestId::Null,
+            reason: format!("not a JSON-RPC 2.0 message: {e}"),
+        },
+    }
+}
+
+fn classify(env: Envelope<'_>) -> Incoming<'_> {
+    if env.method.is_none() && (env.result.is_some() || env.error.is_some()) {
+        return Incoming::Response;
+    }
+    let id = match env.id.map(RequestId::from_raw) {
+        None => None,
+        Some(Some(id)) => Some(id),
+        Some(None) => {
+            return Incoming::Invalid {
+                id: RequestId::Null,
+                reason: "id must be a string, an integer or null".into(),
+            };
+        }
+    };
+    let invalid = |reason: &str| Incoming::Invalid {
+        id: id.clone().unwrap_or(RequestId::Null),
+        reason: reason.into(),
+    };
+    if env.jsonrpc.and_then(str_of).as_deref() != Some("2.0") {
+        return invalid("jsonrpc must be exactly \"2.0\"");
+    }
+    let Some(method) = env.method.and_then(str_of) else {
+        return invalid("method must be a string");
+    };
+    if let Some(params) = env.params {
+        if !matches!(params.get().as_bytes().first(), Some(b'{' | b'[' | b'n')) {
+            return invalid("params must be an object or an array");
+        }
+    }
+    match id {
+        Some(id) => Incoming::Request {
+            id,
+            method,
+            params: env.params,
+        },
+        None => Incoming::Notification {
+            method,
+            params: env.params,
+        },
+    }
+}
+
+/// Encodes a success response: `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    write_json(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    if serde_json::to_writer(&mut out, result).is_err() {
+        // A result that cannot be serialised (a map with non-string keys)
+        // is the server's fault: answer -32603 instead.
+        return encode_error(
+            id,
+            &RpcError::internal("the result could not be serialised as JSON"),
+        );
+    }
+    out.push(b'}');
+    out
+}
+
+/// Encodes an error response with the code's fixed message and `data`.
+pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + error.data.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    write_json(&mut out, id);
+    out.extend_from_slice(br#","error":{"code":"#);
+    out.extend_from_slice(error.code.0.to_string().as_bytes());
+    out.extend_from_slice(br#","message":"#);
+    write_json(&mut out, error.code.message());
+    out.extend_from_slice(br#","data":"#);
+    write_json(&mut out, &error.data);
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// Encodes a notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
+pub(crate) fn encode_notification<T: Serialize + ?Sized>(method: &str, params: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    write_json(&mut out, method);
+    out.extend_from_slice(br#","params":"#);
+    write_json(&mut out, params);
+    out.push(b'}');
+    out
+}
+
+/// Encodes replies to the requests of a batch as one array.
+pub(crate) fn encode_batch(replies: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + replies.iter().map(|r| r.len() + 1).sum::<usize>());
+    out.push(b'[');
+    for (i, reply) in replies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(reply);
+    }
+    out.push(b']');
+    out
+}
+
+/// Serialises a value that cannot fail to serialise (strings, ids, derived
+/// protocol types).
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    if let Err(e) = serde_json::to_writer(&mut *out, value) {
+        tracing::error!("serialising a protocol value failed: {e}");
+        out.extend_from_slice(b"null");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(body: &str) -> Incoming<'_> {
+        match parse(body.as_bytes()) {
+            Parsed::Single(m) => m,
+            other => panic!("expected one message, got {other:?}"),
+        }
+    }
+
+    fn invalid_id(body: &str) -> RequestId {
+        match single(body) {
+            Incoming::Invalid { id, .. } => id,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn large_integer_ids_are_echoed_unrounded() {
+        for big in ["9007199254740993", "9223372036854775807", "-5", "0"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{big}}}"#);
+            let Incoming::Request { id, .. } = single(&body) else {
+                panic!("not a request")
+            };
+            let reply = encode_result(&id, &serde_json::json!([]));
+            assert_eq!(
+                String::from_utf8(reply).unwrap(),
+                format!(r#"{{"jsonrpc":"2.0","id":{big},"result":[]}}"#)
+            );
+        }
+    }
+
+    #[test]
+    fn string_and_number_ids_differ() {
+        let a = RequestId::from_raw(&RawValue::from_string("\"7\"".into()).unwrap());
+        let b = RequestId::from_raw(&RawValue::from_string("7".into()).unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a, Some(RequestId::from("7")));
+        assert_eq!(b, Some(RequestId::from(7)));
+    }
+
+    #[test]
+    fn unreadable_ids_are_null_in_the_error() {
+        for id in ["true", "{\"x\":1}", "[1]", "1.5", "1e3"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{id}}}"#);
+            assert_eq!(invalid_id(&body), RequestId::Null, "id {id}");
+        }
+    }
+
+    #[test]
+    fn wrong_version_or_method_echoes_the_id() {
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":"1.0","method":"m","id":3}"#),
+            RequestId::from(3)
+        );
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":2.0,"method":"m","id":"x"}"#),
+            RequestId::from("x")
+        );
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":"2.0","method":42,"id":5}"#),
+            RequestId::from(5)
+        );
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":"2.0","id":6,"params":{}}"#),
+            RequestId::from(6)
+        );
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":"2.0","method":"m","params":"x","id":7}"#),
+            RequestId::from(7)
+        );
+    }
+
+    #[test]
+    fn invalid_message_without_id_is_still_invalid() {
+        assert_eq!(invalid_id(r#"{"jsonrpc":"1.0","method":"m"}"#), RequestId::Null);
+    }
+
+    #[test]
+    fn null_id_is_a_request_and_absent_id_a_notification() {
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","method":"m","id":null}"#),
+            Incoming::Request {
+                id: RequestId::Null,
+                ..
+            }
+        ));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","method":"m","params":null}"#),
+            Incoming::Notification { .. }
+        ));
+    }
+
+    #[test]
+    fn responses_are_recognised() {
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#),
+            Incoming::Response
+        ));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":9,"error":{"code":1}}"#),
+            Incoming::Response
+        ));
+    }
+
+    #[test]
+    fn non_objects_are_invalid_requests_and_bad_json_a_parse_error() {
+        for body in ["42", "\"m\"", "null", "true"] {
+            let Parsed::Error(e) = parse(body.as_bytes()) else {
+                panic!("{body}")
+            };
+            assert_eq!(e.code, crate::ErrorCode::INVALID_REQUEST, "{body}");
+        }
+        for body in [&b"{\"jsonrpc\":"[..], b"{\"id\":\"\xff\xfe\"}", b"", b"[1,"] {
+            let Parsed::Error(e) = parse(body) else {
+                panic!("{body:?}")
+            };
+            assert_eq!(e.code, crate::ErrorCode::PARSE_ERROR, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let body = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(matches!(parse(body.as_bytes()), Parsed::Error(_) | Parsed::Batch(_)));
+    }
+
+    #[test]
+    fn empty_batch_is_one_invalid_request() {
+        let Parsed::Error(e) = parse(b" [ ] ") else {
+            panic!()
+        };
+        assert_eq!(e.code, crate::ErrorCode::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn batch_elements_are_classified_one_by_one() {
+        let Parsed::Batch(items) =
+            parse(br#"[1,{"jsonrpc":"2.0","method":"m","id":6},"x",{"jsonrpc":"2.0","method":"n"}]"#)
+        else {
+            panic!()
+        };
+        assert!(matches!(items[0], Incoming::Invalid { .. }));
+        assert!(matches!(items[1], Incoming::Request { .. }));
+        assert!(matches!(items[2], Incoming::Invalid { .. }));
+        assert!(matches!(items[3], Incoming::Notification { .. }));
+    }
+
+    #[test]
+    fn error_object_has_the_fixed_message() {
+        let e = RpcError::invalid_params("Missing required property: 'x'");
+        assert_eq!(
+            String::from_utf8(encode_error(&RequestId::from(3), &e)).unwrap(),
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params","data":"Missing required property: 'x'"}}"#
+        );
+    }
+
+    #[test]
+    fn escaped_method_names_are_decoded() {
+        let Incoming::Request { method, .. } =
+            single(r#"{"jsonrpc":"2\u002e0","method":"mcp\/listTools","id":1}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(method, "mcp/listTools");
+    }
+}

@@ -1,0 +1,75 @@
+//! # clawmcp
+//!
+//! Embed an MCP v1.0 (Machine-to-Clawpedia Protocol) server in a Rust
+//! program: register tools, resources and prompts on a [`Server`] builder,
+//! pick a transport, and clawmcp does the protocol — framing, JSON-RPC 2.0,
+//! the handshake, JSON Schema validation, errors and notifications.
+//!
+//! ```no_run
+//! use clawmcp::protocol::ToolDefinition;
+//! use clawmcp::{Server, ToolContext, tool_fn};
+//! use serde_json::{Value, json};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let echo = ToolDefinition {
+//!         mcp_id: "mcp://hello/tools/echo:v1".into(),
+//!         name: "echo".into(),
+//!         description: "Returns the message it is given.".into(),
+//!         input_schema: json!({"type": "object", "additionalProperties": false,
+//!             "required": ["message"], "properties": {"message": {"type": "string"}}}),
+//!         output_schema: json!({"type": "object", "required": ["message"],
+//!             "properties": {"message": {"type": "string"}}}),
+//!     };
+//!     let server = Server::builder()
+//!         .name("hello")
+//!         .tool(tool_fn(echo, |args: Value, _ctx: ToolContext| async move {
+//!             Ok(json!({ "message": args["message"] }))
+//!         }))
+//!         .build()?;
+//!     server.serve_stdio().await?; // until stdin ends
+//!     Ok(())
+//! }
+//! ```
+//!
+//! This is `examples/hello.rs`. `examples/reference.rs` serves every kind
+//! of item; the README shows how to talk to it by hand.
+//!
+//! ## What the crate guarantees
+//! - Every request gets exactly one reply; notifications never get one.
+//!   Bad input gets the error of PROTOCOL.md §2 and the session goes on.
+//! - Arguments are validated against `inputSchema` before a tool runs, and
+//!   its output against `outputSchema` before the reply is sent, with
+//!   validators compiled once in [`ServerBuilder::build`].
+//! - Requests run concurrently and are answered in completion order; a
+//!   session has at most [`ServerBuilder::max_in_flight`] requests in flight
+//!   and reads no more input past that.
+//! - A tool that panics is answered `-32603`; the session and server live on.
+//!
+//! ## Layout
+//! [`jsonrpc`] (messages and ids) ← [`protocol`] (the reference's types) ←
+//! [`server`] (builder, handshake, method table, sessions) ← [`transport`]
+//! (stdio framing). The core is transport-agnostic: [`Server::serve_io`]
+//! runs a session over any byte stream, e.g. `tokio::io::duplex` in tests.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod error;
+pub mod jsonrpc;
+pub mod prompt;
+pub mod protocol;
+pub mod resource;
+pub mod server;
+pub mod tool;
+pub mod transport;
+
+pub use async_trait::async_trait;
+pub use error::{BuildError, ErrorCode, RpcError, ToolError};
+pub use jsonrpc::RequestId;
+pub use prompt::Prompt;
+pub use resource::{Resource, ResourceInfo, TextResource};
+pub use server::{Input, Server, ServerBuilder, ServerHandle};
+pub use tool::{FnTool, Tool, ToolContext, tool_fn};

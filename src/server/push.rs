@@ -1,0 +1,166 @@
+//! Server-initiated notifications: the [`ServerHandle`] that fires them and
+//! the per-session queues that carry them to every ready session.
+//!
+//! A session's queue coalesces: a notification already waiting to be sent
+//! is not queued twice, so a client that reads slowly gets one
+//! `mcp/resourceDidChange` per resource, never an unbounded backlog.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use tokio::sync::{Notify, mpsc};
+
+use crate::jsonrpc::encode_notification;
+use crate::protocol::{ResourceDidChangeParams, methods};
+
+/// A cloneable handle to a server, for announcing changes to every ready
+/// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
+/// or from anywhere else in the program ([`Server::handle`](crate::Server::handle)).
+#[derive(Clone)]
+pub struct ServerHandle {
+    registry: Arc<PushRegistry>,
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("sessions", &self.registry.session_count())
+            .finish()
+    }
+}
+
+impl ServerHandle {
+    pub(crate) fn new() -> Self {
+        Self {
+            registry: Arc::new(PushRegistry::default()),
+        }
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<PushRegistry> {
+        &self.registry
+    }
+
+    /// Announces that the content of resource `mcp_id` changed: every
+    /// session past its handshake receives `mcp/resourceDidChange`.
+    /// Sessions still in their handshake get nothing (PROTOCOL.md §5).
+    /// An id the server does not list is logged and ignored.
+    pub fn resource_changed(&self, mcp_id: &str) {
+        if let Some(known) = self.registry.resource_ids.get() {
+            if !known.contains(mcp_id) {
+                tracing::warn!(mcp_id, "resource_changed for a resource the server does not list");
+                return;
+            }
+        }
+        let message: Arc<[u8]> = encode_notification(
+            methods::RESOURCE_DID_CHANGE,
+            &ResourceDidChangeParams {
+                mcp_id: mcp_id.to_owned(),
+            },
+        )
+        .into();
+        self.registry.broadcast(&message);
+    }
+
+    /// How many sessions currently receive notifications.
+    pub fn ready_sessions(&self) -> usize {
+        self.registry.session_count()
+    }
+}
+
+/// Every ready session's queue, by session number.
+#[derive(Default)]
+pub(crate) struct PushRegistry {
+    sessions: Mutex<HashMap<u64, Arc<PushQueue>>>,
+    next_session: AtomicU64,
+    resource_ids: OnceLock<HashSet<String>>,
+}
+
+impl PushRegistry {
+    pub(crate) fn set_resource_ids(&self, ids: HashSet<String>) {
+        let _ = self.resource_ids.set(ids);
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<PushQueue>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn session_count(&self) -> usize {
+        self.sessions().len()
+    }
+
+    fn broadcast(&self, message: &Arc<[u8]>) {
+        for queue in self.sessions().values() {
+            queue.push(message);
+        }
+    }
+
+    /// Registers a session that became ready and starts the task that
+    /// forwards its queue into `out`. The returned guard unregisters it.
+    pub(crate) fn subscribe(self: &Arc<Self>, out: mpsc::Sender<Vec<u8>>) -> Subscription {
+        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let queue = Arc::new(PushQueue::default());
+        self.sessions().insert(number, queue.clone());
+        tokio::spawn(forward(queue.clone(), out));
+        Subscription {
+            registry: self.clone(),
+            number,
+            queue,
+        }
+    }
+}
+
+/// A ready session's pending notifications.
+#[derive(Default)]
+struct PushQueue {
+    pending: Mutex<Vec<Arc<[u8]>>>,
+    wake: Notify,
+    closed: AtomicBool,
+}
+
+impl PushQueue {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<[u8]>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, message: &Arc<[u8]>) {
+        let mut pending = self.pending();
+        if !pending.iter().any(|m| **m == **message) {
+            pending.push(message.clone());
+        }
+        drop(pending);
+        self.wake.notify_one();
+    }
+}
+
+async fn forward(queue: Arc<PushQueue>, out: mpsc::Sender<Vec<u8>>) {
+    loop {
+        queue.wake.notified().await;
+        let batch = std::mem::take(&mut *queue.pending());
+        for message in batch {
+            if out.send(message.to_vec()).await.is_err() {
+                return;
+            }
+        }
+        if queue.closed.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+/// Keeps a session registered for notifications; dropping it unregisters
+/// the session and lets its forwarder send what is queued, then stop.
+pub(crate) struct Subscription {
+    registry: Arc<PushRegistry>,
+    number: u64,
+    queue: Arc<PushQueue>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.registry.sessions().remove(&self.number);
+        self.queue.closed.store(true, Ordering::Release);
+        self.queue.wake.notify_one();
+    }
+}

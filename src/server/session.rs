@@ -1,0 +1,444 @@
+//! One session: reads messages from a transport's input stream, runs the
+//! handshake, serves requests concurrently and writes every outgoing message
+//! to the transport's output channel (PROTOCOL.md §1, §3, §5).
+//!
+//! Concurrency: each request that needs async work runs in its own task;
+//! replies go out in completion order. At most `max_in_flight` requests run
+//! at once: the session takes a permit *before* it reads the next message,
+//! so a full session simply stops reading. The session's output channel
+//! closes only when the reader and every request task are done, so a
+//! transport that waits for the channel to close has flushed every reply.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures_core::Stream;
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::{self, Step, Work};
+use super::handshake::{Admission, Phase};
+use super::push::Subscription;
+use super::{Server, ServerInner};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{
+    self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_notification,
+    encode_result,
+};
+use crate::protocol::{
+    CancelParams, InitializeParams, LogTraceParams, SetTraceParams, TraceValue, methods,
+};
+
+/// One unit of input from a transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A whole message body (one JSON value: an object or a batch).
+    Message(Bytes),
+    /// A message over the size limit, skipped unread: answered `-32006`.
+    TooLarge {
+        /// The size the message announced, in bytes.
+        declared: usize,
+    },
+    /// Bytes the transport could not frame (a garbage header block):
+    /// answered `-32700`.
+    Unreadable(String),
+}
+
+/// What the whole session's tasks share.
+struct Shared {
+    server: Arc<ServerInner>,
+    out: mpsc::Sender<Vec<u8>>,
+    /// 0 off, 1 messages, 2 verbose.
+    trace: AtomicU8,
+    /// Past `initialized`: server notifications may be sent.
+    ready: AtomicBool,
+    /// Requests in flight by id, with how many share the id.
+    in_flight: Mutex<HashMap<RequestId, (CancellationToken, usize)>>,
+    /// Keeps the session registered for pushes until the last task is done.
+    subscription: Mutex<Option<Subscription>>,
+}
+
+impl Shared {
+    async fn send(&self, message: Vec<u8>) {
+        if self.out.send(message).await.is_err() {
+            tracing::debug!("the transport's writer is gone; a message was dropped");
+        }
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, (CancellationToken, usize)>> {
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a request in flight; requests that share an id share a token.
+    fn start(&self, id: &RequestId) -> CancellationToken {
+        let mut map = self.in_flight();
+        let entry = map.entry(id.clone()).or_insert_with(|| (CancellationToken::new(), 0));
+        entry.1 += 1;
+        entry.0.clone()
+    }
+
+    fn finish(&self, id: &RequestId) {
+        let mut map = self.in_flight();
+        if let Some(entry) = map.get_mut(id) {
+            entry.1 -= 1;
+            if entry.1 == 0 {
+                map.remove(id);
+            }
+        }
+    }
+
+    fn cancel(&self, id: &RequestId) {
+        match self.in_flight().get(id) {
+            Some((token, _)) => token.cancel(),
+            None => tracing::debug!(%id, "$/cancelRequest for a request not in flight"),
+        }
+    }
+
+    fn set_trace(&self, value: TraceValue) {
+        let level = match value {
+            TraceValue::Off => 0,
+            TraceValue::Messages | TraceValue::On => 1,
+            TraceValue::Verbose => 2,
+        };
+        self.trace.store(level, Ordering::Relaxed);
+    }
+
+    /// The `$/logTrace` line for a handled request, when trace is on and the
+    /// handshake is complete.
+    fn trace_line(&self, method: &str, id: &RequestId, started: Instant, reply: &[u8]) -> Option<Vec<u8>> {
+        let level = self.trace.load(Ordering::Relaxed);
+        if level == 0 || !self.ready.load(Ordering::Acquire) {
+            return None;
+        }
+        let params = LogTraceParams {
+            message: format!(
+                "Received request '{method} - ({id})'. Processed in {}µs.",
+                started.elapsed().as_micros()
+            ),
+            verbose: (level == 2).then(|| {
+                let text = String::from_utf8_lossy(reply);
+                let mut shown: String = text.chars().take(1000).collect();
+                if shown.len() < text.len() {
+                    shown.push('…');
+                }
+                format!("Reply: {shown}")
+            }),
+        };
+        Some(encode_notification(methods::LOG_TRACE, &params))
+    }
+
+    async fn send_with_trace(&self, reply: Vec<u8>, trace: Option<Vec<u8>>) {
+        self.send(reply).await;
+        if let Some(trace) = trace {
+            self.send(trace).await;
+        }
+    }
+}
+
+/// A request whose reply needs async work.
+struct Job {
+    id: RequestId,
+    method: &'static str,
+    work: Work,
+    cancel: CancellationToken,
+    started: Instant,
+}
+
+/// A handled request: its reply and, if trace is on, its trace line.
+struct Handled {
+    reply: Vec<u8>,
+    trace: Option<Vec<u8>>,
+}
+
+impl Job {
+    async fn run(self, shared: Arc<Shared>) -> Handled {
+        let Job {
+            id,
+            method,
+            work,
+            cancel,
+            started,
+        } = self;
+        let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
+        let reply = tokio::select! {
+            biased;
+            () = cancel.cancelled() => encode_error(
+                &id,
+                &RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest"),
+            ),
+            outcome = CatchUnwind(Box::pin(work)) => outcome.unwrap_or_else(|panic| {
+                tracing::error!(%id, "a tool panicked: {panic}");
+                encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
+            }),
+        };
+        shared.finish(&id);
+        let trace = shared.trace_line(method, &id, started, &reply);
+        Handled { reply, trace }
+    }
+}
+
+/// What a message asks of the session.
+enum Outcome {
+    Nothing,
+    Reply(Handled),
+    Run(Job),
+}
+
+/// A session's reader side. See the module docs.
+pub(crate) struct Session {
+    shared: Arc<Shared>,
+    phase: Phase,
+    permits: Arc<Semaphore>,
+}
+
+impl Session {
+    /// A session that starts with a handshake, writing to `out`.
+    pub(crate) fn new(server: &Server, out: mpsc::Sender<Vec<u8>>) -> Self {
+        let inner = server.inner().clone();
+        let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
+        Self {
+            shared: Arc::new(Shared {
+                server: inner,
+                out,
+                trace: AtomicU8::new(0),
+                ready: AtomicBool::new(false),
+                in_flight: Mutex::new(HashMap::new()),
+                subscription: Mutex::new(None),
+            }),
+            phase: Phase::AwaitingInitialize,
+            permits,
+        }
+    }
+
+    /// Reads `input` to its end, serving every message. Returns when the
+    /// input has ended (or failed, or the output is gone); requests still in
+    /// flight finish on their own and close the output channel after them.
+    pub(crate) async fn run<S>(mut self, mut input: S)
+    where
+        S: Stream<Item = io::Result<Input>> + Unpin,
+    {
+        loop {
+            let Ok(permit) = self.permits.clone().acquire_owned().await else {
+                break;
+            };
+            if self.shared.out.is_closed() {
+                tracing::debug!("output closed; the session stops reading");
+                break;
+            }
+            let item = std::future::poll_fn(|cx| Pin::new(&mut input).poll_next(cx)).await;
+            match item {
+                None => break,
+                Some(Err(e)) => {
+                    tracing::warn!("reading the session's input failed: {e}");
+                    break;
+                }
+                Some(Ok(Input::TooLarge { declared })) => {
+                    let limit = self.shared.server.limits.max_message_size;
+                    let error = RpcError::new(
+                        ErrorCode::MESSAGE_TOO_LARGE,
+                        format!("a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"),
+                    );
+                    self.shared.send(encode_error(&RequestId::Null, &error)).await;
+                }
+                Some(Ok(Input::Unreadable(why))) => {
+                    let error = RpcError::parse_error(why);
+                    self.shared.send(encode_error(&RequestId::Null, &error)).await;
+                }
+                Some(Ok(Input::Message(body))) => self.on_message(&body, permit).await,
+            }
+        }
+        tracing::debug!("session input ended");
+    }
+
+    async fn on_message(&mut self, body: &[u8], permit: OwnedSemaphorePermit) {
+        match jsonrpc::parse(body) {
+            Parsed::Error(error) => {
+                self.shared.send(encode_error(&RequestId::Null, &error)).await;
+            }
+            Parsed::Single(message) => match self.step(message) {
+                Outcome::Nothing => {}
+                Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
+                Outcome::Run(job) => {
+                    let shared = self.shared.clone();
+                    tokio::spawn(async move {
+                        let handled = job.run(shared.clone()).await;
+                        shared.send_with_trace(handled.reply, handled.trace).await;
+                        drop(permit);
+                    });
+                }
+            },
+            Parsed::Batch(messages) => self.on_batch(messages, permit).await,
+        }
+    }
+
+    /// A batch: its requests run concurrently (each with its own permit) and
+    /// their replies go out together as one array.
+    async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, permit: OwnedSemaphorePermit) {
+        let mut done = Vec::new();
+        let mut jobs = JoinSet::new();
+        let mut permit = Some(permit);
+        for message in messages {
+            match self.step(message) {
+                Outcome::Nothing => {}
+                Outcome::Reply(handled) => done.push(handled),
+                Outcome::Run(job) => {
+                    let permit = match permit.take() {
+                        Some(p) => p,
+                        None => match self.permits.clone().acquire_owned().await {
+                            Ok(p) => p,
+                            Err(_) => return,
+                        },
+                    };
+                    let shared = self.shared.clone();
+                    jobs.spawn(async move {
+                        let handled = job.run(shared).await;
+                        drop(permit);
+                        handled
+                    });
+                }
+            }
+        }
+        let shared = self.shared.clone();
+        let finish = async move {
+            while let Some(joined) = jobs.join_next().await {
+                match joined {
+                    Ok(handled) => done.push(handled),
+                    Err(e) => tracing::error!("a batch request task failed: {e}"),
+                }
+            }
+            if done.is_empty() {
+                return; // only notifications: no reply at all
+            }
+            let replies: Vec<Vec<u8>> = done.iter_mut().map(|h| std::mem::take(&mut h.reply)).collect();
+            shared.send(encode_batch(&replies)).await;
+            for trace in done.into_iter().filter_map(|h| h.trace) {
+                shared.send(trace).await;
+            }
+        };
+        tokio::spawn(finish);
+    }
+
+    /// Handles one message: the handshake and notifications here, requests
+    /// through the method table.
+    fn step(&mut self, message: Incoming<'_>) -> Outcome {
+        match message {
+            Incoming::Request { id, method, params } => {
+                let started = Instant::now();
+                let reply = match self.phase.admit(&method, &id) {
+                    Admission::Reject(error) => encode_error(&id, &error),
+                    Admission::Initialize => self.initialize(&id, params),
+                    Admission::Serve => {
+                        match dispatch::dispatch(&self.shared.server, &id, &method, params) {
+                            Step::Reply(reply) => reply,
+                            Step::Run(work) => {
+                                return Outcome::Run(Job {
+                                    cancel: self.shared.start(&id),
+                                    id,
+                                    method: work.method(),
+                                    work,
+                                    started,
+                                });
+                            }
+                        }
+                    }
+                };
+                let trace = self.shared.trace_line(&method, &id, started, &reply);
+                Outcome::Reply(Handled { reply, trace })
+            }
+            Incoming::Notification { method, params } => {
+                self.notification(&method, params);
+                Outcome::Nothing
+            }
+            Incoming::Response => {
+                tracing::debug!("ignoring a response object from the client");
+                Outcome::Nothing
+            }
+            Incoming::Invalid { id, reason } => Outcome::Reply(Handled {
+                reply: encode_error(&id, &RpcError::invalid_request(reason)),
+                trace: None,
+            }),
+        }
+    }
+
+    fn initialize(&mut self, id: &RequestId, params: Option<&RawValue>) -> Vec<u8> {
+        let parsed = params
+            .filter(|raw| raw.get().starts_with('{'))
+            .ok_or_else(|| "initialize params must be an object with clientCapabilities".to_owned())
+            .and_then(|raw| {
+                serde_json::from_str::<InitializeParams>(raw.get())
+                    .map_err(|e| format!("initialize params: {e}"))
+            });
+        match parsed {
+            Ok(params) => {
+                self.phase = self.phase.after_initialize();
+                self.shared.set_trace(params.trace.unwrap_or(TraceValue::Off));
+                encode_result(id, &*self.shared.server.initialize_result)
+            }
+            Err(why) => encode_error(id, &RpcError::invalid_params(why)),
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: Option<&RawValue>) {
+        if !self.phase.hears_notifications() {
+            tracing::debug!(method, "notification before initialize dropped");
+            return;
+        }
+        let params_text = params.map_or("{}", |raw| raw.get());
+        match method {
+            methods::INITIALIZED => {
+                let before = self.phase;
+                self.phase = self.phase.after_initialized();
+                if before != self.phase {
+                    let subscription = self
+                        .shared
+                        .server
+                        .handle
+                        .registry()
+                        .subscribe(self.shared.out.clone());
+                    *self.shared.subscription.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(subscription);
+                    self.shared.ready.store(true, Ordering::Release);
+                }
+            }
+            methods::CANCEL_REQUEST => match serde_json::from_str::<CancelParams>(params_text) {
+                Ok(p) => self.shared.cancel(&p.id),
+                Err(e) => tracing::warn!("ignoring $/cancelRequest with bad params: {e}"),
+            },
+            methods::SET_TRACE => match serde_json::from_str::<SetTraceParams>(params_text) {
+                Ok(p) => self.shared.set_trace(p.value),
+                Err(e) => tracing::warn!("ignoring $/setTrace with bad params: {e}"),
+            },
+            other => tracing::info!(method = other, "ignoring an unknown notification"),
+        }
+    }
+}
+
+/// Turns a panic inside a request's future into an error value.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(move || inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Err(payload) => Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned()))),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The [`Tool`] trait a server author implements, the [`ToolContext`] each
+//! execution receives, and [`tool_fn`] for tools written as closures.
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::jsonrpc::RequestId;
+use crate::protocol::ToolDefinition;
+use crate::server::ServerHandle;
+
+/// A tool that clients run with `mcp/executeTool`.
+///
+/// [`definition`](Tool::definition) is read once, when the server is built:
+/// its schemas are checked and compiled then. [`call`](Tool::call) receives
+/// arguments that already passed `inputSchema`; what it returns is checked
+/// against `outputSchema` before it is sent.
+///
+/// ```
+/// use clawmcp::{async_trait, Tool, ToolContext, ToolError};
+/// use clawmcp::protocol::ToolDefinition;
+/// use serde_json::{json, Value};
+///
+/// struct Echo;
+///
+/// #[async_trait]
+/// impl Tool for Echo {
+///     fn definition(&self) -> ToolDefinition {
+///         ToolDefinition {
+///             mcp_id: "mcp://example/tools/echo:v1".into(),
+///             name: "echo".into(),
+///             description: "Returns its message.".into(),
+///             input_schema: json!({"type": "object", "required": ["message"],
+///                 "properties": {"message": {"type": "string"}}}),
+///             output_schema: json!({"type": "object",
+///                 "properties": {"message": {"type": "string"}}}),
+///         }
+///     }
+///
+///     async fn call(&self, arguments: Value, _ctx: ToolContext) -> Result<Value, ToolError> {
+///         Ok(json!({"message": arguments["message"]}))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's definition as `mcp/listTools` shows it.
+    fn definition(&self) -> ToolDefinition;
+
+    /// Runs the tool. `arguments` is a JSON object that matches
+    /// `inputSchema`. An `Err` is answered `-32000 Tool execution failed`
+    /// with the error's text as `data`; a panic is answered `-32603`.
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError>;
+}
+
+/// What a tool execution knows about its request and its server.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    request_id: RequestId,
+    cancel: CancellationToken,
+    server: ServerHandle,
+}
+
+impl ToolContext {
+    pub(crate) fn new(request_id: RequestId, cancel: CancellationToken, server: ServerHandle) -> Self {
+        Self {
+            request_id,
+            cancel,
+            server,
+        }
+    }
+
+    /// The id of the `mcp/executeTool` request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+
+    /// Whether the client cancelled the request (`$/cancelRequest`).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes when the client cancels the request. The request is then
+    /// answered `-32003` at once and the tool's future is dropped at its
+    /// next `.await`; work the tool spawned elsewhere can watch this (or
+    /// [`cancellation_token`](Self::cancellation_token)) to stop early.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// The request's cancellation token, for work the tool hands to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The server's handle, e.g. to announce that a resource changed.
+    pub fn server(&self) -> &ServerHandle {
+        &self.server
+    }
+}
+
+/// A tool made of a [`ToolDefinition`] and an async closure.
+///
+/// ```
+/// use clawmcp::{tool_fn, ToolContext};
+/// use clawmcp::protocol::ToolDefinition;
+/// use serde_json::{json, Value};
+///
+/// let add = tool_fn(
+///     ToolDefinition {
+///         mcp_id: "mcp://example/tools/add:v1".into(),
+///         name: "add".into(),
+///         description: "Adds a and b.".into(),
+///         input_schema: json!({"type": "object", "required": ["a", "b"],
+///             "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+///         output_schema: json!({"type": "object", "properties": {"sum": {"type": "number"}}}),
+///     },
+///     |args: Value, _ctx: ToolContext| async move {
+///         let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+///         Ok(json!({ "sum": sum }))
+///     },
+/// );
+/// # let _ = clawmcp::Server::builder().tool(add).build().unwrap();
+/// ```
+pub fn tool_fn<F, Fut>(definition: ToolDefinition, function: F) -> FnTool<F, Fut>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    FnTool {
+        definition,
+        function,
+        _future: PhantomData,
+    }
+}
+
+/// The tool [`tool_fn`] returns.
+pub struct FnTool<F, Fut> {
+    definition: ToolDefinition,
+    function: F,
+    _future: PhantomData<fn() -> Fut>,
+}
+
+#[async_trait]
+impl<F, Fut> Tool for FnTool<F, Fut>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn definition(&self) -> ToolDefinition {
+        self.definition.clone()
+    }
+
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+        (self.function)(arguments, ctx).await
+    }
+}

@@ -1,0 +1,107 @@
+//! The stdio transport (PROTOCOL.md §7): `Content-Length` frames over any
+//! `AsyncRead` + `AsyncWrite` pair — the process's stdin and stdout, or an
+//! in-memory pipe in tests.
+
+use std::io;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::codec::{Encoder, FramedRead};
+
+use super::frame::FrameCodec;
+use crate::server::{Server, Session};
+
+/// How many outgoing messages may wait for the writer before request tasks
+/// wait for it in turn.
+const OUTBOX: usize = 256;
+/// Gathered replies are written once this many bytes are waiting.
+const WRITE_BATCH: usize = 64 * 1024;
+
+impl Server {
+    /// Serves one session on the process's stdin and stdout until stdin
+    /// ends; requests in flight then finish, every reply is flushed, and the
+    /// call returns. stdout carries frames only: log through `tracing` to
+    /// stderr.
+    ///
+    /// # Errors
+    /// Writing to stdout failed.
+    pub async fn serve_stdio(&self) -> io::Result<()> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves one session over `reader` and `writer` with stdio framing,
+    /// until `reader` ends; requests in flight then finish, every reply is
+    /// flushed, and the call returns.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// let server = clawmcp::Server::builder().build().unwrap();
+    /// let (client, server_end) = tokio::io::duplex(64 * 1024);
+    /// let (reader, writer) = tokio::io::split(server_end);
+    /// let serving = tokio::spawn(async move { server.serve_io(reader, writer).await });
+    ///
+    /// let (mut from_server, mut to_server) = tokio::io::split(client);
+    /// let body = r#"{"jsonrpc":"2.0","method":"initialize","params":{"clientCapabilities":{}},"id":1}"#;
+    /// to_server.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await?;
+    /// to_server.shutdown().await?; // end of input: the session ends after its replies
+    ///
+    /// let mut out = String::new();
+    /// from_server.read_to_string(&mut out).await?;
+    /// assert!(out.starts_with("Content-Length: "));
+    /// assert!(out.contains(r#""result":{"capabilities":"#));
+    /// serving.await.unwrap()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Writing to `writer` failed.
+    pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let (out, outbox) = mpsc::channel(OUTBOX);
+        let session = Session::new(self, out);
+        let input = FramedRead::new(reader, FrameCodec::new(self.max_message_size()));
+        let ((), written) = tokio::join!(session.run(input), write_frames(writer, outbox));
+        written
+    }
+}
+
+/// Writes every message of `outbox` as a frame, gathering the messages that
+/// are ready into one write and one flush; returns when every sender is gone.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut outbox: mpsc::Receiver<Vec<u8>>,
+) -> io::Result<()> {
+    let mut codec = FrameCodec::new(usize::MAX);
+    let mut buf = BytesMut::with_capacity(WRITE_BATCH);
+    while let Some(message) = outbox.recv().await {
+        codec.encode(&message, &mut buf)?;
+        while buf.len() < WRITE_BATCH {
+            match outbox.try_recv() {
+                Ok(message) => codec.encode(&message, &mut buf)?,
+                Err(_) => break,
+            }
+        }
+        for chunk in [&buf[..]] {
+            tracing::trace!(bytes = chunk.len(), "->");
+        }
+        if let Err(e) = write_and_flush(&mut writer, &buf).await {
+            // The peer is gone: drop the outbox so the session stops reading.
+            drop(outbox);
+            return Err(e);
+        }
+        buf.clear();
+    }
+    writer.flush().await
+}
+
+async fn write_and_flush<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
+    writer.write_all(bytes).await?;
+    writer.flush().await
+}
