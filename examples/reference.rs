@@ -199,7 +199,10 @@ fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
 
 /// A tool definition whose input is an object of exactly `properties`, all required.
 fn tool(name: &str, description: &str, properties: Value, output_schema: Value) -> ToolDefinition {
-    let required: Vec<&String> = properties.as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    let required: Vec<&String> = properties
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
     ToolDefinition {
         mcp_id: format!("{BASE}/tools/{name}:v1"),
         name: name.into(),
@@ -212,7 +215,10 @@ fn tool(name: &str, description: &str, properties: Value, output_schema: Value) 
 
 /// An output schema: an object of exactly `properties`, all required.
 fn output(properties: Value) -> Value {
-    let required: Vec<&String> = properties.as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    let required: Vec<&String> = properties
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
     json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
 }
 
@@ -223,7 +229,9 @@ fn f(value: &Value) -> f64 {
 /// A finite number as JSON: an integer when it is one.
 fn number(x: f64) -> Result<Value, ToolError> {
     if !x.is_finite() {
-        return Err(ToolError::new(format!("the result {x} is not a finite number")));
+        return Err(ToolError::new(format!(
+            "the result {x} is not a finite number"
+        )));
     }
     if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
         return Ok(json!(x as i64));
@@ -266,7 +274,9 @@ impl FileWriter {
                     }
                 }
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(refuse("absolute paths are not allowed; give a path relative to the root"));
+                    return Err(refuse(
+                        "absolute paths are not allowed; give a path relative to the root",
+                    ));
                 }
             }
         }
@@ -284,9 +294,12 @@ impl FileWriter {
             .canonicalize()
             .map_err(|e| refuse(&format!("cannot resolve it: {e}")))?;
         if !resolved.starts_with(&self.root) {
-            return Err(refuse("it leads out of the root folder through a symbolic link"));
+            return Err(refuse(
+                "it leads out of the root folder through a symbolic link",
+            ));
         }
-        std::fs::create_dir_all(parent).map_err(|e| refuse(&format!("cannot create its folder: {e}")))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| refuse(&format!("cannot create its folder: {e}")))?;
         if let Ok(meta) = std::fs::symlink_metadata(&target) {
             if meta.file_type().is_symlink() {
                 return Err(refuse("it is a symbolic link"));
@@ -308,7 +321,8 @@ impl Resource for LastWrite {
         ResourceInfo {
             mcp_id: LAST_WRITE.into(),
             name: "last-write".into(),
-            description: "The content of the latest successful file-writer write (empty at start).".into(),
+            description: "The content of the latest successful file-writer write (empty at start)."
+                .into(),
             media_type: "text/plain".into(),
         }
     }

@@ -186,7 +186,9 @@ impl<E: std::error::Error> From<E> for ToolError {
 #[non_exhaustive]
 pub enum BuildError {
     /// An `mcpId` that is not an absolute URI (`scheme:rest`).
-    #[error("{kind} mcpId {mcp_id:?} is not an absolute URI (expected scheme:..., e.g. mcp://authority/path)")]
+    #[error(
+        "{kind} mcpId {mcp_id:?} is not an absolute URI (expected scheme:..., e.g. mcp://authority/path)"
+    )]
     MalformedMcpId {
         /// `tool`, `resource` or `prompt`.
         kind: &'static str,

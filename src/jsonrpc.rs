@@ -92,9 +92,8 @@ impl Serialize for RequestId {
 impl<'de> Deserialize<'de> for RequestId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        Self::from_raw(&raw).ok_or_else(|| {
-            serde::de::Error::custom("an id must be a string, an integer or null")
-        })
+        Self::from_raw(&raw)
+            .ok_or_else(|| serde::de::Error::custom("an id must be a string, an integer or null"))
     }
 }
 
@@ -238,10 +237,10 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
     let Some(method) = env.method.and_then(str_of) else {
         return invalid("method must be a string");
     };
-    if let Some(params) = env.params {
-        if !matches!(params.get().as_bytes().first(), Some(b'{' | b'[' | b'n')) {
-            return invalid("params must be an object or an array");
-        }
+    if let Some(params) = env.params
+        && !matches!(params.get().as_bytes().first(), Some(b'{' | b'[' | b'n'))
+    {
+        return invalid("params must be an object or an array");
     }
     match id {
         Some(id) => Incoming::Request {
@@ -399,7 +398,10 @@ mod tests {
 
     #[test]
     fn invalid_message_without_id_is_still_invalid() {
-        assert_eq!(invalid_id(r#"{"jsonrpc":"1.0","method":"m"}"#), RequestId::Null);
+        assert_eq!(
+            invalid_id(r#"{"jsonrpc":"1.0","method":"m"}"#),
+            RequestId::Null
+        );
     }
 
     #[test]
@@ -448,7 +450,10 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let body = "[".repeat(100_000) + &"]".repeat(100_000);
-        assert!(matches!(parse(body.as_bytes()), Parsed::Error(_) | Parsed::Batch(_)));
+        assert!(matches!(
+            parse(body.as_bytes()),
+            Parsed::Error(_) | Parsed::Batch(_)
+        ));
     }
 
     #[test]
@@ -461,9 +466,9 @@ mod tests {
 
     #[test]
     fn batch_elements_are_classified_one_by_one() {
-        let Parsed::Batch(items) =
-            parse(br#"[1,{"jsonrpc":"2.0","method":"m","id":6},"x",{"jsonrpc":"2.0","method":"n"}]"#)
-        else {
+        let Parsed::Batch(items) = parse(
+            br#"[1,{"jsonrpc":"2.0","method":"m","id":6},"x",{"jsonrpc":"2.0","method":"n"}]"#,
+        ) else {
             panic!()
         };
         assert!(matches!(items[0], Incoming::Invalid { .. }));

@@ -59,10 +59,12 @@
 
 pub mod error;
 pub mod jsonrpc;
+mod poll;
 pub mod prompt;
 pub mod protocol;
 pub mod resource;
 pub mod server;
+pub mod testing;
 pub mod tool;
 pub mod transport;
 

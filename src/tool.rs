@@ -66,7 +66,11 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    pub(crate) fn new(request_id: RequestId, cancel: CancellationToken, server: ServerHandle) -> Self {
+    pub(crate) fn new(
+        request_id: RequestId,
+        cancel: CancellationToken,
+        server: ServerHandle,
+    ) -> Self {
         Self {
             request_id,
             cancel,

@@ -88,16 +88,17 @@ pub(crate) fn dispatch(
     let Some(op) = route(method).filter(|op| server.provides(*op)) else {
         return Step::Reply(encode_error(id, &RpcError::method_not_found(method)));
     };
-    let outcome = match op {
-        Operation::ListTools => {
-            no_params(method, params).map(|()| Step::Reply(encode_result(id, &*server.tool_list)))
-        }
-        Operation::ListPrompts => {
-            no_params(method, params).map(|()| Step::Reply(encode_result(id, &*server.prompt_list)))
-        }
-        Operation::ListResources => no_params(method, params).map(|()| Step::Run(Work::ListResources)),
-        Operation::ExecuteTool => execute_params(server, params),
-    };
+    let outcome =
+        match op {
+            Operation::ListTools => no_params(method, params)
+                .map(|()| Step::Reply(encode_result(id, &*server.tool_list))),
+            Operation::ListPrompts => no_params(method, params)
+                .map(|()| Step::Reply(encode_result(id, &*server.prompt_list))),
+            Operation::ListResources => {
+                no_params(method, params).map(|()| Step::Run(Work::ListResources))
+            }
+            Operation::ExecuteTool => execute_params(server, params),
+        };
     outcome.unwrap_or_else(|e| Step::Reply(encode_error(id, &e)))
 }
 
@@ -121,7 +122,8 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
 
 /// `{"id": mcpId, "arguments": {...}}`, the tool looked up.
 fn execute_params(server: &ServerInner, params: Option<&RawValue>) -> Result<Step, RpcError> {
-    const SHAPE: &str = "mcp/executeTool params must be an object {\"id\": mcpId, \"arguments\": {...}}";
+    const SHAPE: &str =
+        "mcp/executeTool params must be an object {\"id\": mcpId, \"arguments\": {...}}";
     let raw = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
@@ -145,7 +147,9 @@ pub(crate) async fn perform(
     cancel: CancellationToken,
 ) -> Vec<u8> {
     let result = match work {
-        Work::ListResources => list_resources(&server).await.map(|list| encode_result(&id, &list)),
+        Work::ListResources => list_resources(&server)
+            .await
+            .map(|list| encode_result(&id, &list)),
         Work::Execute { tool, arguments } => execute(&server, &id, tool, arguments, cancel)
             .await
             .map(|output| encode_result(&id, &ExecuteResult { output: &output })),

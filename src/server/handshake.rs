@@ -33,9 +33,11 @@ impl Phase {
         let is_initialize = method == methods::INITIALIZE;
         match self {
             Self::AwaitingInitialize if is_initialize && id.is_one() => Admission::Initialize,
-            Self::AwaitingInitialize if is_initialize => Admission::Reject(RpcError::invalid_request(
-                format!("initialize must carry the integer id 1, not {id}"),
-            )),
+            Self::AwaitingInitialize if is_initialize => {
+                Admission::Reject(RpcError::invalid_request(format!(
+                    "initialize must carry the integer id 1, not {id}"
+                )))
+            }
             Self::AwaitingInitialize => Admission::Reject(RpcError::new(
                 ErrorCode::SERVER_NOT_INITIALIZED,
                 format!("'{method}' before initialize: the first request must be initialize"),
@@ -85,21 +87,36 @@ mod tests {
 
     #[test]
     fn initialize_with_id_1_starts_the_handshake() {
-        assert_eq!(AwaitingInitialize.admit("initialize", &RequestId::from(1)), Initialize);
+        assert_eq!(
+            AwaitingInitialize.admit("initialize", &RequestId::from(1)),
+            Initialize
+        );
         assert_eq!(AwaitingInitialize.after_initialize(), InitializedSent);
     }
 
     #[test]
     fn initialize_with_another_id_is_invalid_and_keeps_waiting() {
-        assert_eq!(code(AwaitingInitialize.admit("initialize", &RequestId::from(2))), -32600);
-        assert_eq!(code(AwaitingInitialize.admit("initialize", &RequestId::from("1"))), -32600);
-        assert_eq!(code(AwaitingInitialize.admit("initialize", &RequestId::Null)), -32600);
+        assert_eq!(
+            code(AwaitingInitialize.admit("initialize", &RequestId::from(2))),
+            -32600
+        );
+        assert_eq!(
+            code(AwaitingInitialize.admit("initialize", &RequestId::from("1"))),
+            -32600
+        );
+        assert_eq!(
+            code(AwaitingInitialize.admit("initialize", &RequestId::Null)),
+            -32600
+        );
     }
 
     #[test]
     fn any_other_request_before_initialize_is_not_initialized() {
         for method in ["mcp/listTools", "mcp/executeTool", "foo/bar", "rpc.x"] {
-            assert_eq!(code(AwaitingInitialize.admit(method, &RequestId::from(3))), -32002);
+            assert_eq!(
+                code(AwaitingInitialize.admit(method, &RequestId::from(3))),
+                -32002
+            );
         }
     }
 
@@ -112,7 +129,10 @@ mod tests {
 
     #[test]
     fn requests_before_initialized_are_served() {
-        assert_eq!(InitializedSent.admit("mcp/listTools", &RequestId::from(2)), Serve);
+        assert_eq!(
+            InitializedSent.admit("mcp/listTools", &RequestId::from(2)),
+            Serve
+        );
     }
 
     #[test]

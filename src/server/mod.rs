@@ -257,7 +257,11 @@ impl ServerBuilder {
         let mut resource_ids = HashSet::new();
         for resource in self.resources {
             let info = resource.info();
-            check_id("resource", &info.mcp_id, resource_ids.contains(&info.mcp_id))?;
+            check_id(
+                "resource",
+                &info.mcp_id,
+                resource_ids.contains(&info.mcp_id),
+            )?;
             check_text("resource", &info.mcp_id, "name", &info.name)?;
             check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
             resource_ids.insert(info.mcp_id.clone());
@@ -333,7 +337,12 @@ fn check_id(kind: &'static str, mcp_id: &str, taken: bool) -> Result<(), BuildEr
     Ok(())
 }
 
-fn check_text(kind: &'static str, mcp_id: &str, field: &'static str, text: &str) -> Result<(), BuildError> {
+fn check_text(
+    kind: &'static str,
+    mcp_id: &str,
+    field: &'static str,
+    text: &str,
+) -> Result<(), BuildError> {
     if text.trim().is_empty() {
         return Err(BuildError::EmptyField {
             kind,
@@ -366,7 +375,16 @@ mod tests {
         for ok in ["mcp://a/b:v1", "urn:x", "mcp+x://a", "a.b-c:d"] {
             assert!(is_absolute_uri(ok), "{ok}");
         }
-        for bad in ["", "no-scheme", "/abs/path", "1mcp://a", "mcp:", "mcp://a b", ":x", "mc p://a"] {
+        for bad in [
+            "",
+            "no-scheme",
+            "/abs/path",
+            "1mcp://a",
+            "mcp:",
+            "mcp://a b",
+            ":x",
+            "mc p://a",
+        ] {
             assert!(!is_absolute_uri(bad), "{bad}");
         }
     }

@@ -47,11 +47,14 @@ impl ServerHandle {
     /// Sessions still in their handshake get nothing (PROTOCOL.md §5).
     /// An id the server does not list is logged and ignored.
     pub fn resource_changed(&self, mcp_id: &str) {
-        if let Some(known) = self.registry.resource_ids.get() {
-            if !known.contains(mcp_id) {
-                tracing::warn!(mcp_id, "resource_changed for a resource the server does not list");
-                return;
-            }
+        if let Some(known) = self.registry.resource_ids.get()
+            && !known.contains(mcp_id)
+        {
+            tracing::warn!(
+                mcp_id,
+                "resource_changed for a resource the server does not list"
+            );
+            return;
         }
         let message: Arc<[u8]> = encode_notification(
             methods::RESOURCE_DID_CHANGE,

@@ -75,14 +75,20 @@ impl Shared {
         }
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, (CancellationToken, usize)>> {
-        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+    fn in_flight(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, (CancellationToken, usize)>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a request in flight; requests that share an id share a token.
     fn start(&self, id: &RequestId) -> CancellationToken {
         let mut map = self.in_flight();
-        let entry = map.entry(id.clone()).or_insert_with(|| (CancellationToken::new(), 0));
+        let entry = map
+            .entry(id.clone())
+            .or_insert_with(|| (CancellationToken::new(), 0));
         entry.1 += 1;
         entry.0.clone()
     }
@@ -115,7 +121,13 @@ impl Shared {
 
     /// The `$/logTrace` line for a handled request, when trace is on and the
     /// handshake is complete.
-    fn trace_line(&self, method: &str, id: &RequestId, started: Instant, reply: &[u8]) -> Option<Vec<u8>> {
+    fn trace_line(
+        &self,
+        method: &str,
+        id: &RequestId,
+        started: Instant,
+        reply: &[u8],
+    ) -> Option<Vec<u8>> {
         let level = self.trace.load(Ordering::Relaxed);
         if level == 0 || !self.ready.load(Ordering::Acquire) {
             return None;
@@ -235,7 +247,7 @@ impl Session {
                 tracing::debug!("output closed; the session stops reading");
                 break;
             }
-            let item = std::future::poll_fn(|cx| Pin::new(&mut input).poll_next(cx)).await;
+            let item = crate::poll::next(&mut input).await;
             match item {
                 None => break,
                 Some(Err(e)) => {
@@ -246,13 +258,19 @@ impl Session {
                     let limit = self.shared.server.limits.max_message_size;
                     let error = RpcError::new(
                         ErrorCode::MESSAGE_TOO_LARGE,
-                        format!("a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"),
+                        format!(
+                            "a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"
+                        ),
                     );
-                    self.shared.send(encode_error(&RequestId::Null, &error)).await;
+                    self.shared
+                        .send(encode_error(&RequestId::Null, &error))
+                        .await;
                 }
                 Some(Ok(Input::Unreadable(why))) => {
                     let error = RpcError::parse_error(why);
-                    self.shared.send(encode_error(&RequestId::Null, &error)).await;
+                    self.shared
+                        .send(encode_error(&RequestId::Null, &error))
+                        .await;
                 }
                 Some(Ok(Input::Message(body))) => self.on_message(&body, permit).await,
             }
@@ -263,7 +281,9 @@ impl Session {
     async fn on_message(&mut self, body: &[u8], permit: OwnedSemaphorePermit) {
         match jsonrpc::parse(body) {
             Parsed::Error(error) => {
-                self.shared.send(encode_error(&RequestId::Null, &error)).await;
+                self.shared
+                    .send(encode_error(&RequestId::Null, &error))
+                    .await;
             }
             Parsed::Single(message) => match self.step(message) {
                 Outcome::Nothing => {}
@@ -319,7 +339,10 @@ impl Session {
             if done.is_empty() {
                 return; // only notifications: no reply at all
             }
-            let replies: Vec<Vec<u8>> = done.iter_mut().map(|h| std::mem::take(&mut h.reply)).collect();
+            let replies: Vec<Vec<u8>> = done
+                .iter_mut()
+                .map(|h| std::mem::take(&mut h.reply))
+                .collect();
             shared.send(encode_batch(&replies)).await;
             for trace in done.into_iter().filter_map(|h| h.trace) {
                 shared.send(trace).await;
@@ -381,7 +404,8 @@ impl Session {
         match parsed {
             Ok(params) => {
                 self.phase = self.phase.after_initialize();
-                self.shared.set_trace(params.trace.unwrap_or(TraceValue::Off));
+                self.shared
+                    .set_trace(params.trace.unwrap_or(TraceValue::Off));
                 encode_result(id, &*self.shared.server.initialize_result)
             }
             Err(why) => encode_error(id, &RpcError::invalid_params(why)),
@@ -405,8 +429,11 @@ impl Session {
                         .handle
                         .registry()
                         .subscribe(self.shared.out.clone());
-                    *self.shared.subscription.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some(subscription);
+                    *self
+                        .shared
+                        .subscription
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(subscription);
                     self.shared.ready.store(true, Ordering::Release);
                 }
             }

@@ -54,7 +54,11 @@ pub(crate) fn check_arguments(
     // A missing top-level argument is the most useful thing to say first.
     let missing = errors.iter().find_map(|e| match e.kind() {
         ValidationErrorKind::Required { property } if e.instance_path().as_str().is_empty() => {
-            Some(property.as_str().map_or_else(|| property.to_string(), str::to_owned))
+            Some(
+                property
+                    .as_str()
+                    .map_or_else(|| property.to_string(), str::to_owned),
+            )
         }
         _ => None,
     });
@@ -63,13 +67,19 @@ pub(crate) fn check_arguments(
             format!("Missing required property: '{name}' in arguments for tool {mcp_id}")
         }
         (None, Some(first)) => format!("{} in arguments for tool {mcp_id}", describe(first)),
-        (None, None) => format!("Invalid value at '': rejected by inputSchema in arguments for tool {mcp_id}"),
+        (None, None) => {
+            format!("Invalid value at '': rejected by inputSchema in arguments for tool {mcp_id}")
+        }
     };
     Err(RpcError::invalid_params(data))
 }
 
 /// Validates a tool's output: `-32603` when the tool broke its own promise.
-pub(crate) fn check_output(validator: &Validator, output: &Value, mcp_id: &str) -> Result<(), RpcError> {
+pub(crate) fn check_output(
+    validator: &Validator,
+    output: &Value,
+    mcp_id: &str,
+) -> Result<(), RpcError> {
     if validator.is_valid(output) {
         return Ok(());
     }
@@ -137,23 +147,53 @@ mod tests {
 
     #[test]
     fn other_violations_name_the_path() {
-        let e = check_arguments(&writer(), &json!({"path": ["x"], "content": "c"}), ID).unwrap_err();
-        assert!(e.data.starts_with("Invalid value at '/path': "), "{}", e.data);
-        assert!(e.data.ends_with(" in arguments for tool mcp://t/tools/x:v1"), "{}", e.data);
-        let e = check_arguments(&writer(), &json!({"path": "p", "content": "c", "n": 11}), ID).unwrap_err();
+        let e =
+            check_arguments(&writer(), &json!({"path": ["x"], "content": "c"}), ID).unwrap_err();
+        assert!(
+            e.data.starts_with("Invalid value at '/path': "),
+            "{}",
+            e.data
+        );
+        assert!(
+            e.data
+                .ends_with(" in arguments for tool mcp://t/tools/x:v1"),
+            "{}",
+            e.data
+        );
+        let e = check_arguments(
+            &writer(),
+            &json!({"path": "p", "content": "c", "n": 11}),
+            ID,
+        )
+        .unwrap_err();
         assert!(e.data.starts_with("Invalid value at '/n': "), "{}", e.data);
     }
 
     #[test]
     fn unexpected_property_is_pointed_at() {
-        let e = check_arguments(&writer(), &json!({"path": "p", "content": "c", "a/b": 1}), ID).unwrap_err();
-        assert!(e.data.starts_with("Invalid value at '/a~1b': property 'a/b' is not allowed"), "{}", e.data);
+        let e = check_arguments(
+            &writer(),
+            &json!({"path": "p", "content": "c", "a/b": 1}),
+            ID,
+        )
+        .unwrap_err();
+        assert!(
+            e.data
+                .starts_with("Invalid value at '/a~1b': property 'a/b' is not allowed"),
+            "{}",
+            e.data
+        );
     }
 
     #[test]
     fn long_values_are_not_quoted_whole() {
         let big = "x".repeat(100_000);
-        let e = check_arguments(&writer(), &json!({"path": "p", "content": "c", "n": big}), ID).unwrap_err();
+        let e = check_arguments(
+            &writer(),
+            &json!({"path": "p", "content": "c", "n": big}),
+            ID,
+        )
+        .unwrap_err();
         assert!(e.data.len() < 1_000, "{} bytes", e.data.len());
     }
 
@@ -167,7 +207,12 @@ mod tests {
 
     #[test]
     fn output_mismatch_is_an_internal_error() {
-        let v = compile(ID, "outputSchema", &json!({"type": "object", "required": ["sum"]})).unwrap();
+        let v = compile(
+            ID,
+            "outputSchema",
+            &json!({"type": "object", "required": ["sum"]}),
+        )
+        .unwrap();
         let e = check_output(&v, &json!({}), ID).unwrap_err();
         assert_eq!(e.code, crate::ErrorCode::INTERNAL_ERROR);
     }

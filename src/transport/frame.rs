@@ -124,9 +124,9 @@ impl FrameCodec {
             }
             Line::Blank => self.end_of_head(),
             Line::ContentLength(n) => match head.content_length {
-                Some(m) if m != n => {
-                    self.unreadable(format!("frame header has two Content-Length values, {m} and {n}"))
-                }
+                Some(m) if m != n => self.unreadable(format!(
+                    "frame header has two Content-Length values, {m} and {n}"
+                )),
                 _ => {
                     head.content_length = Some(n);
                     None
@@ -200,7 +200,9 @@ impl Decoder for FrameCodec {
                             src.clear(); // one overlong line: never buffered whole
                             if matches!(self.state, State::Head(_)) {
                                 let limit = self.max_header_size;
-                                return Ok(self.unreadable(format!("frame header line is over {limit} bytes")));
+                                return Ok(self.unreadable(format!(
+                                    "frame header line is over {limit} bytes"
+                                )));
                             }
                         }
                         return Ok(None);
@@ -221,7 +223,10 @@ impl Decoder for FrameCodec {
             return Ok(Some(item));
         }
         let partial = match &self.state {
-            State::Body(n) => Some(format!("input ended {} bytes short of a frame's end", n - src.len())),
+            State::Body(n) => Some(format!(
+                "input ended {} bytes short of a frame's end",
+                n - src.len()
+            )),
             State::Head(head) if head.size > 0 || !src.iter().all(u8::is_ascii_whitespace) => {
                 Some("input ended inside a frame header".to_owned())
             }
@@ -341,7 +346,11 @@ mod tests {
         }
         let expected = vec![msg(r#"{"a":1}"#), msg("[]"), msg(r#"{"s":"héllo ✓ 😀"}"#)];
         for chunk in [1, 2, 3, 7, 16, input.len()] {
-            assert_eq!(decode_in_chunks(&mut FrameCodec::new(1024), &input, chunk), expected, "chunk {chunk}");
+            assert_eq!(
+                decode_in_chunks(&mut FrameCodec::new(1024), &input, chunk),
+                expected,
+                "chunk {chunk}"
+            );
         }
     }
 
@@ -353,7 +362,10 @@ mod tests {
 
     #[test]
     fn bare_lf_line_endings_are_tolerated() {
-        assert_eq!(decode_all(b"Content-Length: 2\nContent-Type: application/json\n\n{}"), vec![msg("{}")]);
+        assert_eq!(
+            decode_all(b"Content-Length: 2\nContent-Type: application/json\n\n{}"),
+            vec![msg("{}")]
+        );
     }
 
     #[test]
@@ -367,7 +379,11 @@ mod tests {
         ] {
             assert!(is_supported_content_type(ok), "{ok}");
         }
-        for bad in ["text/plain", "application/jsonl", "application/json; charset=utf-16"] {
+        for bad in [
+            "text/plain",
+            "application/jsonl",
+            "application/json; charset=utf-16",
+        ] {
             assert!(!is_supported_content_type(bad), "{bad}");
         }
     }
@@ -387,26 +403,39 @@ mod tests {
         input.extend(frame(r#"{"id":29}"#));
         for chunk in [1, 5, input.len()] {
             let out = decode_in_chunks(&mut FrameCodec::new(1024), &input, chunk);
-            assert!(matches!(out[0], Input::Unreadable(_)), "chunk {chunk}: {out:?}");
+            assert!(
+                matches!(out[0], Input::Unreadable(_)),
+                "chunk {chunk}: {out:?}"
+            );
             assert_eq!(out[1..], [msg(r#"{"id":29}"#)], "chunk {chunk}");
         }
     }
 
     #[test]
     fn header_block_without_content_length_is_unreadable_then_recovers() {
-        let mut input = b"Content-Type: application/json\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":30}\r\n".to_vec();
+        let mut input =
+            b"Content-Type: application/json\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":30}\r\n".to_vec();
         input.extend(frame(r#"{"id":31}"#));
         let out = decode_all(&input);
         assert!(matches!(out[0], Input::Unreadable(_)), "{out:?}");
         assert_eq!(out.last(), Some(&msg(r#"{"id":31}"#)));
-        assert!(out[1..out.len() - 1].iter().all(|i| matches!(i, Input::Unreadable(_))));
+        assert!(
+            out[1..out.len() - 1]
+                .iter()
+                .all(|i| matches!(i, Input::Unreadable(_)))
+        );
     }
 
     #[test]
     fn oversize_frame_is_skipped_without_buffering() {
         let mut codec = FrameCodec::new(16);
         let mut buf = BytesMut::from(&b"Content-Length: 1000000\r\n\r\n"[..]);
-        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Input::TooLarge { declared: 1_000_000 }));
+        assert_eq!(
+            codec.decode(&mut buf).unwrap(),
+            Some(Input::TooLarge {
+                declared: 1_000_000
+            })
+        );
         let mut fed = 0;
         while fed < 1_000_000 {
             buf.extend_from_slice(&[b'x'; 4096][..4096.min(1_000_000 - fed)]);
@@ -421,14 +450,20 @@ mod tests {
     #[test]
     fn a_frame_of_exactly_the_limit_is_served() {
         let body = "x".repeat(16);
-        assert_eq!(decode_in_chunks(&mut FrameCodec::new(16), &frame(&body), 3), vec![msg(&body)]);
+        assert_eq!(
+            decode_in_chunks(&mut FrameCodec::new(16), &frame(&body), 3),
+            vec![msg(&body)]
+        );
     }
 
     #[test]
     fn overlong_header_line_is_unreadable_and_not_buffered() {
         let mut codec = FrameCodec::new(1024).with_max_header_size(64);
         let mut buf = BytesMut::from(&[b'A'; 100][..]);
-        assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Input::Unreadable(_))));
+        assert!(matches!(
+            codec.decode(&mut buf).unwrap(),
+            Some(Input::Unreadable(_))
+        ));
         assert!(buf.is_empty());
         buf.extend_from_slice(b"AAAA\r\n");
         buf.extend_from_slice(&frame("{}"));
@@ -456,7 +491,9 @@ mod tests {
     #[test]
     fn encoder_counts_bytes_not_characters() {
         let mut dst = BytesMut::new();
-        FrameCodec::new(1024).encode("\"✓\"".as_bytes(), &mut dst).unwrap();
+        FrameCodec::new(1024)
+            .encode("\"✓\"".as_bytes(), &mut dst)
+            .unwrap();
         assert_eq!(&dst[..], "Content-Length: 5\r\n\r\n\"✓\"".as_bytes());
     }
 }

@@ -88,9 +88,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        for chunk in [&buf[..]] {
-            tracing::trace!(bytes = chunk.len(), "->");
-        }
+        tracing::trace!(bytes = buf.len(), "->");
         if let Err(e) = write_and_flush(&mut writer, &buf).await {
             // The peer is gone: drop the outbox so the session stops reading.
             drop(outbox);
