@@ -4,7 +4,10 @@
 //! ```sh
 //! cargo run --example reference                  # stdio, file-writer root in a fresh temp folder
 //! cargo run --example reference -- --root DIR    # file-writer writes under DIR
+//! cargo run --example reference -- --http 127.0.0.1:8080 [--root DIR]   # HTTP instead of stdio
 //! ```
+//! Over HTTP the server stops on SIGINT or SIGTERM: it accepts no more
+//! connections, finishes the requests in flight and exits 0.
 //! Logs go to stderr (`RUST_LOG=debug` for more); stdout carries frames only.
 
 use std::path::{Component, Path, PathBuf};
@@ -12,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::transport::HttpConfig;
 use clawmcp::{
     Resource, ResourceInfo, Server, TextResource, ToolContext, ToolError, async_trait, tool_fn,
 };
@@ -51,25 +55,63 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(root = %root.display(), "file-writer root");
 
     let server = build(root)?;
-    server.serve_stdio().await?;
+    match options.http {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            tracing::info!(addr = %listener.local_addr()?, "serving MCP over HTTP on POST /mcp");
+            server
+                .serve_http_on(listener, HttpConfig::default(), shutdown_signal())
+                .await?;
+        }
+        None => server.serve_stdio().await?,
+    }
     Ok(())
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match term.as_mut() {
+            Some(term) => {
+                term.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
+    tracing::info!("shutdown signal received");
 }
 
 /// Command-line options.
 struct Options {
     root: Option<PathBuf>,
+    http: Option<std::net::SocketAddr>,
 }
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
-        let mut options = Options { root: None };
+        let mut options = Options {
+            root: None,
+            http: None,
+        };
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--root" => {
                     options.root = Some(args.next().ok_or("--root needs a folder")?.into());
                 }
+                "--http" => {
+                    let addr = args
+                        .next()
+                        .ok_or("--http needs an address, e.g. 127.0.0.1:8080")?;
+                    let addr = addr.parse().map_err(|e| format!("--http {addr:?}: {e}"))?;
+                    options.http = Some(addr);
+                }
                 "--help" | "-h" => {
-                    eprintln!("usage: reference [--root DIR]");
+                    eprintln!("usage: reference [--root DIR] [--http ADDR:PORT]");
                     std::process::exit(0);
                 }
                 other => return Err(format!("unknown argument {other:?} (try --help)")),

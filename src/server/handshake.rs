@@ -14,6 +14,10 @@ pub(crate) enum Phase {
     InitializedSent,
     /// The handshake is complete: notifications may flow.
     Ready,
+    /// An implicit session (an HTTP single exchange): served as already
+    /// initialized, and never sent notifications, since its one response
+    /// carries only the replies.
+    Implicit,
 }
 
 /// What to do with a request, given the phase.
@@ -45,7 +49,11 @@ impl Phase {
             Self::InitializedSent | Self::Ready if is_initialize => Admission::Reject(
                 RpcError::invalid_request("the session is already initialized"),
             ),
-            Self::InitializedSent | Self::Ready => Admission::Serve,
+            Self::Implicit if is_initialize => Admission::Reject(RpcError::invalid_request(
+                "initialize must be the first message of a session; this one is implicit \
+                 (an HTTP exchange whose first message was not initialize)",
+            )),
+            Self::InitializedSent | Self::Ready | Self::Implicit => Admission::Serve,
         }
     }
 
@@ -139,6 +147,18 @@ mod tests {
     fn initialized_before_initialize_is_ignored() {
         assert_eq!(AwaitingInitialize.after_initialized(), AwaitingInitialize);
         assert!(!AwaitingInitialize.hears_notifications());
+    }
+
+    #[test]
+    fn implicit_sessions_serve_at_once_and_never_become_ready() {
+        assert_eq!(Implicit.admit("mcp/listTools", &RequestId::from(2)), Serve);
+        assert_eq!(
+            code(Implicit.admit("initialize", &RequestId::from(1))),
+            -32600
+        );
+        assert_eq!(Implicit.after_initialized(), Implicit);
+        assert_eq!(Implicit.after_initialize(), Implicit);
+        assert!(Implicit.hears_notifications());
     }
 
     #[test]

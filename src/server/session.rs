@@ -46,7 +46,8 @@ pub enum Input {
     Message(Bytes),
     /// A message over the size limit, skipped unread: answered `-32006`.
     TooLarge {
-        /// The size the message announced, in bytes.
+        /// The size the message announced (stdio), or the bytes of it seen
+        /// before it crossed the limit (HTTP streaming).
         declared: usize,
     },
     /// Bytes the transport could not frame (a garbage header block):
@@ -216,6 +217,16 @@ pub(crate) struct Session {
 impl Session {
     /// A session that starts with a handshake, writing to `out`.
     pub(crate) fn new(server: &Server, out: mpsc::Sender<Vec<u8>>) -> Self {
+        Self::with_phase(server, out, Phase::AwaitingInitialize)
+    }
+
+    /// An implicit, already-initialized session that never receives
+    /// notifications (an HTTP single exchange).
+    pub(crate) fn implicit(server: &Server, out: mpsc::Sender<Vec<u8>>) -> Self {
+        Self::with_phase(server, out, Phase::Implicit)
+    }
+
+    fn with_phase(server: &Server, out: mpsc::Sender<Vec<u8>>, phase: Phase) -> Self {
         let inner = server.inner().clone();
         let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
         Self {
@@ -227,7 +238,7 @@ impl Session {
                 in_flight: Mutex::new(HashMap::new()),
                 subscription: Mutex::new(None),
             }),
-            phase: Phase::AwaitingInitialize,
+            phase,
             permits,
         }
     }
@@ -247,35 +258,47 @@ impl Session {
                 tracing::debug!("output closed; the session stops reading");
                 break;
             }
-            let item = crate::poll::next(&mut input).await;
-            match item {
+            match crate::poll::next(&mut input).await {
                 None => break,
                 Some(Err(e)) => {
                     tracing::warn!("reading the session's input failed: {e}");
                     break;
                 }
-                Some(Ok(Input::TooLarge { declared })) => {
-                    let limit = self.shared.server.limits.max_message_size;
-                    let error = RpcError::new(
-                        ErrorCode::MESSAGE_TOO_LARGE,
-                        format!(
-                            "a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"
-                        ),
-                    );
-                    self.shared
-                        .send(encode_error(&RequestId::Null, &error))
-                        .await;
-                }
-                Some(Ok(Input::Unreadable(why))) => {
-                    let error = RpcError::parse_error(why);
-                    self.shared
-                        .send(encode_error(&RequestId::Null, &error))
-                        .await;
-                }
-                Some(Ok(Input::Message(body))) => self.on_message(&body, permit).await,
+                Some(Ok(item)) => self.on_input(item, permit).await,
             }
         }
         tracing::debug!("session input ended");
+    }
+
+    /// Serves one input and ends the session (an HTTP single exchange).
+    pub(crate) async fn run_one(mut self, input: Input) {
+        if let Ok(permit) = self.permits.clone().acquire_owned().await {
+            self.on_input(input, permit).await;
+        }
+    }
+
+    async fn on_input(&mut self, input: Input, permit: OwnedSemaphorePermit) {
+        match input {
+            Input::TooLarge { declared } => {
+                let limit = self.shared.server.limits.max_message_size;
+                let error = RpcError::new(
+                    ErrorCode::MESSAGE_TOO_LARGE,
+                    format!(
+                        "a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"
+                    ),
+                );
+                self.shared
+                    .send(encode_error(&RequestId::Null, &error))
+                    .await;
+            }
+            Input::Unreadable(why) => {
+                let error = RpcError::parse_error(why);
+                self.shared
+                    .send(encode_error(&RequestId::Null, &error))
+                    .await;
+            }
+            Input::Message(body) => self.on_message(&body, permit).await,
+        }
     }
 
     async fn on_message(&mut self, body: &[u8], permit: OwnedSemaphorePermit) {

@@ -2,6 +2,12 @@
 //! core ([`crate::server`]) knows nothing of them.
 
 mod frame;
+#[cfg(feature = "http")]
+mod http;
+mod json_stream;
 mod stdio;
 
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
+#[cfg(feature = "http")]
+pub use http::{HttpConfig, McpBody, McpService};
+pub use json_stream::JsonStreamDecoder;

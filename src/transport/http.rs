@@ -1,0 +1,721 @@
+//! The HTTP/1.1 transport on hyper (PROTOCOL.md §8): `POST /mcp` as a
+//! single exchange or a streaming session, as a hyper service to mount in
+//! an existing app ([`McpService`]) or a standalone server
+//! ([`Server::serve_http`]).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, HeaderValue, ORIGIN, WWW_AUTHENTICATE};
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::de::IgnoredAny;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::codec::Decoder;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use super::json_stream::{JsonStreamDecoder, ValueScanner};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
+use crate::protocol::methods;
+use crate::server::{Input, Server, Session};
+
+/// How a streaming response gathers ready messages into one chunk.
+const CHUNK_BATCH: usize = 64 * 1024;
+/// Messages waiting for a streaming response before request tasks wait.
+const OUTBOX: usize = 256;
+
+/// Settings of the HTTP transport. Every setter states its default.
+///
+/// ```
+/// use std::time::Duration;
+/// use clawmcp::transport::HttpConfig;
+///
+/// let config = HttpConfig::default()
+///     .path("/api/mcp")
+///     .allow_origin("https://app.example.com")
+///     .bearer_token("s3cret")
+///     .header_read_timeout(Duration::from_secs(5))
+///     .max_connections(256);
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct HttpConfig {
+    path: String,
+    allowed_origins: Vec<String>,
+    bearer_token: Option<String>,
+    header_read_timeout: Duration,
+    max_connections: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".into(),
+            allowed_origins: Vec::new(),
+            bearer_token: None,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint's path (default `/mcp`). Other paths get 404.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Allows browser requests from `origin` (e.g. `https://app.example.com`,
+    /// or a bare host such as `app.example.com`). By default only loopback
+    /// origins (`localhost`, `127.0.0.1`, `[::1]`) are allowed; a request
+    /// with any other `Origin` gets 403 (DNS-rebinding defence). Requests
+    /// without `Origin` are not affected.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins
+            .push(origin.into().to_ascii_lowercase());
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request (default:
+    /// none); a request without it gets 401.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// How long a client may take to send a request's headers, and how long
+    /// a kept-alive connection may stay idle between requests (default 10 s).
+    /// Standalone server only ([`Server::serve_http`]).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How many connections the standalone server keeps open at once
+    /// (default 1024); past it, it accepts no more until one closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+}
+
+/// The MCP endpoint as a hyper [`Service`](hyper::service::Service): mount
+/// it next to an application's own routes, or let [`Server::serve_http`] run
+/// it alone. Cheap to clone.
+#[derive(Clone)]
+pub struct McpService {
+    server: Server,
+    config: Arc<HttpConfig>,
+    /// Cancelled when a standalone server shuts down: streaming sessions
+    /// stop reading and end once their replies are written.
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Server {
+    /// The HTTP endpoint of this server, as a hyper service.
+    pub fn http_service(&self, config: HttpConfig) -> McpService {
+        McpService {
+            server: self.clone(),
+            config: Arc::new(config),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Serves HTTP on `addr` until `shutdown` completes, then stops
+    /// accepting, lets requests in flight finish, ends open streaming
+    /// sessions once their replies are written, and returns.
+    ///
+    /// # Errors
+    /// Binding `addr` failed.
+    pub async fn serve_http(
+        &self,
+        addr: SocketAddr,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        let listener = TcpListener::bind(addr).await?;
+        self.serve_http_on(listener, config, shutdown).await
+    }
+
+    /// [`serve_http`](Self::serve_http) on a listener the caller bound
+    /// (e.g. to port 0, reading the port back with `local_addr`).
+    ///
+    /// # Errors
+    /// None today; the signature leaves room for listener failures.
+    pub async fn serve_http_on(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        let header_read_timeout = config.header_read_timeout;
+        let connections = Arc::new(Semaphore::new(config.max_connections));
+        let service = self.http_service(config);
+        let mut tasks = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                permit = connections.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                () = &mut shutdown => break,
+            };
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, go on.
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = service.clone();
+            tasks.spawn(async move {
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_read_timeout)
+                    .serve_connection(TokioIo::new(stream), service.clone());
+                tokio::pin!(connection);
+                let result = tokio::select! {
+                    result = connection.as_mut() => result,
+                    () = service.stop.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%peer, "connection ended: {e}");
+                }
+                drop(permit);
+            });
+            while tasks.try_join_next().is_some() {}
+        }
+        tracing::info!(
+            "HTTP server shutting down: finishing {} connections",
+            tasks.len()
+        );
+        service.stop.cancel();
+        while tasks.join_next().await.is_some() {}
+        Ok(())
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for McpService
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn call(&self, request: Request<B>) -> Self::Future {
+        let service = self.clone();
+        Box::pin(async move { Ok(service.handle(request).await) })
+    }
+}
+
+impl McpService {
+    /// Answers one HTTP request (PROTOCOL.md §8): for an application that
+    /// routes requests itself and hands this endpoint's to it.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        if request.uri().path() != self.config.path {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "not found: the MCP endpoint is elsewhere",
+            );
+        }
+        if request.method() != Method::POST {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "the MCP endpoint takes POST",
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+            return response;
+        }
+        if let Some(origin) = request.headers().get(ORIGIN)
+            && !self.origin_allowed(origin)
+        {
+            return plain(StatusCode::FORBIDDEN, "this Origin is not allowed");
+        }
+        if !self.authorized(request.headers().get(AUTHORIZATION)) {
+            let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+        if !is_json(request.headers().get(CONTENT_TYPE)) {
+            return plain(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            );
+        }
+        self.exchange(Box::pin(request.into_body())).await
+    }
+
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Ok(origin) = origin.to_str() else {
+            return false;
+        };
+        let origin = origin.trim().to_ascii_lowercase();
+        let host = origin_host(&origin);
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+            || self
+                .config
+                .allowed_origins
+                .iter()
+                .any(|allowed| *allowed == origin || allowed == host)
+    }
+
+    fn authorized(&self, header: Option<&HeaderValue>) -> bool {
+        let Some(token) = &self.config.bearer_token else {
+            return true;
+        };
+        let given = header
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .unwrap_or("");
+        constant_time_eq(given.trim().as_bytes(), token.as_bytes())
+    }
+
+    /// Reads the body until its first JSON value is complete, then serves it
+    /// as a streaming session (first message `initialize`) or a single exchange.
+    async fn exchange<B>(&self, mut body: Pin<Box<B>>) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let limit = self.server.max_message_size();
+        let mut buf = BytesMut::new();
+        let mut scanner = ValueScanner::default();
+        let mut ended = false;
+        let first = loop {
+            let lead = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+            if lead < buf.len()
+                && let Some(end) = scanner.scan(&buf[lead..])
+            {
+                break Some(&buf[lead..lead + end]);
+            }
+            if buf.len() > limit {
+                return too_large(limit);
+            }
+            match next_data(&mut body).await {
+                Some(Ok(data)) => buf.extend_from_slice(&data),
+                Some(Err(e)) => {
+                    return plain(
+                        StatusCode::BAD_REQUEST,
+                        &format!("reading the body failed: {e}"),
+                    );
+                }
+                None => {
+                    ended = true;
+                    break None;
+                }
+            }
+        };
+        if first.is_some_and(opens_session) {
+            return self.stream(body, buf, ended);
+        }
+        while !ended {
+            match next_data(&mut body).await {
+                Some(Ok(data)) => buf.extend_from_slice(&data),
+                Some(Err(e)) => {
+                    return plain(
+                        StatusCode::BAD_REQUEST,
+                        &format!("reading the body failed: {e}"),
+                    );
+                }
+                None => ended = true,
+            }
+            if buf.len() > limit {
+                return too_large(limit);
+            }
+        }
+        self.single(buf.freeze()).await
+    }
+
+    /// A single exchange: one JSON value, an implicit initialized session,
+    /// one JSON reply (or 202 for notifications only).
+    async fn single(&self, body: Bytes) -> Response<McpBody> {
+        let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
+        match (values.next(), values.next()) {
+            (Some(Ok(_)), None) => {}
+            (Some(Ok(_)), Some(_)) => {
+                let error = RpcError::invalid_request(
+                    "a single exchange carries one JSON value (an object or a batch); \
+                     to send several, open a streaming session with initialize",
+                );
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    encode_error(&RequestId::Null, &error),
+                );
+            }
+            (Some(Err(e)), _) => {
+                let error = RpcError::parse_error(format!("body is not valid JSON: {e}"));
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    encode_error(&RequestId::Null, &error),
+                );
+            }
+            (None, _) => {
+                let error = RpcError::parse_error("the body is empty");
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    encode_error(&RequestId::Null, &error),
+                );
+            }
+        }
+        let (out, mut replies) = mpsc::channel(4);
+        Session::implicit(&self.server, out)
+            .run_one(Input::Message(body))
+            .await;
+        let Some(reply) = replies.recv().await else {
+            return Response::builder()
+                .status(StatusCode::ACCEPTED)
+                .body(McpBody::empty())
+                .unwrap_or_default();
+        };
+        while let Some(extra) = replies.recv().await {
+            tracing::error!(
+                bytes = extra.len(),
+                "an implicit session wrote more than one message"
+            );
+        }
+        json(StatusCode::OK, reply)
+    }
+
+    /// A streaming session: the body's values are served as they arrive and
+    /// every outgoing message is one line of the chunked response.
+    fn stream<B>(&self, body: Pin<Box<B>>, buf: BytesMut, ended: bool) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let (out, outbox) = mpsc::channel(OUTBOX);
+        let session = Session::new(&self.server, out);
+        let input = BodyInputs {
+            body,
+            buf,
+            decoder: JsonStreamDecoder::new(self.server.max_message_size()),
+            ended,
+            finished: false,
+            stop: Box::pin(self.stop.clone().cancelled_owned()),
+        };
+        tokio::spawn(session.run(input));
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(CONTENT_TYPE, "application/json")
+            .body(McpBody::stream(outbox))
+            .unwrap_or_default()
+    }
+}
+
+/// Whether the first message of a body is `initialize`.
+fn opens_session(first: &[u8]) -> bool {
+    let is_initialize = |m: &Incoming<'_>| matches!(m, Incoming::Request { method, .. } if method == methods::INITIALIZE);
+    match jsonrpc::parse(first) {
+        Parsed::Single(message) => is_initialize(&message),
+        Parsed::Batch(messages) => messages.first().is_some_and(is_initialize),
+        Parsed::Error(_) => false,
+    }
+}
+
+/// The next data chunk of a body (trailers are skipped).
+async fn next_data<B>(body: &mut Pin<Box<B>>) -> Option<Result<Bytes, B::Error>>
+where
+    B: Body<Data = Bytes>,
+{
+    loop {
+        let frame = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await?;
+        match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => return Some(Ok(data)),
+                Err(_trailers) => continue,
+            },
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+/// A streaming request body as a stream of session inputs.
+struct BodyInputs<B> {
+    body: Pin<Box<B>>,
+    buf: BytesMut,
+    decoder: JsonStreamDecoder,
+    /// The body has ended.
+    ended: bool,
+    /// Every input has been handed out.
+    finished: bool,
+    /// The server is shutting down: stop reading.
+    stop: Pin<Box<WaitForCancellationFutureOwned>>,
+}
+
+impl<B> futures_core::Stream for BodyInputs<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    type Item = io::Result<Input>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            if this.ended {
+                let item = this.decoder.decode_eof(&mut this.buf).transpose();
+                this.finished = item.is_none();
+                return Poll::Ready(item);
+            }
+            match this.decoder.decode(&mut this.buf) {
+                Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
+                Ok(None) => {}
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+            if this.stop.as_mut().poll(cx).is_ready() {
+                tracing::debug!("server shutting down: a streaming session stops reading");
+                this.finished = true;
+                return Poll::Ready(None);
+            }
+            match this.body.as_mut().poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        this.buf.extend_from_slice(&data);
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.finished = true;
+                    return Poll::Ready(Some(Err(io::Error::other(e.to_string()))));
+                }
+                Poll::Ready(None) => this.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// The response body of the MCP endpoint: one JSON value, or a stream of
+/// JSON lines for a streaming session.
+pub struct McpBody {
+    kind: BodyKind,
+}
+
+enum BodyKind {
+    Full(Option<Bytes>),
+    Lines(mpsc::Receiver<Vec<u8>>),
+}
+
+impl Default for McpBody {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl std::fmt::Debug for McpBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            BodyKind::Full(bytes) => f.debug_tuple("McpBody::Full").field(bytes).finish(),
+            BodyKind::Lines(_) => f.write_str("McpBody::Lines"),
+        }
+    }
+}
+
+impl McpBody {
+    fn empty() -> Self {
+        Self {
+            kind: BodyKind::Full(None),
+        }
+    }
+
+    fn full(bytes: impl Into<Bytes>) -> Self {
+        Self {
+            kind: BodyKind::Full(Some(bytes.into())),
+        }
+    }
+
+    fn stream(outbox: mpsc::Receiver<Vec<u8>>) -> Self {
+        Self {
+            kind: BodyKind::Lines(outbox),
+        }
+    }
+}
+
+impl Body for McpBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.get_mut().kind {
+            BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            BodyKind::Lines(outbox) => match outbox.poll_recv(cx) {
+                Poll::Ready(Some(mut chunk)) => {
+                    chunk.push(b'\n');
+                    // Gather what else is ready into the same chunk.
+                    while chunk.len() < CHUNK_BATCH {
+                        match outbox.try_recv() {
+                            Ok(more) => {
+                                chunk.extend_from_slice(&more);
+                                chunk.push(b'\n');
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+                }
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.kind, BodyKind::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            BodyKind::Full(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            BodyKind::Lines(_) => SizeHint::default(),
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<McpBody> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(McpBody::full(format!("{text}\n")))
+        .unwrap_or_default()
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response<McpBody> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json")
+        .body(McpBody::full(body))
+        .unwrap_or_default()
+}
+
+fn too_large(limit: usize) -> Response<McpBody> {
+    let error = RpcError::new(
+        ErrorCode::MESSAGE_TOO_LARGE,
+        format!("the body is over the limit of {limit} bytes"),
+    );
+    json(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        encode_error(&RequestId::Null, &error),
+    )
+}
+
+/// `application/json`, with any parameters.
+fn is_json(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The host of an origin (`scheme://host[:port]`), brackets kept for IPv6.
+fn origin_host(origin: &str) -> &str {
+    let rest = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_hosts() {
+        assert_eq!(origin_host("http://localhost:3000"), "localhost");
+        assert_eq!(origin_host("http://[::1]:8080"), "[::1]");
+        assert_eq!(origin_host("https://evil.example"), "evil.example");
+        assert_eq!(origin_host("null"), "null");
+    }
+
+    #[test]
+    fn json_content_types() {
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+        ] {
+            assert!(is_json(Some(&HeaderValue::from_static(ok))), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "application/jsonl",
+            "application/x-www-form-urlencoded",
+        ] {
+            assert!(!is_json(Some(&HeaderValue::from_static(bad))), "{bad}");
+        }
+        assert!(!is_json(None));
+    }
+
+    #[test]
+    fn first_message_initialize_opens_a_session() {
+        assert!(opens_session(
+            br#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#
+        ));
+        assert!(opens_session(
+            br#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#
+        ));
+        assert!(!opens_session(
+            br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#
+        ));
+        assert!(!opens_session(
+            br#"{"jsonrpc":"2.0","method":"initialize"}"#
+        ));
+        assert!(!opens_session(b"{not json"));
+    }
+}

@@ -1,0 +1,272 @@
+//! Splits a byte stream into JSON values (PROTOCOL.md §8, streaming
+//! sessions): newline-separated compact values, pretty-printed values, or
+//! values back to back, arriving in chunks of any size.
+//!
+//! The decoder does not parse: it finds where each value ends by tracking
+//! strings, escapes and brackets, and hands the value's bytes to the
+//! session, which parses them (and answers `-32700` if they are not JSON).
+//! A value longer than the size limit is reported once as
+//! [`Input::TooLarge`] and skipped as it streams past, never buffered.
+//! A closing bracket that does not match ends a value early, so one broken
+//! value cannot swallow the rest of the stream.
+
+use std::io;
+
+use bytes::{Buf, BytesMut};
+use tokio_util::codec::Decoder;
+
+use crate::server::Input;
+
+/// Finds the end of one JSON value, resuming where the last call stopped.
+#[derive(Debug, Default)]
+pub(crate) struct ValueScanner {
+    /// Bytes of the current value already scanned.
+    pos: usize,
+    /// Closing brackets expected, innermost last.
+    closers: Vec<u8>,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl ValueScanner {
+    /// Scans `value` (which starts at the value's first byte) from where the
+    /// last call stopped; returns the value's length once it is complete.
+    pub(crate) fn scan(&mut self, value: &[u8]) -> Option<usize> {
+        let first = *value.first()?;
+        if !matches!(first, b'{' | b'[' | b'"') {
+            // A bare scalar (or garbage) ends at white space.
+            let start = self.pos;
+            return match value[start..].iter().position(u8::is_ascii_whitespace) {
+                Some(i) => {
+                    self.pos = start + i;
+                    Some(start + i)
+                }
+                None => {
+                    self.pos = value.len();
+                    None
+                }
+            };
+        }
+        while self.pos < value.len() {
+            let b = value[self.pos];
+            self.pos += 1;
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.closers.is_empty() {
+                        return Some(self.pos);
+                    }
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' => self.closers.push(b'}'),
+                b'[' => self.closers.push(b']'),
+                b'}' | b']' => {
+                    // A mismatched closer ends the (broken) value here.
+                    if self.closers.pop() != Some(b) || self.closers.is_empty() {
+                        return Some(self.pos);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Forgets the first `n` scanned bytes (they were discarded).
+    fn discard(&mut self, n: usize) {
+        self.pos -= n;
+    }
+
+    fn reset(&mut self) {
+        self.pos = 0;
+        self.closers.clear();
+        self.in_string = false;
+        self.escaped = false;
+    }
+}
+
+/// A [`Decoder`] of a stream of JSON values into [`Input`]s.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use clawmcp::Input;
+/// use clawmcp::transport::JsonStreamDecoder;
+/// use tokio_util::codec::Decoder;
+///
+/// let mut decoder = JsonStreamDecoder::new(1024);
+/// let mut buf = BytesMut::from(&b"{\"a\": [1, \"]\"]}\n{\n  \"b\": 2\n}"[..]);
+/// assert_eq!(decoder.decode(&mut buf).unwrap(), Some(Input::Message("{\"a\": [1, \"]\"]}".into())));
+/// assert_eq!(decoder.decode(&mut buf).unwrap(), Some(Input::Message("{\n  \"b\": 2\n}".into())));
+/// ```
+#[derive(Debug)]
+pub struct JsonStreamDecoder {
+    max_message_size: usize,
+    scanner: ValueScanner,
+    /// The current value is over the limit and being skipped.
+    skipping: bool,
+}
+
+impl JsonStreamDecoder {
+    /// A decoder whose values may be at most `max_message_size` bytes.
+    pub fn new(max_message_size: usize) -> Self {
+        Self {
+            max_message_size,
+            scanner: ValueScanner::default(),
+            skipping: false,
+        }
+    }
+
+    /// Whether bytes of an unfinished value are waiting.
+    pub fn is_mid_value(&self) -> bool {
+        self.scanner.pos > 0 || self.skipping
+    }
+}
+
+impl Decoder for JsonStreamDecoder {
+    type Item = Input;
+    type Error = io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
+        loop {
+            if self.scanner.pos == 0 && !self.skipping {
+                let blanks = src.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                src.advance(blanks);
+            }
+            if src.is_empty() {
+                return Ok(None);
+            }
+            match self.scanner.scan(src) {
+                Some(end) => {
+                    self.scanner.reset();
+                    if self.skipping {
+                        self.skipping = false;
+                        src.advance(end);
+                        continue;
+                    }
+                    if end > self.max_message_size {
+                        src.advance(end);
+                        return Ok(Some(Input::TooLarge { declared: end }));
+                    }
+                    return Ok(Some(Input::Message(src.split_to(end).freeze())));
+                }
+                None if self.skipping => {
+                    let n = src.len();
+                    src.advance(n);
+                    self.scanner.discard(n);
+                    return Ok(None);
+                }
+                None if src.len() > self.max_message_size => {
+                    let seen = src.len();
+                    self.skipping = true;
+                    src.advance(seen);
+                    self.scanner.discard(seen);
+                    return Ok(Some(Input::TooLarge { declared: seen }));
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
+        if let Some(item) = self.decode(src)? {
+            return Ok(Some(item));
+        }
+        self.scanner.reset();
+        if self.skipping || src.is_empty() {
+            self.skipping = false;
+            src.clear();
+            return Ok(None);
+        }
+        // An unfinished value: hand it over as it is; it will not parse.
+        Ok(Some(Input::Message(src.split().freeze())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn decode_in_chunks(max: usize, input: &[u8], chunk: usize) -> Vec<Input> {
+        let mut decoder = JsonStreamDecoder::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for piece in input.chunks(chunk.max(1)) {
+            buf.extend_from_slice(piece);
+            while let Some(item) = decoder.decode(&mut buf).unwrap() {
+                out.push(item);
+            }
+        }
+        while let Some(item) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(item);
+        }
+        out
+    }
+
+    fn msg(s: &str) -> Input {
+        Input::Message(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn compact_pretty_and_adjacent_values_in_any_chunking() {
+        let input =
+            "{\"a\":\"}\\\"{\"}\n  {\n \"b\": [1, {\"c\": null}]\n}\n[{\"d\":1}]{\"e\":\"\\\\\"}\n";
+        let expected = vec![
+            msg("{\"a\":\"}\\\"{\"}"),
+            msg("{\n \"b\": [1, {\"c\": null}]\n}"),
+            msg("[{\"d\":1}]"),
+            msg("{\"e\":\"\\\\\"}"),
+        ];
+        for chunk in [1, 2, 5, input.len()] {
+            assert_eq!(
+                decode_in_chunks(1024, input.as_bytes(), chunk),
+                expected,
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn scalars_and_strings_are_values_too() {
+        assert_eq!(
+            decode_in_chunks(1024, b"42 \"x y\"\nnull garbage", 3),
+            vec![msg("42"), msg("\"x y\""), msg("null"), msg("garbage")]
+        );
+    }
+
+    #[test]
+    fn a_mismatched_bracket_ends_a_broken_value() {
+        assert_eq!(
+            decode_in_chunks(1024, b"{\"a\": [}\n{\"b\":1}", 4),
+            vec![msg("{\"a\": [}"), msg("{\"b\":1}")]
+        );
+    }
+
+    #[test]
+    fn oversize_values_are_skipped_and_the_stream_goes_on() {
+        let big = format!("{{\"m\":\"{}\"}}", "x".repeat(5000));
+        let input = format!("{big}\n{{\"ok\":1}}\n");
+        for chunk in [7, 100, input.len()] {
+            let out = decode_in_chunks(1000, input.as_bytes(), chunk);
+            assert!(
+                matches!(out[0], Input::TooLarge { .. }),
+                "chunk {chunk}: {:?}",
+                out[0]
+            );
+            assert_eq!(out[1..], [msg("{\"ok\":1}")], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn an_unfinished_value_at_the_end_is_handed_over() {
+        assert_eq!(decode_in_chunks(1024, b"{\"a\":", 2), vec![msg("{\"a\":")]);
+        assert!(decode_in_chunks(1024, b" \n\t ", 2).is_empty());
+    }
+}
