@@ -68,6 +68,11 @@ pub mod testing;
 pub mod tool;
 pub mod transport;
 
+/// The README's examples, compiled as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use async_trait::async_trait;
 pub use error::{BuildError, ErrorCode, RpcError, ToolError};
 pub use jsonrpc::RequestId;
