@@ -69,7 +69,8 @@ impl ValueScanner {
                 b'[' => self.closers.push(b']'),
                 b'}' | b']' => {
                     // A mismatched closer ends the (broken) value here.
-                    if self.closers.pop() != Some(b) || self.closers.is_empty() {
+                    let matched = self.closers.pop() == Some(b);
+                    if !matched || self.closers.is_empty() {
                         return Some(self.pos);
                     }
                 }
