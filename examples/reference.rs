@@ -11,15 +11,15 @@
 //! Logs go to stderr (`RUST_LOG=debug` for more); stdout carries frames only.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::protocol::{PromptDefinition, Role};
 use clawmcp::transport::HttpConfig;
-use clawmcp::{
-    Resource, ResourceInfo, Server, TextResource, ToolContext, ToolError, async_trait, tool_fn,
-};
-use serde_json::{Value, json};
+use clawmcp::typed::typed_tool;
+use clawmcp::{Server, SharedResource, TextResource, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, json};
 
 const BASE: &str = "mcp://clawmcp/examples";
 const LAST_WRITE: &str = "mcp://clawmcp/examples/resources/last-write.txt";
@@ -124,7 +124,13 @@ impl Options {
 
 /// The reference server's items.
 fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
-    let last_write = Arc::new(Mutex::new(String::new()));
+    let last_write = SharedResource::new(
+        LAST_WRITE,
+        "last-write",
+        "The content of the latest successful file-writer write (empty at start).",
+        "text/plain",
+        "",
+    );
     let writer = FileWriter {
         root,
         last_write: last_write.clone(),
@@ -132,72 +138,41 @@ fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
     Server::builder()
         .name("clawmcp-reference")
         .version(env!("CARGO_PKG_VERSION"))
-        .tool(tool_fn(
-            tool(
-                "file-writer",
-                "Writes content to a file under the server's root folder, replacing it. The \
-                 path is relative to the root; absolute paths and paths leaving the root fail.",
-                json!({"path": {"type": "string", "minLength": 1, "description": "File path, relative to the root."},
-                       "content": {"type": "string", "description": "The text to write (UTF-8)."}}),
-                json!({"type": "object", "additionalProperties": false, "required": ["status", "bytesWritten"],
-                       "properties": {"status": {"type": "string", "enum": ["success"]},
-                                      "bytesWritten": {"type": "integer", "minimum": 0}}}),
-            ),
-            move |args, ctx| {
+        .tool(typed_tool(
+            format!("{BASE}/tools/file-writer:v1"),
+            "file-writer",
+            "Writes content to a file under the server's root folder, replacing it. The path is \
+             relative to the root; absolute paths and paths leaving the root fail.",
+            move |args: WriteFile| {
                 let writer = writer.clone();
-                async move { writer.write(args, ctx).await }
+                async move { writer.write(args).await }
             },
         ))
-        .tool(tool_fn(
-            tool(
-                "echo",
-                "Returns the message it is given.",
-                json!({"message": {"type": "string"}}),
-                output(json!({"message": {"type": "string"}})),
-            ),
-            |args, _ctx| async move { Ok(json!({ "message": args["message"] })) },
+        .tool(typed_tool(
+            format!("{BASE}/tools/echo:v1"),
+            "echo",
+            "Returns the message it is given.",
+            |args: Echo| async move { Ok::<_, ToolError>(args) },
         ))
-        .tool(tool_fn(
-            tool(
-                "add",
-                "Adds two numbers.",
-                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
-                output(json!({"sum": {"type": "number"}})),
-            ),
-            |args, _ctx| async move {
-                let sum = match (args["a"].as_i64(), args["b"].as_i64()) {
-                    (Some(a), Some(b)) if a.checked_add(b).is_some() => json!(a + b),
-                    _ => number(f(&args["a"]) + f(&args["b"]))?,
-                };
-                Ok(json!({ "sum": sum }))
-            },
+        .tool(typed_tool(
+            format!("{BASE}/tools/add:v1"),
+            "add",
+            "Adds two numbers.",
+            |args: Operands| async move { Ok::<_, ToolError>(Sum { sum: args.sum()? }) },
         ))
-        .tool(tool_fn(
-            tool(
-                "divide",
-                "Divides a by b. Fails when b is zero.",
-                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
-                output(json!({"quotient": {"type": "number"}})),
-            ),
-            |args, _ctx| async move {
-                let (a, b) = (f(&args["a"]), f(&args["b"]));
-                if b == 0.0 {
-                    return Err(ToolError::new(format!("division by zero: cannot divide {a} by 0")));
-                }
-                Ok(json!({ "quotient": number(a / b)? }))
-            },
+        .tool(typed_tool(
+            format!("{BASE}/tools/divide:v1"),
+            "divide",
+            "Divides a by b. Fails when b is zero.",
+            |args: Operands| async move { Ok::<_, ToolError>(Quotient { quotient: args.quotient()? }) },
         ))
-        .tool(tool_fn(
-            tool(
-                "sleep",
-                "Sleeps for ms milliseconds (0 to 60000), then answers; stops early when cancelled.",
-                json!({"ms": {"type": "integer", "minimum": 0, "maximum": 60000}}),
-                output(json!({"sleptMs": {"type": "integer", "minimum": 0}})),
-            ),
-            |args, ctx: ToolContext| async move {
-                let ms = args["ms"].as_u64().unwrap_or(0);
+        .tool(typed_tool(
+            format!("{BASE}/tools/sleep:v1"),
+            "sleep",
+            "Sleeps for ms milliseconds (0 to 60000), then answers; stops early when cancelled.",
+            |args: Sleep, ctx: ToolContext| async move {
                 tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(ms)) => Ok(json!({ "sleptMs": ms })),
+                    () = tokio::time::sleep(Duration::from_millis(args.ms.into())) => Ok(Slept { slept_ms: args.ms }),
                     () = ctx.cancelled() => Err(ToolError::new("cancelled")),
                 }
             },
@@ -220,7 +195,7 @@ fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
                    "maxInFlight": clawmcp::server::DEFAULT_MAX_IN_FLIGHT})
             .to_string(),
         ))
-        .resource(LastWrite(last_write))
+        .resource(last_write)
         .prompt(PromptDefinition {
             mcp_id: format!("{BASE}/prompts/planner:v1"),
             name: "planner".into(),
@@ -240,66 +215,142 @@ fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
         .build()
 }
 
-/// A tool definition whose input is an object of exactly `properties`, all required.
-fn tool(name: &str, description: &str, properties: Value, output_schema: Value) -> ToolDefinition {
-    let required: Vec<&String> = properties
-        .as_object()
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
-    ToolDefinition {
-        mcp_id: format!("{BASE}/tools/{name}:v1"),
-        name: name.into(),
-        description: description.into(),
-        input_schema: json!({"type": "object", "additionalProperties": false,
-                             "required": required, "properties": properties}),
-        output_schema,
+/// The echo tool's arguments, and its output.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Echo {
+    /// The text to send back.
+    message: String,
+}
+
+/// Two numbers.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Operands {
+    /// The first operand.
+    a: Number,
+    /// The second operand.
+    b: Number,
+}
+
+impl Operands {
+    /// a + b, exact for integers.
+    fn sum(&self) -> Result<Number, ToolError> {
+        match (self.a.as_i64(), self.b.as_i64()) {
+            (Some(a), Some(b)) if a.checked_add(b).is_some() => Ok((a + b).into()),
+            _ => number(f(&self.a) + f(&self.b)),
+        }
+    }
+
+    /// a / b, refusing b = 0.
+    fn quotient(&self) -> Result<Number, ToolError> {
+        let (a, b) = (f(&self.a), f(&self.b));
+        if b == 0.0 {
+            return Err(ToolError::new(format!(
+                "division by zero: cannot divide {a} by 0"
+            )));
+        }
+        number(a / b)
     }
 }
 
-/// An output schema: an object of exactly `properties`, all required.
-fn output(properties: Value) -> Value {
-    let required: Vec<&String> = properties
-        .as_object()
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+/// The add tool's output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Sum {
+    /// a + b.
+    sum: Number,
 }
 
-fn f(value: &Value) -> f64 {
+/// The divide tool's output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Quotient {
+    /// a / b.
+    quotient: Number,
+}
+
+/// The sleep tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Sleep {
+    /// How long to sleep, in milliseconds.
+    #[schemars(range(max = 60000))]
+    ms: u32,
+}
+
+/// The sleep tool's output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Slept {
+    /// How long it slept, in milliseconds.
+    #[serde(rename = "sleptMs")]
+    slept_ms: u32,
+}
+
+/// The file-writer tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteFile {
+    /// The file's path, relative to the root folder.
+    #[schemars(length(min = 1))]
+    path: String,
+    /// The text to write (UTF-8).
+    content: String,
+}
+
+/// The file-writer tool's output.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Written {
+    /// Always "success" (failures are errors).
+    status: Success,
+    /// How many bytes were written.
+    #[serde(rename = "bytesWritten")]
+    bytes_written: usize,
+}
+
+/// The one status of a successful write.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Success {
+    /// The file was written.
+    Success,
+}
+
+fn f(value: &Number) -> f64 {
     value.as_f64().unwrap_or(f64::NAN)
 }
 
 /// A finite number as JSON: an integer when it is one.
-fn number(x: f64) -> Result<Value, ToolError> {
-    if !x.is_finite() {
-        return Err(ToolError::new(format!(
-            "the result {x} is not a finite number"
-        )));
-    }
+fn number(x: f64) -> Result<Number, ToolError> {
     if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
-        return Ok(json!(x as i64));
+        return Ok((x as i64).into());
     }
-    Ok(json!(x))
+    Number::from_f64(x)
+        .ok_or_else(|| ToolError::new(format!("the result {x} is not a finite number")))
 }
 
 /// The file-writer tool: writes under `root`, never outside it.
 #[derive(Clone)]
 struct FileWriter {
     root: PathBuf,
-    last_write: Arc<Mutex<String>>,
+    /// Set after each successful write; announces the change by itself.
+    last_write: SharedResource,
 }
 
 impl FileWriter {
-    async fn write(&self, args: Value, ctx: ToolContext) -> Result<Value, ToolError> {
-        let path = args["path"].as_str().unwrap_or_default();
-        let content = args["content"].as_str().unwrap_or_default();
-        let target = self.resolve(path)?;
-        tokio::fs::write(&target, content)
+    async fn write(&self, args: WriteFile) -> Result<Written, ToolError> {
+        let target = self.resolve(&args.path)?;
+        tokio::fs::write(&target, &args.content)
             .await
-            .map_err(|e| ToolError::new(format!("cannot write {path:?}: {e}")))?;
-        *self.last_write.lock().unwrap_or_else(|p| p.into_inner()) = content.to_owned();
-        ctx.server().resource_changed(LAST_WRITE);
-        Ok(json!({"status": "success", "bytesWritten": content.len()}))
+            .map_err(|e| ToolError::new(format!("cannot write {:?}: {e}", args.path)))?;
+        let bytes_written = args.content.len();
+        self.last_write.set(args.content);
+        Ok(Written {
+            status: Success::Success,
+            bytes_written,
+        })
     }
 
     /// The file `path` names under the root, after refusing absolute paths,
@@ -352,25 +403,5 @@ impl FileWriter {
             }
         }
         Ok(target)
-    }
-}
-
-/// `last-write.txt`: the content of the latest successful file-writer write.
-struct LastWrite(Arc<Mutex<String>>);
-
-#[async_trait]
-impl Resource for LastWrite {
-    fn info(&self) -> ResourceInfo {
-        ResourceInfo {
-            mcp_id: LAST_WRITE.into(),
-            name: "last-write".into(),
-            description: "The content of the latest successful file-writer write (empty at start)."
-                .into(),
-            media_type: "text/plain".into(),
-        }
-    }
-
-    async fn content(&self) -> Result<String, ToolError> {
-        Ok(self.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 }

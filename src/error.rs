@@ -151,15 +151,28 @@ impl std::error::Error for RpcError {}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
+    code: ErrorCode,
     message: String,
 }
 
 impl ToolError {
-    /// A tool failure explained by `message`.
+    /// A tool failure explained by `message`: `-32000 Tool execution failed`.
     pub fn new(message: impl Into<String>) -> Self {
+        Self::with_code(ErrorCode::TOOL_EXECUTION_FAILED, message)
+    }
+
+    /// A failure answered with another code, e.g. `-32602` for arguments
+    /// that passed the schema but that the tool still cannot accept.
+    pub fn with_code(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
+            code,
             message: message.into(),
         }
+    }
+
+    /// The code the request is answered with.
+    pub fn code(&self) -> ErrorCode {
+        self.code
     }
 
     /// The explanation, sent as the error's `data`.
@@ -213,6 +226,15 @@ pub enum BuildError {
         which: &'static str,
         /// What the schema compiler said.
         reason: String,
+    },
+    /// A prompt template with a placeholder left unfilled, or a value for
+    /// a placeholder it does not have.
+    #[error("prompt {mcp_id}: {problem}")]
+    PromptTemplate {
+        /// The prompt's id.
+        mcp_id: String,
+        /// What is wrong with the template.
+        problem: String,
     },
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]

@@ -6,31 +6,37 @@
 //! the handshake, JSON Schema validation, errors and notifications.
 //!
 //! ```no_run
-//! use clawmcp::protocol::ToolDefinition;
-//! use clawmcp::{Server, ToolContext, tool_fn};
-//! use serde_json::{Value, json};
+//! use clawmcp::{Server, ToolError, typed::typed_tool};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// The echo tool's arguments and result.
+//! #[derive(Deserialize, Serialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct Echo {
+//!     /// The text to send back.
+//!     message: String,
+//! }
+//!
+//! async fn echo(args: Echo) -> Result<Echo, ToolError> {
+//!     Ok(args)
+//! }
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let echo = ToolDefinition {
-//!         mcp_id: "mcp://hello/tools/echo:v1".into(),
-//!         name: "echo".into(),
-//!         description: "Returns the message it is given.".into(),
-//!         input_schema: json!({"type": "object", "additionalProperties": false,
-//!             "required": ["message"], "properties": {"message": {"type": "string"}}}),
-//!         output_schema: json!({"type": "object", "required": ["message"],
-//!             "properties": {"message": {"type": "string"}}}),
-//!     };
-//!     let server = Server::builder()
-//!         .name("hello")
-//!         .tool(tool_fn(echo, |args: Value, _ctx: ToolContext| async move {
-//!             Ok(json!({ "message": args["message"] }))
-//!         }))
-//!         .build()?;
+//!     let echo = typed_tool("mcp://hello/tools/echo:v1", "echo", "Returns its message.", echo);
+//!     let server = Server::builder().name("hello").tool(echo).build()?;
 //!     server.serve_stdio().await?; // until stdin ends
 //!     Ok(())
 //! }
 //! ```
+//!
+//! The argument and result types derive their JSON Schemas (feature
+//! `schemars`, on by default; add `schemars = "1"` and `serde` to your
+//! `Cargo.toml`), with the doc comments as descriptions. Tools can also
+//! implement the [`Tool`] trait by hand, with schemas written as JSON, or be
+//! built from a [`ToolDefinition`](protocol::ToolDefinition) and a closure
+//! with [`tool_fn`].
 //!
 //! This is `examples/hello.rs`. `examples/reference.rs` serves every kind
 //! of item; the README shows how to talk to it by hand.
@@ -67,6 +73,8 @@ pub mod server;
 pub mod testing;
 pub mod tool;
 pub mod transport;
+#[cfg(feature = "schemars")]
+pub mod typed;
 
 /// The README's examples, compiled as doc tests.
 #[doc = include_str!("../README.md")]
@@ -77,6 +85,8 @@ pub use async_trait::async_trait;
 pub use error::{BuildError, ErrorCode, RpcError, ToolError};
 pub use jsonrpc::RequestId;
 pub use prompt::Prompt;
-pub use resource::{Resource, ResourceInfo, TextResource};
+pub use resource::{Resource, ResourceInfo, SharedResource, TextResource, resource_fn};
+#[cfg(feature = "schemars")]
+pub use schemars;
 pub use server::{Input, Server, ServerBuilder, ServerHandle};
 pub use tool::{FnTool, Tool, ToolContext, tool_fn};

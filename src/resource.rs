@@ -1,8 +1,17 @@
-//! The [`Resource`] trait and [`TextResource`], a resource with fixed content.
+//! The [`Resource`] trait and ready-made resources: [`TextResource`] (fixed
+//! content, from a string or a file), [`SharedResource`] (content set at run
+//! time, announcing each change by itself) and [`resource_fn`] (content
+//! produced by an async function at each `mcp/listResources`).
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
 
 use crate::error::ToolError;
+use crate::server::ServerHandle;
 
 /// What `mcp/listResources` shows of a resource besides its content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,11 +26,29 @@ pub struct ResourceInfo {
     pub media_type: String,
 }
 
+impl ResourceInfo {
+    /// Metadata from its four parts.
+    pub fn new(
+        mcp_id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        media_type: impl Into<String>,
+    ) -> Self {
+        Self {
+            mcp_id: mcp_id.into(),
+            name: name.into(),
+            description: description.into(),
+            media_type: media_type.into(),
+        }
+    }
+}
+
 /// A resource listed by `mcp/listResources`, its content read at each call.
 ///
 /// When the content changes, announce it with
 /// [`ServerHandle::resource_changed`](crate::ServerHandle::resource_changed):
 /// every ready session then receives `mcp/resourceDidChange`.
+/// [`SharedResource`] does that by itself.
 #[async_trait]
 pub trait Resource: Send + Sync + 'static {
     /// The resource's metadata, read once when the server is built.
@@ -30,6 +57,11 @@ pub trait Resource: Send + Sync + 'static {
     /// The current content. An `Err` fails the `mcp/listResources` call
     /// with `-32603 Internal error`.
     async fn content(&self) -> Result<String, ToolError>;
+
+    /// Called once when the server is built, with the server's handle: a
+    /// resource that changes keeps it to announce its changes. Does nothing
+    /// by default.
+    fn bind(&self, _server: &ServerHandle) {}
 }
 
 /// A resource whose content never changes.
@@ -62,14 +94,50 @@ impl TextResource {
         content: impl Into<String>,
     ) -> Self {
         Self {
-            info: ResourceInfo {
-                mcp_id: mcp_id.into(),
-                name: name.into(),
-                description: description.into(),
-                media_type: media_type.into(),
-            },
+            info: ResourceInfo::new(mcp_id, name, description, media_type),
             content: content.into(),
         }
+    }
+
+    /// A resource holding a file's content, read now; its media type follows
+    /// from the file's extension ([`media_type_of`]) unless set with
+    /// [`with_media_type`](Self::with_media_type).
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("config.json");
+    /// # std::fs::write(&path, "{}")?;
+    /// let config = clawmcp::TextResource::from_file(
+    ///     "mcp://example/resources/config.json", "config", "The configuration.", &path,
+    /// )?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// The file cannot be read, or is not UTF-8.
+    pub fn from_file(
+        mcp_id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        path: impl AsRef<Path>,
+    ) -> std::io::Result<Self> {
+        let path = path.as_ref();
+        let content = std::fs::read_to_string(path)?;
+        Ok(Self::new(
+            mcp_id,
+            name,
+            description,
+            media_type_of(path),
+            content,
+        ))
+    }
+
+    /// Sets the media type.
+    #[must_use]
+    pub fn with_media_type(mut self, media_type: impl Into<String>) -> Self {
+        self.info.media_type = media_type.into();
+        self
     }
 }
 
@@ -81,5 +149,160 @@ impl Resource for TextResource {
 
     async fn content(&self) -> Result<String, ToolError> {
         Ok(self.content.clone())
+    }
+}
+
+/// The media type of a file by its extension (`text/plain` when unknown).
+///
+/// ```
+/// assert_eq!(clawmcp::resource::media_type_of("a/b.json".as_ref()), "application/json");
+/// assert_eq!(clawmcp::resource::media_type_of("notes".as_ref()), "text/plain");
+/// ```
+pub fn media_type_of(path: &Path) -> &'static str {
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    match extension.as_str() {
+        "json" => "application/json",
+        "md" | "markdown" => "text/markdown",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "csv" => "text/csv",
+        "xml" => "application/xml",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "js" | "mjs" => "text/javascript",
+        "svg" => "image/svg+xml",
+        _ => "text/plain",
+    }
+}
+
+/// A resource whose content the program sets at run time; each
+/// [`set`](Self::set) announces `mcp/resourceDidChange` to every ready
+/// session by itself. Clones share the content.
+///
+/// ```
+/// use clawmcp::{Server, SharedResource};
+///
+/// let status = SharedResource::new("mcp://example/resources/status", "status",
+///     "The current status.", "text/plain", "starting");
+/// let server = Server::builder().resource(status.clone()).build().unwrap();
+/// status.set("ready"); // every ready session hears of it
+/// assert_eq!(status.get(), "ready");
+/// # drop(server);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedResource {
+    shared: Arc<SharedContent>,
+}
+
+#[derive(Debug)]
+struct SharedContent {
+    info: ResourceInfo,
+    content: Mutex<String>,
+    server: OnceLock<ServerHandle>,
+}
+
+impl SharedResource {
+    /// A resource with the given metadata and initial content.
+    pub fn new(
+        mcp_id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        media_type: impl Into<String>,
+        initial: impl Into<String>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(SharedContent {
+                info: ResourceInfo::new(mcp_id, name, description, media_type),
+                content: Mutex::new(initial.into()),
+                server: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Replaces the content and announces the change (once the resource is
+    /// registered on a built server).
+    pub fn set(&self, content: impl Into<String>) {
+        *self
+            .shared
+            .content
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = content.into();
+        if let Some(server) = self.shared.server.get() {
+            server.resource_changed(&self.shared.info.mcp_id);
+        }
+    }
+
+    /// The current content.
+    pub fn get(&self) -> String {
+        self.shared
+            .content
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Resource for SharedResource {
+    fn info(&self) -> ResourceInfo {
+        self.shared.info.clone()
+    }
+
+    async fn content(&self) -> Result<String, ToolError> {
+        Ok(self.get())
+    }
+
+    fn bind(&self, server: &ServerHandle) {
+        let _ = self.shared.server.set(server.clone());
+    }
+}
+
+/// A resource whose content an async function produces at each
+/// `mcp/listResources`.
+///
+/// ```
+/// use clawmcp::{ResourceInfo, resource_fn};
+///
+/// let clock = resource_fn(
+///     ResourceInfo::new("mcp://example/resources/uptime", "uptime", "Seconds since start.", "text/plain"),
+///     || async { Ok(format!("{}", 42)) },
+/// );
+/// # let _ = clawmcp::Server::builder().resource(clock).build().unwrap();
+/// ```
+pub fn resource_fn<F, Fut>(info: ResourceInfo, function: F) -> FnResource<F, Fut>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    FnResource {
+        info,
+        function,
+        _future: PhantomData,
+    }
+}
+
+/// The resource [`resource_fn`] returns.
+pub struct FnResource<F, Fut> {
+    info: ResourceInfo,
+    function: F,
+    _future: PhantomData<fn() -> Fut>,
+}
+
+#[async_trait]
+impl<F, Fut> Resource for FnResource<F, Fut>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+{
+    fn info(&self) -> ResourceInfo {
+        self.info.clone()
+    }
+
+    async fn content(&self) -> Result<String, ToolError> {
+        (self.function)().await
     }
 }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -53,8 +54,16 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the tool. `arguments` is a JSON object that matches
     /// `inputSchema`. An `Err` is answered `-32000 Tool execution failed`
-    /// with the error's text as `data`; a panic is answered `-32603`.
+    /// (or the error's own [code](ToolError::with_code)) with the error's
+    /// text as `data`; a panic is answered `-32603`.
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError>;
+
+    /// How long one execution may run before it is stopped and answered
+    /// `-32004`; `None` (the default) means the server's limit
+    /// ([`ServerBuilder::tool_time_limit`](crate::ServerBuilder::tool_time_limit)).
+    fn time_limit(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// What a tool execution knows about its request and its server.
@@ -63,6 +72,7 @@ pub struct ToolContext {
     request_id: RequestId,
     cancel: CancellationToken,
     server: ServerHandle,
+    span: tracing::Span,
 }
 
 impl ToolContext {
@@ -70,12 +80,21 @@ impl ToolContext {
         request_id: RequestId,
         cancel: CancellationToken,
         server: ServerHandle,
+        span: tracing::Span,
     ) -> Self {
         Self {
             request_id,
             cancel,
             server,
+            span,
         }
+    }
+
+    /// The tracing span of this execution (`tool`, with the request id and
+    /// the tool's mcpId). The tool's future already runs inside it; enter it
+    /// in work the tool hands to other tasks.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// The id of the `mcp/executeTool` request being served.
@@ -88,9 +107,10 @@ impl ToolContext {
         self.cancel.is_cancelled()
     }
 
-    /// Completes when the client cancels the request. The request is then
-    /// answered `-32003` at once and the tool's future is dropped at its
-    /// next `.await`; work the tool spawned elsewhere can watch this (or
+    /// Completes when the client cancels the request (or the tool runs past
+    /// its time limit). The request is then answered `-32003` (`-32004`) at
+    /// once and the tool's future is dropped at its next `.await`; work the
+    /// tool spawned elsewhere can watch this (or
     /// [`cancellation_token`](Self::cancellation_token)) to stop early.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::ServerInner;
 use super::validate::{check_arguments, check_output};
@@ -191,12 +192,28 @@ async fn execute(
         .get(index)
         .ok_or_else(|| RpcError::internal("tool index out of range"))?;
     check_arguments(&tool.input, &arguments, &tool.mcp_id)?;
-    let ctx = ToolContext::new(id.clone(), cancel, server.handle.clone());
-    let output = tool
-        .tool
-        .call(arguments, ctx)
-        .await
-        .map_err(|e| RpcError::new(ErrorCode::TOOL_EXECUTION_FAILED, e.message()))?;
+    let span = tracing::info_span!("tool", request_id = %id, tool = %tool.mcp_id);
+    let ctx = ToolContext::new(
+        id.clone(),
+        cancel.clone(),
+        server.handle.clone(),
+        span.clone(),
+    );
+    let call = tool.tool.call(arguments, ctx).instrument(span);
+    let outcome = match tool.time_limit {
+        None => call.await,
+        Some(limit) => match tokio::time::timeout(limit, call).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                cancel.cancel(); // tell work the tool handed elsewhere
+                return Err(RpcError::new(
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    format!("tool {} ran past its time limit of {limit:?}", tool.mcp_id),
+                ));
+            }
+        },
+    };
+    let output = outcome.map_err(|e| RpcError::new(e.code(), e.message()))?;
     check_output(&tool.output, &output, &tool.mcp_id)?;
     Ok(output)
 }

@@ -10,6 +10,7 @@ mod validate;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use jsonschema::Validator;
 use serde_json::value::RawValue;
@@ -31,6 +32,8 @@ use crate::tool::Tool;
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// The default number of requests in flight per session (PROTOCOL.md §1).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// The default time limit of one tool execution: 5 minutes (`-32004` past it).
+pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 
 /// A built MCP server: cheap to clone, served by transports
 /// ([`Server::serve_stdio`], [`Server::serve_io`]).
@@ -81,12 +84,14 @@ impl Server {
 pub(crate) struct Limits {
     pub(crate) max_message_size: usize,
     pub(crate) max_in_flight: usize,
+    pub(crate) tool_time_limit: Option<Duration>,
 }
 
 /// A registered tool with its compiled schemas.
 pub(crate) struct CompiledTool {
     pub(crate) mcp_id: String,
     pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) time_limit: Option<Duration>,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
 }
@@ -150,6 +155,7 @@ impl Default for ServerBuilder {
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+                tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
             },
             handle: ServerHandle::new(),
         }
@@ -222,6 +228,15 @@ impl ServerBuilder {
         self
     }
 
+    /// How long one tool execution may run (default 5 minutes; `None`: no
+    /// limit). A tool past it is stopped (its future dropped, its context's
+    /// cancellation fired) and answered `-32004`. A tool's own
+    /// [`Tool::time_limit`] takes precedence.
+    pub fn tool_time_limit(mut self, limit: impl Into<Option<Duration>>) -> Self {
+        self.limits.tool_time_limit = limit.into();
+        self
+    }
+
     /// The handle the built server will have, for code that needs it
     /// before the server exists.
     pub fn handle(&self) -> ServerHandle {
@@ -246,6 +261,7 @@ impl ServerBuilder {
             tool_index.insert(def.mcp_id.clone(), tools.len());
             tools.push(CompiledTool {
                 mcp_id: def.mcp_id.clone(),
+                time_limit: tool.time_limit().or(self.limits.tool_time_limit),
                 tool,
                 input,
                 output,
@@ -265,6 +281,7 @@ impl ServerBuilder {
             check_text("resource", &info.mcp_id, "name", &info.name)?;
             check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
             resource_ids.insert(info.mcp_id.clone());
+            resource.bind(&self.handle);
             resources.push((info, resource));
         }
 

@@ -1,0 +1,208 @@
+//! Typed tools (feature `schemars`, on by default): an async function of a
+//! `Deserialize + JsonSchema` argument type returning `Result<O, E>` with
+//! `O: Serialize + JsonSchema`. Both schemas are derived from the types
+//! (doc comments become descriptions); arguments are validated against the
+//! derived `inputSchema` first, then deserialised; `E` is answered `-32000`
+//! with its text.
+//!
+//! A typed tool is a [`Tool`] like any other: validation, time limits,
+//! cancellation and panics take the same path inside the server.
+//!
+//! ```
+//! use clawmcp::typed::typed_tool;
+//! use clawmcp::{Server, ToolError};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)] // becomes "additionalProperties": false
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//!     /// How many exclamation marks (none if absent).
+//!     excitement: Option<u8>,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting {
+//!     /// The greeting.
+//!     text: String,
+//! }
+//!
+//! let greet = typed_tool("mcp://example/tools/greet:v1", "greet", "Greets someone.",
+//!     |args: Greet| async move {
+//!         let bang = "!".repeat(args.excitement.unwrap_or(0).into());
+//!         Ok::<_, ToolError>(Greeting { text: format!("Hello, {}{bang}", args.name) })
+//!     });
+//! let server = Server::builder().tool(greet).build().unwrap();
+//! # drop(server);
+//! ```
+
+use std::fmt::Display;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ErrorCode, ToolError};
+use crate::protocol::ToolDefinition;
+use crate::tool::{Tool, ToolContext};
+
+/// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Point { x: f64, y: f64 }
+/// let schema = clawmcp::typed::schema_of::<Point>();
+/// assert_eq!(schema["type"], "object");
+/// ```
+pub fn schema_of<T: JsonSchema + ?Sized>() -> Value {
+    SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .into()
+}
+
+/// An async function that can serve a typed tool: `Fn(A) -> Fut` or
+/// `Fn(A, ToolContext) -> Fut`, with `Fut: Future<Output = Result<O, E>>`.
+/// `M` only tells the two shapes apart; it is inferred.
+pub trait TypedHandler<A, O, E, M>: Send + Sync + 'static {
+    /// Runs the function.
+    fn call(
+        &self,
+        arguments: A,
+        ctx: ToolContext,
+    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>>;
+}
+
+impl<F, Fut, A, O, E> TypedHandler<A, O, E, fn(A)> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    fn call(
+        &self,
+        arguments: A,
+        _ctx: ToolContext,
+    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>> {
+        Box::pin(self(arguments))
+    }
+}
+
+impl<F, Fut, A, O, E> TypedHandler<A, O, E, fn(A, ToolContext)> for F
+where
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+{
+    fn call(
+        &self,
+        arguments: A,
+        ctx: ToolContext,
+    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>> {
+        Box::pin(self(arguments, ctx))
+    }
+}
+
+/// The types a [`TypedTool`] is generic over, as a `Send + Sync` marker.
+type Signature<A, O, E, M> = fn(A, M) -> (O, E);
+
+/// A tool made of a typed async function; see the [module docs](self).
+pub struct TypedTool<A, O, E, H, M> {
+    definition: ToolDefinition,
+    handler: H,
+    time_limit: Option<Duration>,
+    _types: PhantomData<Signature<A, O, E, M>>,
+}
+
+/// A typed tool: `inputSchema` from `A`, `outputSchema` from `O`.
+pub fn typed_tool<A, O, E, H, M>(
+    mcp_id: impl Into<String>,
+    name: impl Into<String>,
+    description: impl Into<String>,
+    handler: H,
+) -> TypedTool<A, O, E, H, M>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + Send + 'static,
+    E: Display + Send + 'static,
+    H: TypedHandler<A, O, E, M>,
+{
+    TypedTool {
+        definition: ToolDefinition {
+            mcp_id: mcp_id.into(),
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema_of::<A>(),
+            output_schema: schema_of::<O>(),
+        },
+        handler,
+        time_limit: None,
+        _types: PhantomData,
+    }
+}
+
+impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
+    /// This tool's time limit, instead of the server's.
+    #[must_use]
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// The definition as it will be listed, e.g. to adjust a derived schema.
+    pub fn definition_mut(&mut self) -> &mut ToolDefinition {
+        &mut self.definition
+    }
+}
+
+#[async_trait]
+impl<A, O, E, H, M> Tool for TypedTool<A, O, E, H, M>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + Send + 'static,
+    E: Display + Send + 'static,
+    H: TypedHandler<A, O, E, M>,
+    M: 'static,
+{
+    fn definition(&self) -> ToolDefinition {
+        self.definition.clone()
+    }
+
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+        // The schema passed; a type stricter than its schema can still refuse.
+        let arguments: A = serde_json::from_value(arguments).map_err(|e| {
+            ToolError::with_code(
+                ErrorCode::INVALID_PARAMS,
+                format!(
+                    "Invalid value at '': {e} in arguments for tool {}",
+                    self.definition.mcp_id
+                ),
+            )
+        })?;
+        let output = self
+            .handler
+            .call(arguments, ctx)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        serde_json::to_value(output).map_err(|e| {
+            ToolError::with_code(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "the output of tool {} is not JSON: {e}",
+                    self.definition.mcp_id
+                ),
+            )
+        })
+    }
+
+    fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+}
