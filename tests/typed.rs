@@ -1,0 +1,307 @@
+//! Typed tools (issue 4): schemas derived from `examples/typed.rs`'s types,
+//! doc comments as descriptions, optional fields not required, bad
+//! arguments refused with the PROTOCOL.md §2 texts, cancellation seen by a
+//! typed tool.
+
+#[allow(dead_code)]
+#[path = "../examples/typed.rs"]
+mod typed_example;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clawmcp::testing::TestClient;
+use clawmcp::typed::typed_tool;
+use clawmcp::{Server, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+const CONVERT: &str = "mcp://clawmcp/examples/typed/tools/convert:v1";
+const COUNTDOWN: &str = "mcp://clawmcp/examples/typed/tools/countdown:v1";
+
+async fn tools() -> Vec<clawmcp::protocol::ToolDefinition> {
+    let server = typed_example::server().unwrap();
+    TestClient::initialized(&server)
+        .await
+        .list_tools()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn derived_schemas_are_valid_json_schema() {
+    for tool in tools().await {
+        for schema in [&tool.input_schema, &tool.output_schema] {
+            assert!(
+                jsonschema::meta::is_valid(schema),
+                "{}: {schema}",
+                tool.mcp_id
+            );
+        }
+        assert_eq!(tool.input_schema["type"], "object", "{}", tool.mcp_id);
+        assert_eq!(
+            tool.input_schema["additionalProperties"], false,
+            "deny_unknown_fields"
+        );
+    }
+}
+
+#[tokio::test]
+async fn doc_comments_become_descriptions() {
+    let tools = tools().await;
+    let convert = &tools[0].input_schema;
+    assert_eq!(convert["description"], "Arguments of the `convert` tool.");
+    assert_eq!(
+        convert["properties"]["value"]["description"],
+        "The temperature to convert."
+    );
+    assert_eq!(
+        convert["properties"]["to"]["description"],
+        "The scale to convert to; Kelvin when absent."
+    );
+    assert_eq!(
+        tools[0].output_schema["properties"]["unit"]["description"],
+        "Its scale."
+    );
+    assert_eq!(
+        convert["$defs"]["Unit"]["description"],
+        "A temperature scale."
+    );
+}
+
+#[tokio::test]
+async fn optional_fields_are_not_required_and_enums_are_listed() {
+    let tools = tools().await;
+    let schema = &tools[0].input_schema;
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        required.contains(&"value") && required.contains(&"from"),
+        "{required:?}"
+    );
+    assert!(
+        !required.contains(&"to"),
+        "an Option field must not be required: {required:?}"
+    );
+    let units: Vec<&Value> = schema["$defs"]["Unit"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| &v["const"])
+        .collect();
+    assert_eq!(
+        units,
+        [&json!("celsius"), &json!("fahrenheit"), &json!("kelvin")]
+    );
+}
+
+#[tokio::test]
+async fn typed_tool_runs_with_and_without_optional_fields() {
+    let server = typed_example::server().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let out = client
+        .execute(
+            CONVERT,
+            json!({"value": 100, "from": "celsius", "to": "fahrenheit"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"value": 212.0, "unit": "fahrenheit"}));
+    let out = client
+        .execute(CONVERT, json!({"value": 0, "from": "kelvin"}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"value": 0.0, "unit": "kelvin"}));
+}
+
+#[tokio::test]
+async fn bad_arguments_get_the_protocol_texts() {
+    let server = typed_example::server().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let e = client
+        .execute(CONVERT, json!({"from": "celsius"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32602);
+    assert_eq!(
+        e.data,
+        format!("Missing required property: 'value' in arguments for tool {CONVERT}")
+    );
+    for (args, path) in [
+        (json!({"value": "hot", "from": "celsius"}), "/value"),
+        (json!({"value": 1, "from": "rankine"}), "/from"),
+        (json!({"value": 1, "from": "kelvin", "to": 7}), "/to"),
+        (
+            json!({"value": 1, "from": "kelvin", "extra": true}),
+            "/extra",
+        ),
+    ] {
+        let e = client.execute(CONVERT, args.clone()).await.unwrap_err();
+        assert_eq!(e.code.0, -32602, "{args}");
+        let prefix = format!("Invalid value at '{path}': ");
+        assert!(e.data.starts_with(&prefix), "{args}: {}", e.data);
+        assert!(
+            e.data
+                .ends_with(&format!(" in arguments for tool {CONVERT}")),
+            "{}",
+            e.data
+        );
+    }
+    let e = client
+        .execute(COUNTDOWN, json!({"seconds": 11}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.data.starts_with("Invalid value at '/seconds': "),
+        "{}",
+        e.data
+    );
+}
+
+#[tokio::test]
+async fn typed_error_is_tool_execution_failed_with_its_text() {
+    let server = typed_example::server().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let e = client
+        .execute(CONVERT, json!({"value": -500, "from": "celsius"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32000);
+    assert!(e.data.contains("below absolute zero"), "{}", e.data);
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Wait {
+    ms: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Waited {
+    ms: u64,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_typed_tool_sees_the_cancellation() {
+    let seen = Arc::new(AtomicBool::new(false));
+    let witness = seen.clone();
+    let tool = typed_tool(
+        "mcp://t/tools/wait:v1",
+        "wait",
+        "Waits.",
+        move |args: Wait, ctx: ToolContext| {
+            let witness = witness.clone();
+            async move {
+                // A task the tool hands work to watches the token.
+                let token = ctx.cancellation_token();
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    witness.store(true, Ordering::SeqCst);
+                });
+                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                Ok::<_, ToolError>(Waited { ms: args.ms })
+            }
+        },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": "w", "method": "mcp/executeTool",
+                      "params": {"id": "mcp://t/tools/wait:v1", "arguments": {"ms": 30_000}}}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    client.notify("$/cancelRequest", json!({"id": "w"})).await;
+    let reply = client.reply(&json!("w")).await;
+    assert_eq!(reply["error"]["code"], -32003, "{reply}");
+    for _ in 0..100 {
+        if seen.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the typed tool's cancellation token never fired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_past_its_time_limit_is_answered_32004_and_the_session_goes_on() {
+    let slow = typed_tool(
+        "mcp://t/tools/slow:v1",
+        "slow",
+        "Sleeps.",
+        |args: Wait| async move {
+            tokio::time::sleep(Duration::from_millis(args.ms)).await;
+            Ok::<_, ToolError>(Waited { ms: args.ms })
+        },
+    )
+    .time_limit(Duration::from_millis(100));
+    let server = Server::builder().tool(slow).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let e = client
+        .execute("mcp://t/tools/slow:v1", json!({"ms": 30_000}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32004, "{e}");
+    assert!(e.data.contains("time limit"), "{}", e.data);
+    let out = client
+        .execute("mcp://t/tools/slow:v1", json!({"ms": 1}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"ms": 1}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_wide_time_limit_applies_to_every_tool() {
+    let slow = typed_tool(
+        "mcp://t/tools/slow:v1",
+        "slow",
+        "Sleeps.",
+        |args: Wait| async move {
+            tokio::time::sleep(Duration::from_millis(args.ms)).await;
+            Ok::<_, ToolError>(Waited { ms: args.ms })
+        },
+    );
+    let server = Server::builder()
+        .tool(slow)
+        .tool_time_limit(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let e = client
+        .execute("mcp://t/tools/slow:v1", json!({"ms": 30_000}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32004);
+    assert_eq!(e.code.message(), "Request timed out");
+}
+
+#[tokio::test]
+async fn a_type_stricter_than_its_schema_refuses_with_invalid_params() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Small {
+        n: u8,
+    }
+    let tool = typed_tool(
+        "mcp://t/tools/small:v1",
+        "small",
+        "Small.",
+        |args: Small| async move { Ok::<_, ToolError>(Waited { ms: args.n.into() }) },
+    );
+    let mut definition_fixed = tool;
+    // Loosen the derived schema so that only the type catches 300.
+    definition_fixed.definition_mut().input_schema["properties"]["n"] = json!({"type": "integer"});
+    let server = Server::builder().tool(definition_fixed).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let e = client
+        .execute("mcp://t/tools/small:v1", json!({"n": 300}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code.0, -32602);
+    assert!(e.data.starts_with("Invalid value at ''"), "{}", e.data);
+}
