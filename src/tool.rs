@@ -90,8 +90,8 @@ impl ToolContext {
         }
     }
 
-    /// The tracing span of this execution (`tool`, with the request id and
-    /// the tool's mcpId). The tool's future already runs inside it; enter it
+    /// The tracing span of this execution (`tool` at debug level, with the
+    /// request id and the tool's mcpId). The tool's future already runs inside it; enter it
     /// in work the tool hands to other tasks.
     pub fn span(&self) -> &tracing::Span {
         &self.span

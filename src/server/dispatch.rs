@@ -192,7 +192,7 @@ async fn execute(
         .get(index)
         .ok_or_else(|| RpcError::internal("tool index out of range"))?;
     check_arguments(&tool.input, &arguments, &tool.mcp_id)?;
-    let span = tracing::info_span!("tool", request_id = %id, tool = %tool.mcp_id);
+    let span = tracing::debug_span!("tool", request_id = %id, tool = %tool.mcp_id);
     let ctx = ToolContext::new(
         id.clone(),
         cancel.clone(),

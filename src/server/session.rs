@@ -16,7 +16,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -312,9 +312,21 @@ impl Session {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
                 Outcome::Run(job) => {
+                    // Poll once here: a tool that finishes without waiting
+                    // (most do) costs no task; one that waits moves to its own.
+                    let mut running = Box::pin(job.run(self.shared.clone()));
+                    let first = running
+                        .as_mut()
+                        .poll(&mut Context::from_waker(Waker::noop()));
+                    if let Poll::Ready(handled) = first {
+                        self.shared
+                            .send_with_trace(handled.reply, handled.trace)
+                            .await;
+                        return;
+                    }
                     let shared = self.shared.clone();
                     tokio::spawn(async move {
-                        let handled = job.run(shared.clone()).await;
+                        let handled = running.await;
                         shared.send_with_trace(handled.reply, handled.trace).await;
                         drop(permit);
                     });

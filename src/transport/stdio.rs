@@ -26,7 +26,15 @@ impl Server {
     ///
     /// # Errors
     /// Writing to stdout failed.
+    ///
+    /// When stdin and stdout are pipes (as when a client spawns the server),
+    /// they are read and written directly by the reactor; otherwise (a
+    /// terminal, a file) through tokio's blocking stdio.
     pub async fn serve_stdio(&self) -> io::Result<()> {
+        #[cfg(unix)]
+        if let Some((reader, writer)) = unix_pipes() {
+            return self.serve_io(reader, writer).await;
+        }
         self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
@@ -97,6 +105,30 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         buf.clear();
     }
     writer.flush().await
+}
+
+/// Stdin and stdout as non-blocking pipes on the reactor, if both are pipes.
+#[cfg(unix)]
+fn unix_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    let is_fifo = |fd: std::os::fd::BorrowedFd<'_>| {
+        std::fs::File::from(fd.try_clone_to_owned().ok()?)
+            .metadata()
+            .ok()
+            .map(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()))
+    };
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    if is_fifo(stdin.as_fd()) != Some(true) || is_fifo(stdout.as_fd()) != Some(true) {
+        return None;
+    }
+    let input = std::fs::File::from(stdin.as_fd().try_clone_to_owned().ok()?);
+    let output = std::fs::File::from(stdout.as_fd().try_clone_to_owned().ok()?);
+    let reader = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
+    let writer = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
+    Some((reader, writer))
 }
 
 async fn write_and_flush<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
