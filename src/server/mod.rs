@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default time limit of one tool execution: 5 minutes (`-32004` past it).
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
+/// The default time requests in flight get to finish once shutdown begins: 10 s.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A built MCP server: cheap to clone, served by transports
 /// ([`Server::serve_stdio`], [`Server::serve_io`]).
@@ -59,7 +61,8 @@ impl Server {
         ServerBuilder::default()
     }
 
-    /// A handle for announcing resource changes to every ready session.
+    /// A handle for announcing resource changes to every ready session, and
+    /// for [shutting down](ServerHandle::shutdown) every session.
     pub fn handle(&self) -> ServerHandle {
         self.inner.handle.clone()
     }
@@ -74,6 +77,46 @@ impl Server {
         self.inner.limits.max_message_size
     }
 
+    /// Serves one message body (an object or a batch) as an implicit,
+    /// already-initialized session — the HTTP single exchange — and returns
+    /// the reply, or `None` when the body held only notifications. For
+    /// transports of your own (a message queue, a WebSocket, …).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = clawmcp::Server::builder().prompts_provider(true).build().unwrap();
+    /// let reply = server.handle_message(r#"{"jsonrpc":"2.0","method":"mcp/listPrompts","id":7}"#).await;
+    /// assert_eq!(reply.as_deref(), Some(&br#"{"jsonrpc":"2.0","id":7,"result":[]}"#[..]));
+    /// assert_eq!(server.handle_message(r#"{"jsonrpc":"2.0","method":"x"}"#).await, None);
+    /// # }
+    /// ```
+    pub async fn handle_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
+        self.handle_message_until(body, self.inner.handle.stop_token())
+            .await
+    }
+
+    /// [`handle_message`](Self::handle_message) in a session that shuts
+    /// down with `stop`.
+    pub(crate) async fn handle_message_until(
+        &self,
+        body: impl Into<bytes::Bytes>,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Option<Vec<u8>> {
+        let (out, mut replies) = tokio::sync::mpsc::channel(2);
+        Session::implicit(self, out, stop.child_token())
+            .run_one(Input::Message(body.into()))
+            .await;
+        let reply = replies.recv().await;
+        while let Some(extra) = replies.recv().await {
+            tracing::error!(
+                bytes = extra.len(),
+                "an implicit session wrote more than one message"
+            );
+        }
+        reply
+    }
+
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
         &self.inner
     }
@@ -85,6 +128,7 @@ pub(crate) struct Limits {
     pub(crate) max_message_size: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) tool_time_limit: Option<Duration>,
+    pub(crate) shutdown_grace: Duration,
 }
 
 /// A registered tool with its compiled schemas.
@@ -156,6 +200,7 @@ impl Default for ServerBuilder {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
+                shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             },
             handle: ServerHandle::new(),
         }
@@ -234,6 +279,13 @@ impl ServerBuilder {
     /// [`Tool::time_limit`] takes precedence.
     pub fn tool_time_limit(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.limits.tool_time_limit = limit.into();
+        self
+    }
+
+    /// How long requests in flight may take to finish once shutdown begins
+    /// (default 10 s); past it they are stopped and answered `-32005`.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.limits.shutdown_grace = grace;
         self
     }
 

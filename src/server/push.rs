@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::encode_notification;
 use crate::protocol::{ResourceDidChangeParams, methods};
@@ -21,6 +22,7 @@ use crate::protocol::{ResourceDidChangeParams, methods};
 #[derive(Clone)]
 pub struct ServerHandle {
     registry: Arc<PushRegistry>,
+    stop: CancellationToken,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -35,7 +37,28 @@ impl ServerHandle {
     pub(crate) fn new() -> Self {
         Self {
             registry: Arc::new(PushRegistry::default()),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// Begins shutting down every session of the server, on every transport:
+    /// requests that arrive from now on are answered `-32005`, requests in
+    /// flight get the grace period
+    /// ([`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
+    /// to finish (then they are stopped and answered `-32005` too), and each
+    /// session ends once every reply is written.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// A token that is cancelled when the server shuts down.
+    pub(crate) fn stop_token(&self) -> &CancellationToken {
+        &self.stop
     }
 
     pub(crate) fn registry(&self) -> &Arc<PushRegistry> {

@@ -67,6 +67,8 @@ struct Shared {
     in_flight: Mutex<HashMap<RequestId, (CancellationToken, usize)>>,
     /// Keeps the session registered for pushes until the last task is done.
     subscription: Mutex<Option<Subscription>>,
+    /// Shutdown began: cancelled requests are answered `-32005`.
+    shutting_down: AtomicBool,
 }
 
 impl Shared {
@@ -101,6 +103,13 @@ impl Shared {
             if entry.1 == 0 {
                 map.remove(id);
             }
+        }
+    }
+
+    /// Stops every request in flight (the shutdown grace period is over).
+    fn cancel_all(&self) {
+        for (token, _) in self.in_flight().values() {
+            token.cancel();
         }
     }
 
@@ -185,10 +194,14 @@ impl Job {
         let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
         let reply = tokio::select! {
             biased;
-            () = cancel.cancelled() => encode_error(
-                &id,
-                &RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest"),
-            ),
+            () = cancel.cancelled() => encode_error(&id, &if shared.shutting_down.load(Ordering::Acquire) {
+                RpcError::new(
+                    ErrorCode::SERVER_SHUTTING_DOWN,
+                    "the server is shutting down and the request did not finish within the grace period",
+                )
+            } else {
+                RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest")
+            }),
             outcome = CatchUnwind(Box::pin(work)) => outcome.unwrap_or_else(|panic| {
                 tracing::error!(%id, "a tool panicked: {panic}");
                 encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
@@ -212,21 +225,38 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     phase: Phase,
     permits: Arc<Semaphore>,
+    /// Cancelled when the session must shut down.
+    stop: CancellationToken,
+    /// Shutdown began: requests are answered `-32005` instead of run.
+    draining: bool,
 }
 
 impl Session {
     /// A session that starts with a handshake, writing to `out`.
-    pub(crate) fn new(server: &Server, out: mpsc::Sender<Vec<u8>>) -> Self {
-        Self::with_phase(server, out, Phase::AwaitingInitialize)
+    pub(crate) fn new(
+        server: &Server,
+        out: mpsc::Sender<Vec<u8>>,
+        stop: CancellationToken,
+    ) -> Self {
+        Self::with_phase(server, out, stop, Phase::AwaitingInitialize)
     }
 
     /// An implicit, already-initialized session that never receives
     /// notifications (an HTTP single exchange).
-    pub(crate) fn implicit(server: &Server, out: mpsc::Sender<Vec<u8>>) -> Self {
-        Self::with_phase(server, out, Phase::Implicit)
+    pub(crate) fn implicit(
+        server: &Server,
+        out: mpsc::Sender<Vec<u8>>,
+        stop: CancellationToken,
+    ) -> Self {
+        Self::with_phase(server, out, stop, Phase::Implicit)
     }
 
-    fn with_phase(server: &Server, out: mpsc::Sender<Vec<u8>>, phase: Phase) -> Self {
+    fn with_phase(
+        server: &Server,
+        out: mpsc::Sender<Vec<u8>>,
+        stop: CancellationToken,
+        phase: Phase,
+    ) -> Self {
         let inner = server.inner().clone();
         let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
         Self {
@@ -237,47 +267,103 @@ impl Session {
                 ready: AtomicBool::new(false),
                 in_flight: Mutex::new(HashMap::new()),
                 subscription: Mutex::new(None),
+                shutting_down: AtomicBool::new(false),
             }),
             phase,
             permits,
+            stop,
+            draining: false,
         }
     }
 
     /// Reads `input` to its end, serving every message. Returns when the
     /// input has ended (or failed, or the output is gone); requests still in
     /// flight finish on their own and close the output channel after them.
+    /// When the session's stop token fires first, it drains instead (see
+    /// [`drain`](Self::drain)).
     pub(crate) async fn run<S>(mut self, mut input: S)
     where
         S: Stream<Item = io::Result<Input>> + Unpin,
     {
         loop {
-            let Ok(permit) = self.permits.clone().acquire_owned().await else {
-                break;
+            let permit = tokio::select! {
+                biased;
+                () = self.stop.cancelled() => break,
+                permit = self.permits.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => return,
+                },
             };
             if self.shared.out.is_closed() {
                 tracing::debug!("output closed; the session stops reading");
-                break;
+                return;
             }
-            match crate::poll::next(&mut input).await {
-                None => break,
-                Some(Err(e)) => {
-                    tracing::warn!("reading the session's input failed: {e}");
-                    break;
-                }
-                Some(Ok(item)) => self.on_input(item, permit).await,
+            let item = tokio::select! {
+                biased;
+                () = self.stop.cancelled() => break,
+                item = crate::poll::next(&mut input) => item,
+            };
+            match item {
+                None => return tracing::debug!("session input ended"),
+                Some(Err(e)) => return tracing::warn!("reading the session's input failed: {e}"),
+                Some(Ok(item)) => self.on_input(item, Some(permit)).await,
             }
         }
-        tracing::debug!("session input ended");
+        self.drain(Some(&mut input)).await;
     }
 
-    /// Serves one input and ends the session (an HTTP single exchange).
+    /// Serves one input, waits for the requests it started, and ends the
+    /// session (an HTTP single exchange).
     pub(crate) async fn run_one(mut self, input: Input) {
-        if let Ok(permit) = self.permits.clone().acquire_owned().await {
-            self.on_input(input, permit).await;
+        self.draining = self.stop.is_cancelled();
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return;
+        };
+        self.on_input(input, Some(permit)).await;
+        let max = self.permits_total();
+        tokio::select! {
+            _ = self.permits.acquire_many(max) => return,
+            () = self.stop.cancelled() => {}
+        }
+        self.drain::<futures_never::Never>(None).await;
+    }
+
+    /// Shutdown: requests that arrive from now on are answered `-32005`;
+    /// requests in flight get the grace period to finish, then are stopped
+    /// and answered `-32005`; returns once none is left.
+    async fn drain<S>(&mut self, mut input: Option<&mut S>)
+    where
+        S: Stream<Item = io::Result<Input>> + Unpin,
+    {
+        tracing::debug!("session shutting down");
+        self.draining = true;
+        self.shared.shutting_down.store(true, Ordering::Release);
+        let max = self.permits_total();
+        let permits = self.permits.clone();
+        let all_done = permits.acquire_many(max);
+        let grace = tokio::time::sleep(self.shared.server.limits.shutdown_grace);
+        tokio::pin!(all_done, grace);
+        let mut grace_over = false;
+        loop {
+            tokio::select! {
+                _ = &mut all_done => return,
+                () = &mut grace, if !grace_over => {
+                    grace_over = true;
+                    self.shared.cancel_all();
+                }
+                item = next_of(&mut input), if input.is_some() => match item {
+                    Some(Ok(item)) => self.on_input(item, None).await,
+                    Some(Err(_)) | None => input = None,
+                },
+            }
         }
     }
 
-    async fn on_input(&mut self, input: Input, permit: OwnedSemaphorePermit) {
+    fn permits_total(&self) -> u32 {
+        u32::try_from(self.shared.server.limits.max_in_flight).unwrap_or(u32::MAX)
+    }
+
+    async fn on_input(&mut self, input: Input, permit: Option<OwnedSemaphorePermit>) {
         match input {
             Input::TooLarge { declared } => {
                 let limit = self.shared.server.limits.max_message_size;
@@ -301,7 +387,7 @@ impl Session {
         }
     }
 
-    async fn on_message(&mut self, body: &[u8], permit: OwnedSemaphorePermit) {
+    async fn on_message(&mut self, body: &[u8], permit: Option<OwnedSemaphorePermit>) {
         match jsonrpc::parse(body) {
             Parsed::Error(error) => {
                 self.shared
@@ -338,10 +424,13 @@ impl Session {
 
     /// A batch: its requests run concurrently (each with its own permit) and
     /// their replies go out together as one array.
-    async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, permit: OwnedSemaphorePermit) {
+    async fn on_batch(
+        &mut self,
+        messages: Vec<Incoming<'_>>,
+        mut permit: Option<OwnedSemaphorePermit>,
+    ) {
         let mut done = Vec::new();
         let mut jobs = JoinSet::new();
-        let mut permit = Some(permit);
         for message in messages {
             match self.step(message) {
                 Outcome::Nothing => {}
@@ -390,6 +479,16 @@ impl Session {
     /// through the method table.
     fn step(&mut self, message: Incoming<'_>) -> Outcome {
         match message {
+            Incoming::Request { id, .. } if self.draining => Outcome::Reply(Handled {
+                reply: encode_error(
+                    &id,
+                    &RpcError::new(
+                        ErrorCode::SERVER_SHUTTING_DOWN,
+                        "the server is shutting down and takes no new requests",
+                    ),
+                ),
+                trace: None,
+            }),
             Incoming::Request { id, method, params } => {
                 let started = Instant::now();
                 let reply = match self.phase.admit(&method, &id) {
@@ -481,6 +580,34 @@ impl Session {
                 Err(e) => tracing::warn!("ignoring $/setTrace with bad params: {e}"),
             },
             other => tracing::info!(method = other, "ignoring an unknown notification"),
+        }
+    }
+}
+
+/// The next item of `input`, or never when there is no input.
+async fn next_of<S>(input: &mut Option<&mut S>) -> Option<S::Item>
+where
+    S: Stream + Unpin,
+{
+    match input {
+        Some(stream) => crate::poll::next(stream).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A stream type for sessions without one.
+mod futures_never {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A stream that never yields.
+    pub(super) enum Never {}
+
+    impl futures_core::Stream for Never {
+        type Item = std::io::Result<super::Input>;
+
+        fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+            match *self {}
         }
     }
 }

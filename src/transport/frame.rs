@@ -94,52 +94,42 @@ impl FrameCodec {
         Some(Input::Unreadable(why))
     }
 
-    /// Handles one complete header line (without its line ending).
-    fn header_line(&mut self, raw: &[u8]) -> Option<Input> {
-        let line = parse_line(raw);
-        let head = match &mut self.state {
-            State::Resync => {
-                if let Line::ContentLength(n) = line {
-                    self.state = State::Head(Head {
-                        size: raw.len(),
-                        content_length: Some(n),
-                        bad_content_type: None,
-                    });
-                }
-                return None;
-            }
-            State::Head(head) => head,
-            State::Body(_) | State::Skip(_) => return None,
+    /// Handles one complete header line of the current header block:
+    /// `raw` without its line ending, `len` with it. `Err` means the line
+    /// cannot be read.
+    fn header_line(&mut self, raw: &[u8], len: usize) -> Result<Option<Input>, String> {
+        let State::Head(head) = &mut self.state else {
+            return Ok(None);
         };
+        let line = parse_line(raw);
         let first_line = head.size == 0;
-        head.size += raw.len() + 1;
+        head.size += len;
         if head.size > self.max_header_size {
-            let limit = self.max_header_size;
-            return self.unreadable(format!("frame header block is over {limit} bytes"));
+            return Err(format!(
+                "frame header block is over {} bytes",
+                self.max_header_size
+            ));
         }
         match line {
-            Line::Blank if first_line => {
-                head.size = 0; // a stray blank line between frames
-                None
-            }
-            Line::Blank => self.end_of_head(),
+            Line::Blank if first_line => Ok(None), // a stray blank line between frames
+            Line::Blank => Ok(self.end_of_head()),
             Line::ContentLength(n) => match head.content_length {
-                Some(m) if m != n => self.unreadable(format!(
+                Some(m) if m != n => Err(format!(
                     "frame header has two Content-Length values, {m} and {n}"
                 )),
                 _ => {
                     head.content_length = Some(n);
-                    None
+                    Ok(None)
                 }
             },
             Line::ContentType(value) => {
                 if !is_supported_content_type(value) {
                     head.bad_content_type = Some(value.to_owned());
                 }
-                None
+                Ok(None)
             }
-            Line::Other => None,
-            Line::Unreadable(why) => self.unreadable(why),
+            Line::Other => Ok(None),
+            Line::Unreadable(why) => Err(why),
         }
     }
 
@@ -194,24 +184,58 @@ impl Decoder for FrameCodec {
                     }
                     self.state = State::Head(Head::default());
                 }
-                State::Head(_) | State::Resync => {
-                    let Some(end) = src.iter().position(|&b| b == b'\n') else {
+                State::Resync => match find_content_length(src) {
+                    Some(at) => {
+                        src.advance(at);
+                        self.state = State::Head(Head::default());
+                    }
+                    None => {
+                        // Keep what could be the start of a split header name.
+                        let keep = (CONTENT_LENGTH.len() - 1).min(src.len());
+                        src.advance(src.len() - keep);
+                        return Ok(None);
+                    }
+                },
+                State::Head(head) => {
+                    // The block's lines stay in `src` until the block is
+                    // read, so that a bad block can be searched again.
+                    let start = head.size;
+                    let Some(end) = src[start..].iter().position(|&b| b == b'\n') else {
                         if src.len() > self.max_header_size {
-                            src.clear(); // one overlong line: never buffered whole
-                            if matches!(self.state, State::Head(_)) {
-                                let limit = self.max_header_size;
-                                return Ok(self.unreadable(format!(
-                                    "frame header line is over {limit} bytes"
-                                )));
-                            }
+                            src.advance(1);
+                            let limit = self.max_header_size;
+                            return Ok(self
+                                .unreadable(format!("frame header block is over {limit} bytes")));
                         }
                         return Ok(None);
                     };
-                    let line = src.split_to(end + 1);
-                    let raw = line.strip_suffix(b"\n").unwrap_or(&line);
+                    let raw = &src[start..start + end];
                     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-                    if let Some(item) = self.header_line(raw) {
-                        return Ok(Some(item));
+                    let blank = raw.is_empty();
+                    match self.header_line(raw, end + 1) {
+                        Err(why) => {
+                            // Search again from inside this block: a frame
+                            // glued to garbage starts mid-line.
+                            src.advance(1);
+                            return Ok(self.unreadable(format!("unreadable frame header: {why}")));
+                        }
+                        Ok(item) => {
+                            match &self.state {
+                                // A stray blank line between frames: drop it.
+                                State::Head(head) if head.size == end + 1 && blank => {
+                                    src.advance(end + 1);
+                                    self.state = State::Head(Head::default());
+                                }
+                                State::Head(_) => {}
+                                // A bad block is searched again from its second byte.
+                                State::Resync => src.advance(1),
+                                // A good block is dropped; its body follows.
+                                State::Body(_) | State::Skip(_) => src.advance(start + end + 1),
+                            }
+                            if item.is_some() {
+                                return Ok(item);
+                            }
+                        }
                     }
                 }
             }
@@ -254,25 +278,33 @@ impl Encoder<&[u8]> for FrameCodec {
     }
 }
 
+const CONTENT_LENGTH: &[u8] = b"content-length";
+
+/// Where the next `Content-Length` header name starts, in any case.
+fn find_content_length(buf: &[u8]) -> Option<usize> {
+    buf.windows(CONTENT_LENGTH.len())
+        .position(|w| w.eq_ignore_ascii_case(CONTENT_LENGTH))
+}
+
 fn parse_line(raw: &[u8]) -> Line<'_> {
     if raw.is_empty() {
         return Line::Blank;
     }
     let Some(colon) = raw.iter().position(|&b| b == b':') else {
-        return Line::Unreadable("unreadable frame header: a line without a colon".into());
+        return Line::Unreadable("a line without a colon".into());
     };
     let name = &raw[..colon];
     if name.is_empty() || !name.iter().all(|&b| is_token_byte(b)) {
-        return Line::Unreadable("unreadable frame header: a malformed header name".into());
+        return Line::Unreadable("a malformed header name".into());
     }
     let Ok(value) = std::str::from_utf8(&raw[colon + 1..]) else {
-        return Line::Unreadable("unreadable frame header: a value that is not UTF-8".into());
+        return Line::Unreadable("a value that is not UTF-8".into());
     };
     let value = value.trim_matches(|c| c == ' ' || c == '\t');
     if name.eq_ignore_ascii_case(b"content-length") {
         return match value.parse::<usize>() {
             Ok(n) if value.bytes().all(|b| b.is_ascii_digit()) => Line::ContentLength(n),
-            _ => Line::Unreadable(format!("unreadable frame header: Content-Length {value:?}")),
+            _ => Line::Unreadable(format!("Content-Length {value:?} is not a byte count")),
         };
     }
     if name.eq_ignore_ascii_case(b"content-type") {
@@ -448,6 +480,33 @@ mod tests {
     }
 
     #[test]
+    fn frames_glued_to_garbage_are_found_again() {
+        for garbage in [
+            &b"GARBAGE"[..],
+            b"Content-Type: application/json\r\n\r\n{\"id\":1}",
+            b"Content-Length: 3\r\n\r\n{\"id\":1,\"m\":\"x\"}",
+            b"Content-Length: abc\r\n",
+        ] {
+            let mut input = garbage.to_vec();
+            input.extend(frame(r#"{"id":3}"#));
+            input.extend(frame(r#"{"id":4}"#));
+            for chunk in [1, 4, input.len()] {
+                let out = decode_in_chunks(&mut FrameCodec::new(1024), &input, chunk);
+                assert!(
+                    !matches!(out[0], Input::Message(_)) || out[0] == msg("{\"i"),
+                    "{out:?}"
+                );
+                let tail: Vec<&Input> = out.iter().rev().take(2).collect();
+                assert_eq!(
+                    tail,
+                    [&msg(r#"{"id":4}"#), &msg(r#"{"id":3}"#)],
+                    "{garbage:?} chunk {chunk}: {out:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_frame_of_exactly_the_limit_is_served() {
         let body = "x".repeat(16);
         assert_eq!(
@@ -464,7 +523,8 @@ mod tests {
             codec.decode(&mut buf).unwrap(),
             Some(Input::Unreadable(_))
         ));
-        assert!(buf.is_empty());
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+        assert!(buf.len() < 16, "only a possible header-name prefix is kept");
         buf.extend_from_slice(b"AAAA\r\n");
         buf.extend_from_slice(&frame("{}"));
         assert_eq!(codec.decode(&mut buf).unwrap(), Some(msg("{}")));

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::codec::Decoder;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
 use super::json_stream::{JsonStreamDecoder, ValueScanner};
 use crate::error::{ErrorCode, RpcError};
@@ -138,7 +138,7 @@ impl Server {
         McpService {
             server: self.clone(),
             config: Arc::new(config),
-            stop: CancellationToken::new(),
+            stop: self.handle().stop_token().child_token(),
         }
     }
 
@@ -306,11 +306,9 @@ impl McpService {
         };
         let given = header
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
-            .unwrap_or("");
+            .and_then(|h| h.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token);
         constant_time_eq(given.trim().as_bytes(), token.as_bytes())
     }
 
@@ -376,7 +374,14 @@ impl McpService {
         let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
         match (values.next(), values.next()) {
             (Some(Ok(_)), None) => {}
-            (Some(Ok(_)), Some(_)) => {
+            (Some(Ok(_)), Some(Err(e))) => {
+                let error = RpcError::parse_error(format!("body is not valid JSON: {e}"));
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    encode_error(&RequestId::Null, &error),
+                );
+            }
+            (Some(Ok(_)), Some(Ok(_))) => {
                 let error = RpcError::invalid_request(
                     "a single exchange carries one JSON value (an object or a batch); \
                      to send several, open a streaming session with initialize",
@@ -401,23 +406,13 @@ impl McpService {
                 );
             }
         }
-        let (out, mut replies) = mpsc::channel(4);
-        Session::implicit(&self.server, out)
-            .run_one(Input::Message(body))
-            .await;
-        let Some(reply) = replies.recv().await else {
-            return Response::builder()
+        match self.server.handle_message_until(body, &self.stop).await {
+            Some(reply) => json(StatusCode::OK, reply),
+            None => Response::builder()
                 .status(StatusCode::ACCEPTED)
                 .body(McpBody::empty())
-                .unwrap_or_default();
-        };
-        while let Some(extra) = replies.recv().await {
-            tracing::error!(
-                bytes = extra.len(),
-                "an implicit session wrote more than one message"
-            );
+                .unwrap_or_default(),
         }
-        json(StatusCode::OK, reply)
     }
 
     /// A streaming session: the body's values are served as they arrive and
@@ -428,14 +423,13 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         let (out, outbox) = mpsc::channel(OUTBOX);
-        let session = Session::new(&self.server, out);
+        let session = Session::new(&self.server, out, self.stop.child_token());
         let input = BodyInputs {
             body,
             buf,
             decoder: JsonStreamDecoder::new(self.server.max_message_size()),
             ended,
             finished: false,
-            stop: Box::pin(self.stop.clone().cancelled_owned()),
         };
         tokio::spawn(session.run(input));
         Response::builder()
@@ -482,8 +476,6 @@ struct BodyInputs<B> {
     ended: bool,
     /// Every input has been handed out.
     finished: bool,
-    /// The server is shutting down: stop reading.
-    stop: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl<B> futures_core::Stream for BodyInputs<B>
@@ -508,11 +500,6 @@ where
                 Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
                 Ok(None) => {}
                 Err(e) => return Poll::Ready(Some(Err(e))),
-            }
-            if this.stop.as_mut().poll(cx).is_ready() {
-                tracing::debug!("server shutting down: a streaming session stops reading");
-                this.finished = true;
-                return Poll::Ready(None);
             }
             match this.body.as_mut().poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {

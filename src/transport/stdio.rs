@@ -2,12 +2,14 @@
 //! `AsyncRead` + `AsyncWrite` pair — the process's stdin and stdout, or an
 //! in-memory pipe in tests.
 
+use std::future::Future;
 use std::io;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::sync::CancellationToken;
 
 use super::frame::FrameCodec;
 use crate::server::{Server, Session};
@@ -72,10 +74,58 @@ impl Server {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
+        self.serve_io_until(reader, writer, std::future::pending())
+            .await
+    }
+
+    /// [`serve_stdio`](Self::serve_stdio) until `shutdown` completes (or the
+    /// server's [`ServerHandle::shutdown`](crate::ServerHandle::shutdown)).
+    /// Then requests that arrive are answered `-32005`, requests in flight
+    /// get the grace period to finish, every reply is flushed, and the call
+    /// returns.
+    ///
+    /// # Errors
+    /// Writing to stdout failed.
+    pub async fn serve_stdio_until(&self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+        #[cfg(unix)]
+        if let Some((reader, writer)) = unix_pipes() {
+            return self.serve_io_until(reader, writer, shutdown).await;
+        }
+        self.serve_io_until(tokio::io::stdin(), tokio::io::stdout(), shutdown)
+            .await
+    }
+
+    /// [`serve_io`](Self::serve_io) until `shutdown` completes; see
+    /// [`serve_stdio_until`](Self::serve_stdio_until).
+    ///
+    /// # Errors
+    /// Writing to `writer` failed.
+    pub async fn serve_io_until<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
         let (out, outbox) = mpsc::channel(OUTBOX);
-        let session = Session::new(self, out);
+        let stop = self.handle().stop_token().child_token();
+        let ended = CancellationToken::new();
+        let session = Session::new(self, out, stop.clone());
         let input = FramedRead::new(reader, FrameCodec::new(self.max_message_size()));
-        let ((), written) = tokio::join!(session.run(input), write_frames(writer, outbox));
+        let run = async {
+            session.run(input).await;
+            ended.cancel();
+        };
+        let watch = async {
+            tokio::select! {
+                () = shutdown => stop.cancel(),
+                () = ended.cancelled() => {}
+            }
+        };
+        let ((), written, ()) = tokio::join!(run, write_frames(writer, outbox), watch);
         written
     }
 }
