@@ -6,9 +6,12 @@
 //! cargo run --example reference -- --root DIR    # file-writer writes under DIR
 //! cargo run --example reference -- --http 127.0.0.1:8080 [--root DIR]   # HTTP instead of stdio
 //! ```
-//! Over HTTP the server stops on SIGINT or SIGTERM: it accepts no more
-//! connections, finishes the requests in flight and exits 0.
-//! Logs go to stderr (`RUST_LOG=debug` for more); stdout carries frames only.
+//! The server stops on SIGINT or SIGTERM (or, on stdio, at the end of
+//! stdin): it takes no new requests (late ones are answered `-32005`),
+//! finishes the requests in flight (10 s grace), writes every reply and
+//! exits 0.
+//! Logs go to stderr (`RUST_LOG=debug` for more: error, warn, info, debug or
+//! trace); stdout carries frames only.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -24,24 +27,39 @@ use serde_json::{Number, json};
 const BASE: &str = "mcp://clawmcp/examples";
 const LAST_WRITE: &str = "mcp://clawmcp/examples/resources/last-write.txt";
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // RUST_LOG=error|warn|info|debug|trace (default info), to stderr only.
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+        .with_max_level(level)
         .init();
-    if let Err(e) = run().await {
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("reference: {e}");
+            std::process::exit(2);
+        }
+    };
+    // One stdio session needs one thread (the cheapest way to serve it);
+    // HTTP serves many connections, on as many threads as there are cores.
+    let runtime = if options.http.is_some() {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    };
+    let result = runtime.map_err(Into::into).and_then(|rt| rt.block_on(run(options)));
+    if let Err(e) = result {
         eprintln!("reference: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let options = Options::parse(std::env::args().skip(1))?;
+async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     // A fresh temporary root unless one is given; removed when the server exits.
     let temp;
     let root = match options.root {
@@ -64,7 +82,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 .serve_http_on(listener, HttpConfig::default(), shutdown_signal())
                 .await?;
         }
-        None => server.serve_stdio().await?,
+        None => server.serve_stdio_until(shutdown_signal()).await?,
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -24,9 +25,9 @@ use crate::error::RpcError;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestId {
     /// An integer id, as its decimal digits (with a leading `-` if negative).
-    Number(Box<str>),
+    Number(Arc<str>),
     /// A string id, decoded.
-    String(Box<str>),
+    String(Arc<str>),
     /// The `null` id.
     Null,
 }
@@ -37,7 +38,7 @@ impl RequestId {
     pub(crate) fn from_raw(raw: &RawValue) -> Option<Self> {
         let text = raw.get();
         match text.as_bytes().first()? {
-            b'"' => str_of(raw).map(|s| Self::String(s.into())),
+            b'"' => str_of(raw).map(|s| Self::String(Arc::from(&*s))),
             b'n' => Some(Self::Null),
             b'-' | b'0'..=b'9' => {
                 let digits = text.strip_prefix('-').unwrap_or(text);
@@ -164,34 +165,37 @@ pub(crate) enum Parsed<'a> {
 
 /// Parses one message body (PROTOCOL.md §1).
 pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        return match serde_json::from_slice::<Vec<&RawValue>>(body) {
-            Ok(items) if items.is_empty() => {
-                Parsed::Error(RpcError::invalid_request("empty batch"))
-            }
+    // Validate UTF-8 once; every later pass reads a `str` without checking again.
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => return Parsed::Error(RpcError::parse_error(format!("body is not valid UTF-8: {e}"))),
+    };
+    let first = text.bytes().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') {
+        return match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) if items.is_empty() => Parsed::Error(RpcError::invalid_request("empty batch")),
             Ok(items) => Parsed::Batch(items.into_iter().map(classify_raw).collect()),
-            Err(e) => Parsed::Error(not_json(body, e)),
+            Err(e) => Parsed::Error(not_json(text, e)),
         };
     }
-    if first != Some(&b'{') {
+    if first != Some(b'{') {
         // serde would read a struct from an array by position: only an
         // object may become an envelope.
-        return Parsed::Error(match serde_json::from_slice::<IgnoredAny>(body) {
+        return Parsed::Error(match serde_json::from_str::<IgnoredAny>(text) {
             Ok(_) => RpcError::invalid_request("a JSON-RPC message must be an object"),
             Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
         });
     }
-    match serde_json::from_slice::<Envelope<'_>>(body) {
+    match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(envelope) => Parsed::Single(classify(envelope)),
-        Err(e) => Parsed::Error(not_json(body, e)),
+        Err(e) => Parsed::Error(not_json(text, e)),
     }
 }
 
 /// A body that failed to read as an envelope: `-32700` when it is not JSON
 /// at all, `-32600` when it is JSON of the wrong shape (`42`, `null`, …).
-fn not_json(body: &[u8], error: serde_json::Error) -> RpcError {
-    if error.is_data() && serde_json::from_slice::<IgnoredAny>(body).is_ok() {
+fn not_json(text: &str, error: serde_json::Error) -> RpcError {
+    if error.is_data() && serde_json::from_str::<IgnoredAny>(text).is_ok() {
         return RpcError::invalid_request(format!("not a JSON-RPC 2.0 message: {error}"));
     }
     RpcError::parse_error(format!("body is not valid JSON: {error}"))
@@ -257,7 +261,7 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
 
 /// Encodes a success response: `{"jsonrpc":"2.0","id":…,"result":…}`.
 pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
+    let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     write_json(&mut out, id);
     out.extend_from_slice(br#","result":"#);

@@ -89,4 +89,4 @@ pub use resource::{Resource, ResourceInfo, SharedResource, TextResource, resourc
 #[cfg(feature = "schemars")]
 pub use schemars;
 pub use server::{Input, Server, ServerBuilder, ServerHandle};
-pub use tool::{FnTool, Tool, ToolContext, tool_fn};
+pub use tool::{Cancellation, FnTool, Tool, ToolContext, tool_fn};

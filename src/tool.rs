@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
 
 use crate::error::ToolError;
 use crate::jsonrpc::RequestId;
@@ -64,13 +67,22 @@ pub trait Tool: Send + Sync + 'static {
     fn time_limit(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether the tool may hold its thread: CPU-heavy work or blocking
+    /// calls between two `.await`s. The session first polls a request on
+    /// its own reader, so a tool that completes at once costs no task; a
+    /// tool that says it may block is always given a task of its own, so the
+    /// session keeps reading while it runs. Default `false`.
+    fn may_block(&self) -> bool {
+        false
+    }
 }
 
 /// What a tool execution knows about its request and its server.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     request_id: RequestId,
-    cancel: CancellationToken,
+    cancel: Cancellation,
     server: ServerHandle,
     span: tracing::Span,
 }
@@ -78,7 +90,7 @@ pub struct ToolContext {
 impl ToolContext {
     pub(crate) fn new(
         request_id: RequestId,
-        cancel: CancellationToken,
+        cancel: Cancellation,
         server: ServerHandle,
         span: tracing::Span,
     ) -> Self {
@@ -116,14 +128,56 @@ impl ToolContext {
         self.cancel.cancelled().await
     }
 
-    /// The request's cancellation token, for work the tool hands to other tasks.
-    pub fn cancellation_token(&self) -> CancellationToken {
+    /// The request's cancellation signal, for work the tool hands to other
+    /// tasks.
+    pub fn cancellation_token(&self) -> Cancellation {
         self.cancel.clone()
     }
 
     /// The server's handle, e.g. to announce that a resource changed.
     pub fn server(&self) -> &ServerHandle {
         &self.server
+    }
+}
+
+/// A request's cancellation signal: fired when the client cancels the
+/// request, when the tool runs past its time limit, or when shutdown's grace
+/// period ends. Cheap to clone; every clone sees the same signal.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(Arc<CancelState>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    cancelled: AtomicBool,
+    wake: Notify,
+}
+
+impl Cancellation {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fires the signal (once; later calls do nothing more).
+    pub(crate) fn cancel(&self) {
+        self.0.cancelled.store(true, Ordering::Release);
+        self.0.wake.notify_waiters();
+    }
+
+    /// Whether the signal fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Completes when the signal fires (at once if it already has).
+    pub async fn cancelled(&self) {
+        let notified = self.0.wake.notified();
+        tokio::pin!(notified);
+        // Listen before looking, so a signal in between is not missed.
+        notified.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        notified.await;
     }
 }
 
@@ -158,6 +212,7 @@ where
     FnTool {
         definition,
         function,
+        may_block: false,
         _future: PhantomData,
     }
 }
@@ -166,7 +221,17 @@ where
 pub struct FnTool<F, Fut> {
     definition: ToolDefinition,
     function: F,
+    may_block: bool,
     _future: PhantomData<fn() -> Fut>,
+}
+
+impl<F, Fut> FnTool<F, Fut> {
+    /// Declares that the tool may hold its thread ([`Tool::may_block`]).
+    #[must_use]
+    pub fn may_block(mut self) -> Self {
+        self.may_block = true;
+        self
+    }
 }
 
 #[async_trait]
@@ -181,5 +246,9 @@ where
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError> {
         (self.function)(arguments, ctx).await
+    }
+
+    fn may_block(&self) -> bool {
+        self.may_block
     }
 }

@@ -118,6 +118,7 @@ pub struct TypedTool<A, O, E, H, M> {
     definition: ToolDefinition,
     handler: H,
     time_limit: Option<Duration>,
+    may_block: bool,
     _types: PhantomData<Signature<A, O, E, M>>,
 }
 
@@ -144,6 +145,7 @@ where
         },
         handler,
         time_limit: None,
+        may_block: false,
         _types: PhantomData,
     }
 }
@@ -153,6 +155,13 @@ impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
     #[must_use]
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
+        self
+    }
+
+    /// Declares that the tool may hold its thread ([`Tool::may_block`]).
+    #[must_use]
+    pub fn may_block(mut self) -> Self {
+        self.may_block = true;
         self
     }
 
@@ -204,5 +213,9 @@ where
 
     fn time_limit(&self) -> Option<Duration> {
         self.time_limit
+    }
+
+    fn may_block(&self) -> bool {
+        self.may_block
     }
 }

@@ -82,7 +82,7 @@ async fn cancel_request_answers_32003_and_the_tool_observes_cancellation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: since e7e6b5b a request's first poll runs inline on the session reader; a tool that blocks its thread (no .await) stops the session reading, so later requests wait for it (PROTOCOL.md §1: requests run concurrently)"]
+/// A tool that declares `may_block` gets its own task at once (Tool::may_block).
 async fn a_tool_that_blocks_its_thread_does_not_stop_the_session_serving_others() {
     let (server, probe) = server();
     let mut client = ready_client(&server).await;
@@ -104,7 +104,6 @@ async fn a_tool_that_blocks_its_thread_does_not_stop_the_session_serving_others(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: a tool that returns in the same poll in which it sees ctx.is_cancelled() gets its own result sent instead of -32003 (and since e7e6b5b the inline first poll keeps $/cancelRequest from being read at all) (PROTOCOL.md §5)"]
 async fn cancel_request_reaches_a_tool_that_polls_is_cancelled_without_awaiting() {
     let (server, probe) = server();
     let mut client = ready_client(&server).await;

@@ -11,15 +11,14 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::ServerInner;
 use super::validate::{check_arguments, check_output};
-use crate::error::{ErrorCode, RpcError};
+use crate::error::RpcError;
 use crate::jsonrpc::{RequestId, encode_error, encode_result};
-use crate::protocol::{ExecuteToolParams, ResourceDefinition, methods};
-use crate::tool::ToolContext;
+use crate::protocol::{ResourceDefinition, methods};
+use crate::tool::{Cancellation, ToolContext};
 
 /// An operation of the server, independent of how it is named on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +76,30 @@ impl Work {
             Self::Execute { .. } => methods::EXECUTE_TOOL,
         }
     }
+
+    /// How long the work may run.
+    pub(crate) fn time_limit(&self, server: &ServerInner) -> Option<std::time::Duration> {
+        match self {
+            Self::ListResources => None,
+            Self::Execute { tool, .. } => server.tools.get(*tool).and_then(|t| t.time_limit),
+        }
+    }
+
+    /// The index of the tool the work runs, if any.
+    pub(crate) fn tool_index(&self) -> Option<usize> {
+        match self {
+            Self::ListResources => None,
+            Self::Execute { tool, .. } => Some(*tool),
+        }
+    }
+
+    /// Whether the work may hold its thread ([`Tool::may_block`](crate::Tool::may_block)).
+    pub(crate) fn may_block(&self, server: &ServerInner) -> bool {
+        match self {
+            Self::ListResources => false,
+            Self::Execute { tool, .. } => server.tools.get(*tool).is_some_and(|t| t.may_block),
+        }
+    }
 }
 
 /// Reads a request through the method table.
@@ -121,6 +144,15 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
     }
 }
 
+/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id borrowed.
+#[derive(serde::Deserialize)]
+struct ExecuteParams<'a> {
+    #[serde(borrow)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    arguments: serde_json::Map<String, Value>,
+}
+
 /// `{"id": mcpId, "arguments": {...}}`, the tool looked up.
 fn execute_params(server: &ServerInner, params: Option<&RawValue>) -> Result<Step, RpcError> {
     const SHAPE: &str =
@@ -128,11 +160,11 @@ fn execute_params(server: &ServerInner, params: Option<&RawValue>) -> Result<Ste
     let raw = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
-    let params: ExecuteToolParams = serde_json::from_str(raw.get())
+    let params: ExecuteParams<'_> = serde_json::from_str(raw.get())
         .map_err(|e| RpcError::invalid_params(format!("{SHAPE}: {e}")))?;
     let tool = *server
         .tool_index
-        .get(&params.id)
+        .get(&*params.id)
         .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.id))?;
     Ok(Step::Run(Work::Execute {
         tool,
@@ -145,7 +177,7 @@ pub(crate) async fn perform(
     server: Arc<ServerInner>,
     id: RequestId,
     work: Work,
-    cancel: CancellationToken,
+    cancel: Cancellation,
 ) -> Vec<u8> {
     let result = match work {
         Work::ListResources => list_resources(&server)
@@ -185,7 +217,7 @@ async fn execute(
     id: &RequestId,
     index: usize,
     arguments: Value,
-    cancel: CancellationToken,
+    cancel: Cancellation,
 ) -> Result<Value, RpcError> {
     let tool = server
         .tools
@@ -193,27 +225,14 @@ async fn execute(
         .ok_or_else(|| RpcError::internal("tool index out of range"))?;
     check_arguments(&tool.input, &arguments, &tool.mcp_id)?;
     let span = tracing::debug_span!("tool", request_id = %id, tool = %tool.mcp_id);
-    let ctx = ToolContext::new(
-        id.clone(),
-        cancel.clone(),
-        server.handle.clone(),
-        span.clone(),
-    );
-    let call = tool.tool.call(arguments, ctx).instrument(span);
-    let outcome = match tool.time_limit {
-        None => call.await,
-        Some(limit) => match tokio::time::timeout(limit, call).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                cancel.cancel(); // tell work the tool handed elsewhere
-                return Err(RpcError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    format!("tool {} ran past its time limit of {limit:?}", tool.mcp_id),
-                ));
-            }
-        },
-    };
-    let output = outcome.map_err(|e| RpcError::new(e.code(), e.message()))?;
+    let ctx = ToolContext::new(id.clone(), cancel, server.handle.clone(), span.clone());
+    // Time limits, cancellation and panics are the session's (`Job::run`).
+    let output = tool
+        .tool
+        .call(arguments, ctx)
+        .instrument(span)
+        .await
+        .map_err(|e| RpcError::new(e.code(), e.message()))?;
     check_output(&tool.output, &output, &tool.mcp_id)?;
     Ok(output)
 }

@@ -136,6 +136,7 @@ pub(crate) struct CompiledTool {
     pub(crate) mcp_id: String,
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) time_limit: Option<Duration>,
+    pub(crate) may_block: bool,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
 }
@@ -148,7 +149,7 @@ pub(crate) struct ServerInner {
     /// The `initialize` result, serialised once.
     pub(crate) initialize_result: Box<RawValue>,
     pub(crate) tools: Vec<CompiledTool>,
-    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) tool_index: HashMap<String, usize, IdHasher>,
     /// The `mcp/listTools` result, serialised once.
     pub(crate) tool_list: Box<RawValue>,
     pub(crate) resources: Vec<(ResourceInfo, Arc<dyn Resource>)>,
@@ -300,7 +301,7 @@ impl ServerBuilder {
     /// serialises the fixed lists once.
     pub fn build(self) -> Result<Server, BuildError> {
         let mut tools = Vec::with_capacity(self.tools.len());
-        let mut tool_index = HashMap::new();
+        let mut tool_index = HashMap::default();
         let mut definitions: Vec<ToolDefinition> = Vec::with_capacity(self.tools.len());
         for tool in self.tools {
             let def = tool.definition();
@@ -314,6 +315,7 @@ impl ServerBuilder {
             tools.push(CompiledTool {
                 mcp_id: def.mcp_id.clone(),
                 time_limit: tool.time_limit().or(self.limits.tool_time_limit),
+                may_block: tool.may_block(),
                 tool,
                 input,
                 output,
@@ -378,6 +380,35 @@ impl ServerBuilder {
                 handle: self.handle,
             }),
         })
+    }
+}
+
+/// FNV-1a: a fast hasher for the short keys of the hot path (mcpIds,
+/// request ids), which come from the server's own registrations or from one
+/// client's own session, so flooding one bucket only slows that client.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IdHasher;
+
+impl std::hash::BuildHasher for IdHasher {
+    type Hasher = Fnv;
+
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+/// The state of [`IdHasher`].
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::future::Future;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -29,12 +29,13 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::{self, Step, Work};
 use super::handshake::{Admission, Phase};
 use super::push::Subscription;
-use super::{Server, ServerInner};
+use super::{IdHasher, Server, ServerInner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_notification,
     encode_result,
 };
+use crate::tool::Cancellation;
 use crate::protocol::{
     CancelParams, InitializeParams, LogTraceParams, SetTraceParams, TraceValue, methods,
 };
@@ -63,8 +64,13 @@ struct Shared {
     trace: AtomicU8,
     /// Past `initialized`: server notifications may be sent.
     ready: AtomicBool,
-    /// Requests in flight by id, with how many share the id.
-    in_flight: Mutex<HashMap<RequestId, (CancellationToken, usize)>>,
+    /// Requests waiting for async work, by id (several may share an id),
+    /// each with its registration number and cancellation token. A request
+    /// that completes on its first poll is never registered: no
+    /// `$/cancelRequest` can be read while it runs.
+    in_flight: Mutex<InFlight>,
+    /// Numbers the registrations of `in_flight`.
+    registrations: AtomicU64,
     /// Keeps the session registered for pushes until the last task is done.
     subscription: Mutex<Option<Subscription>>,
     /// Shutdown began: cancelled requests are answered `-32005`.
@@ -78,44 +84,45 @@ impl Shared {
         }
     }
 
-    fn in_flight(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, (CancellationToken, usize)>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a request in flight; requests that share an id share a token.
-    fn start(&self, id: &RequestId) -> CancellationToken {
-        let mut map = self.in_flight();
-        let entry = map
+    /// Registers a request that waits, so `$/cancelRequest` can reach it.
+    fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
+        let number = self.registrations.fetch_add(1, Ordering::Relaxed);
+        self.in_flight()
             .entry(id.clone())
-            .or_insert_with(|| (CancellationToken::new(), 0));
-        entry.1 += 1;
-        entry.0.clone()
+            .or_default()
+            .push((number, cancel.clone()));
+        Registration {
+            id: id.clone(),
+            number,
+        }
     }
 
-    fn finish(&self, id: &RequestId) {
+    fn unregister(&self, registration: &Registration) {
         let mut map = self.in_flight();
-        if let Some(entry) = map.get_mut(id) {
-            entry.1 -= 1;
-            if entry.1 == 0 {
-                map.remove(id);
+        if let Some(entries) = map.get_mut(&registration.id) {
+            entries.retain(|(number, _)| *number != registration.number);
+            if entries.is_empty() {
+                map.remove(&registration.id);
             }
         }
     }
 
     /// Stops every request in flight (the shutdown grace period is over).
     fn cancel_all(&self) {
-        for (token, _) in self.in_flight().values() {
-            token.cancel();
+        for entries in self.in_flight().values() {
+            for (_, token) in entries {
+                token.cancel();
+            }
         }
     }
 
     fn cancel(&self, id: &RequestId) {
         match self.in_flight().get(id) {
-            Some((token, _)) => token.cancel(),
+            Some(entries) => entries.iter().for_each(|(_, token)| token.cancel()),
             None => tracing::debug!(%id, "$/cancelRequest for a request not in flight"),
         }
     }
@@ -167,13 +174,24 @@ impl Shared {
     }
 }
 
+/// Requests in flight by id.
+type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
+
+/// A request in [`Shared::in_flight`].
+struct Registration {
+    id: RequestId,
+    number: u64,
+}
+
 /// A request whose reply needs async work.
 struct Job {
     id: RequestId,
     method: &'static str,
     work: Work,
-    cancel: CancellationToken,
+    cancel: Cancellation,
     started: Instant,
+    /// The work may hold its thread: never run it on the reader.
+    may_block: bool,
 }
 
 /// A handled request: its reply and, if trace is on, its trace line.
@@ -183,6 +201,9 @@ struct Handled {
 }
 
 impl Job {
+    /// Runs the work to its reply: the tool's outcome, or `-32003` when the
+    /// client cancelled it, `-32004` past its time limit, `-32005` when the
+    /// shutdown grace period ran out, `-32603` when it panicked.
     async fn run(self, shared: Arc<Shared>) -> Handled {
         let Job {
             id,
@@ -190,26 +211,73 @@ impl Job {
             work,
             cancel,
             started,
+            ..
         } = self;
+        let limit = work.time_limit(&shared.server);
+        let tool = work.tool_index();
         let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
+        let expired = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let stopped = |shared: &Shared| {
+            encode_error(
+                &id,
+                &if shared.shutting_down.load(Ordering::Acquire) {
+                    RpcError::new(
+                        ErrorCode::SERVER_SHUTTING_DOWN,
+                        "the server is shutting down and the request did not finish within the grace period",
+                    )
+                } else {
+                    RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest")
+                },
+            )
+        };
         let reply = tokio::select! {
             biased;
-            () = cancel.cancelled() => encode_error(&id, &if shared.shutting_down.load(Ordering::Acquire) {
-                RpcError::new(
-                    ErrorCode::SERVER_SHUTTING_DOWN,
-                    "the server is shutting down and the request did not finish within the grace period",
-                )
-            } else {
-                RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest")
-            }),
-            outcome = CatchUnwind(Box::pin(work)) => outcome.unwrap_or_else(|panic| {
-                tracing::error!(%id, "a tool panicked: {panic}");
-                encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
-            }),
+            () = cancel.cancelled() => stopped(&shared),
+            outcome = CatchUnwind { inner: work } => match outcome {
+                // A tool that saw the cancellation and returned is still cancelled.
+                _ if cancel.is_cancelled() => stopped(&shared),
+                Ok(reply) => reply,
+                Err(panic) => {
+                    tracing::error!(%id, "a tool panicked: {panic}");
+                    encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
+                }
+            },
+            () = expired => {
+                cancel.cancel(); // tell work the tool handed elsewhere
+                let limit = limit.unwrap_or_default();
+                encode_error(&id, &RpcError::new(
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    format!(
+                        "tool {} ran past its time limit of {limit:?}",
+                        tool.and_then(|i| shared.server.tools.get(i)).map_or("?", |t| t.mcp_id.as_str()),
+                    ),
+                ))
+            }
         };
-        shared.finish(&id);
         let trace = shared.trace_line(method, &id, started, &reply);
         Handled { reply, trace }
+    }
+
+    /// Registers a (possibly half-run) job for cancellation now, and
+    /// returns it wrapped to unregister when it is done.
+    fn registered(
+        running: Pin<Box<dyn Future<Output = Handled> + Send>>,
+        shared: &Arc<Shared>,
+        id: &RequestId,
+        cancel: &Cancellation,
+    ) -> impl Future<Output = Handled> + Send + 'static {
+        let registration = shared.register(id, cancel);
+        let shared = shared.clone();
+        async move {
+            let handled = running.await;
+            shared.unregister(&registration);
+            handled
+        }
     }
 }
 
@@ -265,7 +333,8 @@ impl Session {
                 out,
                 trace: AtomicU8::new(0),
                 ready: AtomicBool::new(false),
-                in_flight: Mutex::new(HashMap::new()),
+                in_flight: Mutex::new(HashMap::default()),
+                registrations: AtomicU64::new(0),
                 subscription: Mutex::new(None),
                 shutting_down: AtomicBool::new(false),
             }),
@@ -285,13 +354,20 @@ impl Session {
     where
         S: Stream<Item = io::Result<Input>> + Unpin,
     {
+        // One cancellation future for the whole loop, not one per message.
+        let stop = self.stop.clone();
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
         loop {
-            let permit = tokio::select! {
-                biased;
-                () = self.stop.cancelled() => break,
-                permit = self.permits.clone().acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => return,
+            let permit = match self.permits.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => tokio::select! {
+                    biased;
+                    () = &mut stopped => break,
+                    permit = self.permits.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => return,
+                    },
                 },
             };
             if self.shared.out.is_closed() {
@@ -300,7 +376,7 @@ impl Session {
             }
             let item = tokio::select! {
                 biased;
-                () = self.stop.cancelled() => break,
+                () = &mut stopped => break,
                 item = crate::poll::next(&mut input) => item,
             };
             match item {
@@ -398,18 +474,19 @@ impl Session {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
                 Outcome::Run(job) => {
-                    // Poll once here: a tool that finishes without waiting
-                    // (most do) costs no task; one that waits moves to its own.
-                    let mut running = Box::pin(job.run(self.shared.clone()));
-                    let first = running
-                        .as_mut()
-                        .poll(&mut Context::from_waker(Waker::noop()));
-                    if let Poll::Ready(handled) = first {
-                        self.shared
-                            .send_with_trace(handled.reply, handled.trace)
-                            .await;
-                        return;
+                    let (id, cancel, may_block) = (job.id.clone(), job.cancel.clone(), job.may_block);
+                    let mut running: Pin<Box<dyn Future<Output = Handled> + Send>> =
+                        Box::pin(job.run(self.shared.clone()));
+                    if !may_block {
+                        // Poll once here: a tool that finishes without waiting
+                        // (most do) costs no task; one that waits moves to its own.
+                        let first = running.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+                        if let Poll::Ready(handled) = first {
+                            self.shared.send_with_trace(handled.reply, handled.trace).await;
+                            return;
+                        }
                     }
+                    let running = Job::registered(running, &self.shared, &id, &cancel);
                     let shared = self.shared.clone();
                     tokio::spawn(async move {
                         let handled = running.await;
@@ -443,9 +520,10 @@ impl Session {
                             Err(_) => return,
                         },
                     };
-                    let shared = self.shared.clone();
+                    let (id, cancel) = (job.id.clone(), job.cancel.clone());
+                    let running = Job::registered(Box::pin(job.run(self.shared.clone())), &self.shared, &id, &cancel);
                     jobs.spawn(async move {
-                        let handled = job.run(shared).await;
+                        let handled = running.await;
                         drop(permit);
                         handled
                     });
@@ -499,9 +577,10 @@ impl Session {
                             Step::Reply(reply) => reply,
                             Step::Run(work) => {
                                 return Outcome::Run(Job {
-                                    cancel: self.shared.start(&id),
+                                    cancel: Cancellation::new(),
                                     id,
                                     method: work.method(),
+                                    may_block: work.may_block(&self.shared.server),
                                     work,
                                     started,
                                 });
@@ -612,14 +691,19 @@ mod futures_never {
     }
 }
 
-/// Turns a panic inside a request's future into an error value.
-struct CatchUnwind<F>(Pin<Box<F>>);
+pin_project_lite::pin_project! {
+    /// Turns a panic inside a request's future into an error value.
+    struct CatchUnwind<F> {
+        #[pin]
+        inner: F,
+    }
+}
 
 impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, String>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.project().inner;
         match std::panic::catch_unwind(AssertUnwindSafe(move || inner.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
