@@ -48,11 +48,17 @@ fn main() {
     // One stdio session needs one thread (the cheapest way to serve it);
     // HTTP serves many connections, on as many threads as there are cores.
     let runtime = if options.http.is_some() {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
     } else {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     };
-    let result = runtime.map_err(Into::into).and_then(|rt| rt.block_on(run(options)));
+    let result = runtime
+        .map_err(Into::into)
+        .and_then(|rt| rt.block_on(run(options)));
     if let Err(e) = result {
         eprintln!("reference: {e}");
         std::process::exit(1);

@@ -168,12 +168,18 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
     // Validate UTF-8 once; every later pass reads a `str` without checking again.
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
-        Err(e) => return Parsed::Error(RpcError::parse_error(format!("body is not valid UTF-8: {e}"))),
+        Err(e) => {
+            return Parsed::Error(RpcError::parse_error(format!(
+                "body is not valid UTF-8: {e}"
+            )));
+        }
     };
     let first = text.bytes().find(|b| !b.is_ascii_whitespace());
     if first == Some(b'[') {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
-            Ok(items) if items.is_empty() => Parsed::Error(RpcError::invalid_request("empty batch")),
+            Ok(items) if items.is_empty() => {
+                Parsed::Error(RpcError::invalid_request("empty batch"))
+            }
             Ok(items) => Parsed::Batch(items.into_iter().map(classify_raw).collect()),
             Err(e) => Parsed::Error(not_json(text, e)),
         };

@@ -94,17 +94,18 @@ impl Server {
     pub async fn handle_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
         self.handle_message_until(body, self.inner.handle.stop_token())
             .await
+            .0
     }
 
     /// [`handle_message`](Self::handle_message) in a session that shuts
-    /// down with `stop`.
+    /// down with `stop`; also says whether the body was not JSON at all.
     pub(crate) async fn handle_message_until(
         &self,
         body: impl Into<bytes::Bytes>,
-        stop: &tokio_util::sync::CancellationToken,
-    ) -> Option<Vec<u8>> {
+        stop: &Arc<tokio_util::sync::CancellationToken>,
+    ) -> (Option<Vec<u8>>, bool) {
         let (out, mut replies) = tokio::sync::mpsc::channel(2);
-        Session::implicit(self, out, stop.child_token())
+        let not_json = Session::implicit(self, out, stop.clone())
             .run_one(Input::Message(body.into()))
             .await;
         let reply = replies.recv().await;
@@ -114,7 +115,7 @@ impl Server {
                 "an implicit session wrote more than one message"
             );
         }
-        reply
+        (reply, not_json)
     }
 
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {

@@ -22,7 +22,7 @@ use crate::protocol::{ResourceDidChangeParams, methods};
 #[derive(Clone)]
 pub struct ServerHandle {
     registry: Arc<PushRegistry>,
-    stop: CancellationToken,
+    stop: Arc<CancellationToken>,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -37,7 +37,7 @@ impl ServerHandle {
     pub(crate) fn new() -> Self {
         Self {
             registry: Arc::new(PushRegistry::default()),
-            stop: CancellationToken::new(),
+            stop: Arc::new(CancellationToken::new()),
         }
     }
 
@@ -57,7 +57,7 @@ impl ServerHandle {
     }
 
     /// A token that is cancelled when the server shuts down.
-    pub(crate) fn stop_token(&self) -> &CancellationToken {
+    pub(crate) fn stop_token(&self) -> &Arc<CancellationToken> {
         &self.stop
     }
 

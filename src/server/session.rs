@@ -35,10 +35,10 @@ use crate::jsonrpc::{
     self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_notification,
     encode_result,
 };
-use crate::tool::Cancellation;
 use crate::protocol::{
     CancelParams, InitializeParams, LogTraceParams, SetTraceParams, TraceValue, methods,
 };
+use crate::tool::Cancellation;
 
 /// One unit of input from a transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,9 @@ impl Shared {
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight.lock().unwrap_or_else(PoisonError::into_inner)
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers a request that waits, so `$/cancelRequest` can reach it.
@@ -142,7 +144,7 @@ impl Shared {
         &self,
         method: &str,
         id: &RequestId,
-        started: Instant,
+        started: Option<Instant>,
         reply: &[u8],
     ) -> Option<Vec<u8>> {
         let level = self.trace.load(Ordering::Relaxed);
@@ -152,7 +154,7 @@ impl Shared {
         let params = LogTraceParams {
             message: format!(
                 "Received request '{method} - ({id})'. Processed in {}µs.",
-                started.elapsed().as_micros()
+                started.map_or(0, |t| t.elapsed().as_micros())
             ),
             verbose: (level == 2).then(|| {
                 let text = String::from_utf8_lossy(reply);
@@ -189,9 +191,28 @@ struct Job {
     method: &'static str,
     work: Work,
     cancel: Cancellation,
-    started: Instant,
+    /// When it was read, if trace is on.
+    started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
     may_block: bool,
+}
+
+/// A future that is pending on its first poll only, without asking to be
+/// woken: for waits that can only end after the session polls the job a
+/// second time (its cancellation, once registered; its time limit).
+#[derive(Default)]
+struct AfterFirstPoll(bool);
+
+impl Future for AfterFirstPoll {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        Poll::Pending
+    }
 }
 
 /// A handled request: its reply and, if trace is on, its trace line.
@@ -204,7 +225,13 @@ impl Job {
     /// Runs the work to its reply: the tool's outcome, or `-32003` when the
     /// client cancelled it, `-32004` past its time limit, `-32005` when the
     /// shutdown grace period ran out, `-32603` when it panicked.
-    async fn run(self, shared: Arc<Shared>) -> Handled {
+    ///
+    /// `inline`: the first poll is the session's own, before the job is
+    /// registered for cancellation, and the job is polled again (in a task
+    /// of its own) if it does not finish then; waiting for cancellation and
+    /// for the time limit starts at that second poll, so a job that finishes
+    /// at once never pays for them.
+    async fn run(self, shared: Arc<Shared>, inline: bool) -> Handled {
         let Job {
             id,
             method,
@@ -217,10 +244,19 @@ impl Job {
         let tool = work.tool_index();
         let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
         let expired = async {
+            if inline {
+                AfterFirstPoll::default().await;
+            }
             match limit {
                 Some(limit) => tokio::time::sleep(limit).await,
                 None => std::future::pending().await,
             }
+        };
+        let cancelled = async {
+            if inline {
+                AfterFirstPoll::default().await;
+            }
+            cancel.cancelled().await;
         };
         let stopped = |shared: &Shared| {
             encode_error(
@@ -231,13 +267,16 @@ impl Job {
                         "the server is shutting down and the request did not finish within the grace period",
                     )
                 } else {
-                    RpcError::new(ErrorCode::REQUEST_CANCELLED, "the request was cancelled by $/cancelRequest")
+                    RpcError::new(
+                        ErrorCode::REQUEST_CANCELLED,
+                        "the request was cancelled by $/cancelRequest",
+                    )
                 },
             )
         };
         let reply = tokio::select! {
             biased;
-            () = cancel.cancelled() => stopped(&shared),
+            () = cancelled => stopped(&shared),
             outcome = CatchUnwind { inner: work } => match outcome {
                 // A tool that saw the cancellation and returned is still cancelled.
                 _ if cancel.is_cancelled() => stopped(&shared),
@@ -293,8 +332,11 @@ pub(crate) struct Session {
     shared: Arc<Shared>,
     phase: Phase,
     permits: Arc<Semaphore>,
-    /// Cancelled when the session must shut down.
-    stop: CancellationToken,
+    /// Cancelled when the session must shut down (shared, not cloned per
+    /// session: cloning a token takes a lock).
+    stop: Arc<CancellationToken>,
+    /// The one input of an implicit session was not JSON (`-32700`).
+    not_json: bool,
     /// Shutdown began: requests are answered `-32005` instead of run.
     draining: bool,
 }
@@ -304,7 +346,7 @@ impl Session {
     pub(crate) fn new(
         server: &Server,
         out: mpsc::Sender<Vec<u8>>,
-        stop: CancellationToken,
+        stop: Arc<CancellationToken>,
     ) -> Self {
         Self::with_phase(server, out, stop, Phase::AwaitingInitialize)
     }
@@ -314,7 +356,7 @@ impl Session {
     pub(crate) fn implicit(
         server: &Server,
         out: mpsc::Sender<Vec<u8>>,
-        stop: CancellationToken,
+        stop: Arc<CancellationToken>,
     ) -> Self {
         Self::with_phase(server, out, stop, Phase::Implicit)
     }
@@ -322,7 +364,7 @@ impl Session {
     fn with_phase(
         server: &Server,
         out: mpsc::Sender<Vec<u8>>,
-        stop: CancellationToken,
+        stop: Arc<CancellationToken>,
         phase: Phase,
     ) -> Self {
         let inner = server.inner().clone();
@@ -341,6 +383,7 @@ impl Session {
             phase,
             permits,
             stop,
+            not_json: false,
             draining: false,
         }
     }
@@ -389,19 +432,25 @@ impl Session {
     }
 
     /// Serves one input, waits for the requests it started, and ends the
-    /// session (an HTTP single exchange).
-    pub(crate) async fn run_one(mut self, input: Input) {
+    /// session (an HTTP single exchange). Returns whether the input was not
+    /// JSON at all (answered `-32700`).
+    pub(crate) async fn run_one(mut self, input: Input) -> bool {
         self.draining = self.stop.is_cancelled();
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
-            return;
+            return self.not_json;
         };
         self.on_input(input, Some(permit)).await;
         let max = self.permits_total();
+        if self.permits.available_permits() == max as usize {
+            return self.not_json; // everything finished inline
+        }
+        let stop = self.stop.clone();
         tokio::select! {
-            _ = self.permits.acquire_many(max) => return,
-            () = self.stop.cancelled() => {}
+            _ = self.permits.acquire_many(max) => return self.not_json,
+            () = stop.cancelled() => {}
         }
         self.drain::<futures_never::Never>(None).await;
+        self.not_json
     }
 
     /// Shutdown: requests that arrive from now on are answered `-32005`;
@@ -466,6 +515,7 @@ impl Session {
     async fn on_message(&mut self, body: &[u8], permit: Option<OwnedSemaphorePermit>) {
         match jsonrpc::parse(body) {
             Parsed::Error(error) => {
+                self.not_json = error.code == ErrorCode::PARSE_ERROR;
                 self.shared
                     .send(encode_error(&RequestId::Null, &error))
                     .await;
@@ -474,15 +524,20 @@ impl Session {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
                 Outcome::Run(job) => {
-                    let (id, cancel, may_block) = (job.id.clone(), job.cancel.clone(), job.may_block);
+                    let (id, cancel, may_block) =
+                        (job.id.clone(), job.cancel.clone(), job.may_block);
                     let mut running: Pin<Box<dyn Future<Output = Handled> + Send>> =
-                        Box::pin(job.run(self.shared.clone()));
+                        Box::pin(job.run(self.shared.clone(), !may_block));
                     if !may_block {
                         // Poll once here: a tool that finishes without waiting
                         // (most do) costs no task; one that waits moves to its own.
-                        let first = running.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+                        let first = running
+                            .as_mut()
+                            .poll(&mut Context::from_waker(Waker::noop()));
                         if let Poll::Ready(handled) = first {
-                            self.shared.send_with_trace(handled.reply, handled.trace).await;
+                            self.shared
+                                .send_with_trace(handled.reply, handled.trace)
+                                .await;
                             return;
                         }
                     }
@@ -521,7 +576,12 @@ impl Session {
                         },
                     };
                     let (id, cancel) = (job.id.clone(), job.cancel.clone());
-                    let running = Job::registered(Box::pin(job.run(self.shared.clone())), &self.shared, &id, &cancel);
+                    let running = Job::registered(
+                        Box::pin(job.run(self.shared.clone(), false)),
+                        &self.shared,
+                        &id,
+                        &cancel,
+                    );
                     jobs.spawn(async move {
                         let handled = running.await;
                         drop(permit);
@@ -568,7 +628,8 @@ impl Session {
                 trace: None,
             }),
             Incoming::Request { id, method, params } => {
-                let started = Instant::now();
+                // The clock is read only when trace lines need it.
+                let started = (self.shared.trace.load(Ordering::Relaxed) > 0).then(Instant::now);
                 let reply = match self.phase.admit(&method, &id) {
                     Admission::Reject(error) => encode_error(&id, &error),
                     Admission::Initialize => self.initialize(&id, params),

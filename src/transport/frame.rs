@@ -197,6 +197,21 @@ impl Decoder for FrameCodec {
                     }
                 },
                 State::Head(head) => {
+                    if head.size == 0
+                        && let Some((header_len, n)) = plain_header(src)
+                    {
+                        // The common `Content-Length: N\r\n\r\n` alone.
+                        src.advance(header_len);
+                        *head = Head {
+                            size: header_len,
+                            content_length: Some(n),
+                            bad_content_type: None,
+                        };
+                        if let Some(item) = self.end_of_head() {
+                            return Ok(Some(item));
+                        }
+                        continue;
+                    }
                     // The block's lines stay in `src` until the block is
                     // read, so that a bad block can be searched again.
                     let start = head.size;
@@ -279,6 +294,21 @@ impl Encoder<&[u8]> for FrameCodec {
 }
 
 const CONTENT_LENGTH: &[u8] = b"content-length";
+
+/// A header block that is exactly `Content-Length: N\r\n\r\n`, as most
+/// clients write it: its length and N.
+fn plain_header(src: &[u8]) -> Option<(usize, usize)> {
+    const NAME: &[u8] = b"Content-Length: ";
+    let rest = src.strip_prefix(NAME)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 15 || !rest[digits..].starts_with(b"\r\n\r\n") {
+        return None;
+    }
+    let n = rest[..digits]
+        .iter()
+        .fold(0usize, |n, d| n * 10 + usize::from(d - b'0'));
+    Some((NAME.len() + digits + 4, n))
+}
 
 /// Where the next `Content-Length` header name starts, in any case.
 fn find_content_length(buf: &[u8]) -> Option<usize> {

@@ -119,9 +119,9 @@ impl HttpConfig {
 pub struct McpService {
     server: Server,
     config: Arc<HttpConfig>,
-    /// Cancelled when a standalone server shuts down: streaming sessions
-    /// stop reading and end once their replies are written.
-    stop: CancellationToken,
+    /// Cancelled when a standalone server shuts down (or the server's
+    /// handle does): sessions drain and end once their replies are written.
+    stop: Arc<CancellationToken>,
 }
 
 impl std::fmt::Debug for McpService {
@@ -138,7 +138,7 @@ impl Server {
         McpService {
             server: self.clone(),
             config: Arc::new(config),
-            stop: self.handle().stop_token().child_token(),
+            stop: Arc::new(self.handle().stop_token().child_token()),
         }
     }
 
@@ -328,7 +328,7 @@ impl McpService {
             if lead < buf.len()
                 && let Some(end) = scanner.scan(&buf[lead..])
             {
-                break Some(&buf[lead..lead + end]);
+                break Some(lead + end);
             }
             if buf.len() > limit {
                 return too_large(limit);
@@ -347,7 +347,7 @@ impl McpService {
                 }
             }
         };
-        if first.is_some_and(opens_session) {
+        if first.is_some_and(|end| opens_session(&buf[..end])) {
             return self.stream(body, buf, ended);
         }
         while !ended {
@@ -365,41 +365,30 @@ impl McpService {
                 return too_large(limit);
             }
         }
-        self.single(buf.freeze()).await
+        self.single(buf.freeze(), first).await
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,
     /// one JSON reply (or 202 for notifications only).
-    async fn single(&self, body: Bytes) -> Response<McpBody> {
-        let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
-        match (values.next(), values.next()) {
-            (Some(Ok(_)), None) => {}
-            (Some(Ok(_)), Some(Err(e))) => {
-                let error = RpcError::parse_error(format!("body is not valid JSON: {e}"));
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    encode_error(&RequestId::Null, &error),
-                );
-            }
-            (Some(Ok(_)), Some(Ok(_))) => {
-                let error = RpcError::invalid_request(
+    async fn single(&self, body: Bytes, first_end: Option<usize>) -> Response<McpBody> {
+        // One value, as the body scanner found it: the session parses it (and
+        // says if it is not JSON). Anything after it is looked at closely.
+        let one_value =
+            first_end.is_some_and(|end| body[end..].iter().all(u8::is_ascii_whitespace));
+        if !one_value {
+            let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
+            let error = match (values.next(), values.next()) {
+                (Some(Ok(_)), None) => None,
+                (Some(Ok(_)), Some(Ok(_))) => Some(RpcError::invalid_request(
                     "a single exchange carries one JSON value (an object or a batch); \
                      to send several, open a streaming session with initialize",
-                );
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    encode_error(&RequestId::Null, &error),
-                );
-            }
-            (Some(Err(e)), _) => {
-                let error = RpcError::parse_error(format!("body is not valid JSON: {e}"));
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    encode_error(&RequestId::Null, &error),
-                );
-            }
-            (None, _) => {
-                let error = RpcError::parse_error("the body is empty");
+                )),
+                (Some(Err(e)), _) | (Some(Ok(_)), Some(Err(e))) => Some(RpcError::parse_error(
+                    format!("body is not valid JSON: {e}"),
+                )),
+                (None, _) => Some(RpcError::parse_error("the body is empty")),
+            };
+            if let Some(error) = error {
                 return json(
                     StatusCode::BAD_REQUEST,
                     encode_error(&RequestId::Null, &error),
@@ -407,8 +396,9 @@ impl McpService {
             }
         }
         match self.server.handle_message_until(body, &self.stop).await {
-            Some(reply) => json(StatusCode::OK, reply),
-            None => Response::builder()
+            (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
+            (Some(reply), false) => json(StatusCode::OK, reply),
+            (None, _) => Response::builder()
                 .status(StatusCode::ACCEPTED)
                 .body(McpBody::empty())
                 .unwrap_or_default(),
@@ -423,7 +413,7 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         let (out, outbox) = mpsc::channel(OUTBOX);
-        let session = Session::new(&self.server, out, self.stop.child_token());
+        let session = Session::new(&self.server, out, Arc::new(self.stop.child_token()));
         let input = BodyInputs {
             body,
             buf,
@@ -442,6 +432,10 @@ impl McpService {
 
 /// Whether the first message of a body is `initialize`.
 fn opens_session(first: &[u8]) -> bool {
+    let holds = |needle: &[u8]| first.windows(needle.len()).any(|w| w == needle);
+    if !holds(b"initialize") && !holds(b"\\u") {
+        return false; // the common case, without parsing
+    }
     let is_initialize = |m: &Incoming<'_>| matches!(m, Incoming::Request { method, .. } if method == methods::INITIALIZE);
     match jsonrpc::parse(first) {
         Parsed::Single(message) => is_initialize(&message),

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -111,7 +112,7 @@ impl Server {
         W: AsyncWrite + Unpin,
     {
         let (out, outbox) = mpsc::channel(OUTBOX);
-        let stop = self.handle().stop_token().child_token();
+        let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
         let session = Session::new(self, out, stop.clone());
         let input = FramedRead::new(reader, FrameCodec::new(self.max_message_size()));
