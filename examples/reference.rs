@@ -79,7 +79,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let root = root.canonicalize()?;
     tracing::info!(root = %root.display(), "file-writer root");
 
-    let server = build(root)?;
+    let server = build(root, options.max_message_size)?;
     match options.http {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -115,6 +115,7 @@ async fn shutdown_signal() {
 struct Options {
     root: Option<PathBuf>,
     http: Option<std::net::SocketAddr>,
+    max_message_size: Option<usize>,
 }
 
 impl Options {
@@ -122,11 +123,21 @@ impl Options {
         let mut options = Options {
             root: None,
             http: None,
+            max_message_size: None,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--root" => {
                     options.root = Some(args.next().ok_or("--root needs a folder")?.into());
+                }
+                "--max-message-size" => {
+                    let bytes = args
+                        .next()
+                        .ok_or("--max-message-size needs a number of bytes")?;
+                    let bytes = bytes
+                        .parse()
+                        .map_err(|e| format!("--max-message-size {bytes:?}: {e}"))?;
+                    options.max_message_size = Some(bytes);
                 }
                 "--http" => {
                     let addr = args
@@ -136,7 +147,9 @@ impl Options {
                     options.http = Some(addr);
                 }
                 "--help" | "-h" => {
-                    eprintln!("usage: reference [--root DIR] [--http ADDR:PORT]");
+                    eprintln!(
+                        "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]"
+                    );
                     std::process::exit(0);
                 }
                 other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -147,7 +160,7 @@ impl Options {
 }
 
 /// The reference server's items.
-fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
+fn build(root: PathBuf, max_message_size: Option<usize>) -> Result<Server, clawmcp::BuildError> {
     let last_write = SharedResource::new(
         LAST_WRITE,
         "last-write",
@@ -160,6 +173,7 @@ fn build(root: PathBuf) -> Result<Server, clawmcp::BuildError> {
         last_write: last_write.clone(),
     };
     Server::builder()
+        .max_message_size(max_message_size.unwrap_or(clawmcp::server::DEFAULT_MAX_MESSAGE_SIZE))
         .name("clawmcp-reference")
         .version(env!("CARGO_PKG_VERSION"))
         .tool(typed_tool(

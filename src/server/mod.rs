@@ -77,6 +77,11 @@ impl Server {
         self.inner.limits.max_message_size
     }
 
+    /// The size limit of one stdio frame header block, in bytes.
+    pub fn max_header_size(&self) -> usize {
+        self.inner.limits.max_header_size
+    }
+
     /// Serves one message body (an object or a batch) as an implicit,
     /// already-initialized session — the HTTP single exchange — and returns
     /// the reply, or `None` when the body held only notifications. For
@@ -127,6 +132,7 @@ impl Server {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     pub(crate) max_message_size: usize,
+    pub(crate) max_header_size: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) tool_time_limit: Option<Duration>,
     pub(crate) shutdown_grace: Duration,
@@ -200,6 +206,7 @@ impl Default for ServerBuilder {
             providers: [false; 3],
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+                max_header_size: crate::transport::DEFAULT_MAX_HEADER_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
@@ -265,6 +272,13 @@ impl ServerBuilder {
     /// message is skipped unread and answered `-32006`.
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.limits.max_message_size = bytes;
+        self
+    }
+
+    /// The size limit of one stdio frame header block in bytes (default
+    /// 8 KiB). A longer one is answered `-32700` and skipped.
+    pub fn max_header_size(mut self, bytes: usize) -> Self {
+        self.limits.max_header_size = bytes;
         self
     }
 

@@ -115,7 +115,9 @@ impl Server {
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
         let session = Session::new(self, out, stop.clone());
-        let input = FramedRead::new(reader, FrameCodec::new(self.max_message_size()));
+        let codec =
+            FrameCodec::new(self.max_message_size()).with_max_header_size(self.max_header_size());
+        let input = FramedRead::new(reader, codec);
         let run = async {
             session.run(input).await;
             ended.cancel();

@@ -5,6 +5,9 @@
 //! Each `tests/*.rs` file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+#[cfg(all(feature = "http", feature = "schemars"))]
+pub mod reference;
+
 use std::future::Future;
 use std::io;
 use std::sync::Arc;

@@ -1,0 +1,155 @@
+//! Shutdown without loss (issue 5): once shutdown begins, requests that
+//! arrive are answered `-32005` (PROTOCOL.md §2), requests in flight finish
+//! within the grace period (or are stopped and answered `-32005`), every
+//! reply is written, and the serving call returns.
+
+mod common;
+
+use std::time::Duration;
+
+use clawmcp::testing::TestClient;
+use common::{ECHO, Probe, SLEEP, assert_error, assert_result, builder, execute};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_requests_in_flight_finish_and_refuses_late_ones() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(&execute(json!(2), SLEEP, json!({"ms": 300})))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // the sleep is running
+    server.handle().shutdown();
+    assert!(server.handle().is_shutting_down());
+    client
+        .send(&execute(json!(3), ECHO, json!({"message": "late"})))
+        .await;
+    let late = client.reply(&json!(3)).await;
+    let data = assert_error(&late, &json!(3), -32005);
+    assert!(data.contains("shutting down"), "{data}");
+    let slept = client.reply(&json!(2)).await;
+    assert_eq!(
+        assert_result(&slept, &json!(2)),
+        json!({"output": {"sleptMs": 300}})
+    );
+    let (rest, served) = client.close().await;
+    assert!(rest.is_empty(), "nothing more after the drain: {rest:?}");
+    served.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_grace_period_are_stopped_and_answered_32005() {
+    let server = builder(&Probe::default())
+        .shutdown_grace(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(&execute(json!("long"), SLEEP, json!({"ms": 60_000})))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.handle().shutdown();
+    let reply = client.reply(&json!("long")).await;
+    let data = assert_error(&reply, &json!("long"), -32005);
+    assert!(data.contains("grace period"), "{data}");
+    let (_, served) = client.close().await;
+    served.unwrap();
+}
+
+#[tokio::test]
+async fn serve_io_until_returns_when_its_shutdown_future_completes() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let (client, server_end) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(server_end);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        server
+            .serve_io_until(read, write, async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let _client = client; // the input stays open: only the shutdown ends the session
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serve_io_until returns after its shutdown")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_exchange_during_shutdown_is_answered_32005() {
+    let server = builder(&Probe::default()).build().unwrap();
+    server.handle().shutdown();
+    let reply = server
+        .handle_message(json!({"jsonrpc": "2.0", "id": 9, "method": "mcp/listTools"}).to_string())
+        .await
+        .unwrap();
+    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    assert_error(&reply, &json!(9), -32005);
+}
+
+/// The reference example on stdio stops on SIGTERM with a request in flight:
+/// the request's reply is written, a late request gets -32005, exit 0.
+#[cfg(all(unix, feature = "http", feature = "schemars"))]
+#[test]
+fn the_reference_server_stops_on_sigterm_without_losing_a_reply() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+
+    let root = tempfile::tempdir().unwrap();
+    let mut child = Command::new(common::reference::reference_binary())
+        .arg("--root")
+        .arg(root.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let sleep = "mcp://clawmcp/examples/tools/sleep:v1";
+    let echo = "mcp://clawmcp/examples/tools/echo:v1";
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "mcp/executeTool",
+               "params": {"id": sleep, "arguments": {"ms": 700}}}),
+    ] {
+        stdin
+            .write_all(&common::frame(&message.to_string()))
+            .unwrap();
+    }
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(100));
+    let late = json!({"jsonrpc": "2.0", "id": 3, "method": "mcp/executeTool",
+                      "params": {"id": echo, "arguments": {"message": "late"}}});
+    // The server may already be gone if it drained very fast; that is no loss.
+    let _ = stdin.write_all(&common::frame(&late.to_string()));
+    let _ = stdin.flush();
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    assert!(status.success(), "exit status {status:?}");
+    let (bodies, rest) = common::split_frames(&out);
+    assert!(rest.is_empty(), "stdout carries only frames");
+    let replies: Vec<serde_json::Value> = bodies
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    let slept = replies
+        .iter()
+        .find(|r| r["id"] == 2)
+        .expect("the in-flight request was answered");
+    assert_eq!(slept["result"], json!({"output": {"sleptMs": 700}}));
+    if let Some(late) = replies.iter().find(|r| r["id"] == 3) {
+        assert_eq!(late["error"]["code"], -32005, "{late}");
+    }
+}
