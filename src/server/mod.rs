@@ -4,6 +4,7 @@
 
 mod dispatch;
 mod handshake;
+mod job;
 mod push;
 mod session;
 mod validate;

@@ -2,8 +2,10 @@
 //! handshake, serves requests concurrently and writes every outgoing message
 //! to the transport's output channel (PROTOCOL.md §1, §3, §5).
 //!
-//! Concurrency: each request that needs async work runs in its own task;
-//! replies go out in completion order. At most `max_in_flight` requests run
+//! Concurrency: a request that needs async work is polled once on the
+//! session's reader — most tools finish then, at no cost — and otherwise
+//! (or when its tool [may block](crate::Tool::may_block)) runs on in a task
+//! of its own ([`Job`]); replies go out in completion order. At most `max_in_flight` requests run
 //! at once: the session takes a permit *before* it reads the next message,
 //! so a full session simply stops reading. The session's output channel
 //! closes only when the reader and every request task are done, so a
@@ -12,7 +14,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -26,8 +27,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{self, Step, Work};
+use super::dispatch::{self, Step};
 use super::handshake::{Admission, Phase};
+use super::job::{Handled, Job};
 use super::push::Subscription;
 use super::{IdHasher, Server, ServerInner};
 use crate::error::{ErrorCode, RpcError};
@@ -56,9 +58,16 @@ pub enum Input {
     Unreadable(String),
 }
 
+/// What a message asks of the session.
+enum Outcome {
+    Nothing,
+    Reply(Handled),
+    Run(Job),
+}
+
 /// What the whole session's tasks share.
-struct Shared {
-    server: Arc<ServerInner>,
+pub(super) struct Shared {
+    pub(super) server: Arc<ServerInner>,
     out: mpsc::Sender<Vec<u8>>,
     /// 0 off, 1 messages, 2 verbose.
     trace: AtomicU8,
@@ -74,7 +83,7 @@ struct Shared {
     /// Keeps the session registered for pushes until the last task is done.
     subscription: Mutex<Option<Subscription>>,
     /// Shutdown began: cancelled requests are answered `-32005`.
-    shutting_down: AtomicBool,
+    pub(super) shutting_down: AtomicBool,
 }
 
 impl Shared {
@@ -91,7 +100,7 @@ impl Shared {
     }
 
     /// Registers a request that waits, so `$/cancelRequest` can reach it.
-    fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
+    pub(super) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
         let number = self.registrations.fetch_add(1, Ordering::Relaxed);
         self.in_flight()
             .entry(id.clone())
@@ -103,7 +112,7 @@ impl Shared {
         }
     }
 
-    fn unregister(&self, registration: &Registration) {
+    pub(super) fn unregister(&self, registration: &Registration) {
         let mut map = self.in_flight();
         if let Some(entries) = map.get_mut(&registration.id) {
             entries.retain(|(number, _)| *number != registration.number);
@@ -140,7 +149,7 @@ impl Shared {
 
     /// The `$/logTrace` line for a handled request, when trace is on and the
     /// handshake is complete.
-    fn trace_line(
+    pub(super) fn trace_line(
         &self,
         method: &str,
         id: &RequestId,
@@ -180,151 +189,9 @@ impl Shared {
 type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
 
 /// A request in [`Shared::in_flight`].
-struct Registration {
+pub(super) struct Registration {
     id: RequestId,
     number: u64,
-}
-
-/// A request whose reply needs async work.
-struct Job {
-    id: RequestId,
-    method: &'static str,
-    work: Work,
-    cancel: Cancellation,
-    /// When it was read, if trace is on.
-    started: Option<Instant>,
-    /// The work may hold its thread: never run it on the reader.
-    may_block: bool,
-}
-
-/// A future that is pending on its first poll only, without asking to be
-/// woken: for waits that can only end after the session polls the job a
-/// second time (its cancellation, once registered; its time limit).
-#[derive(Default)]
-struct AfterFirstPoll(bool);
-
-impl Future for AfterFirstPoll {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        Poll::Pending
-    }
-}
-
-/// A handled request: its reply and, if trace is on, its trace line.
-struct Handled {
-    reply: Vec<u8>,
-    trace: Option<Vec<u8>>,
-}
-
-impl Job {
-    /// Runs the work to its reply: the tool's outcome, or `-32003` when the
-    /// client cancelled it, `-32004` past its time limit, `-32005` when the
-    /// shutdown grace period ran out, `-32603` when it panicked.
-    ///
-    /// `inline`: the first poll is the session's own, before the job is
-    /// registered for cancellation, and the job is polled again (in a task
-    /// of its own) if it does not finish then; waiting for cancellation and
-    /// for the time limit starts at that second poll, so a job that finishes
-    /// at once never pays for them.
-    async fn run(self, shared: Arc<Shared>, inline: bool) -> Handled {
-        let Job {
-            id,
-            method,
-            work,
-            cancel,
-            started,
-            ..
-        } = self;
-        let limit = work.time_limit(&shared.server);
-        let tool = work.tool_index();
-        let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
-        let expired = async {
-            if inline {
-                AfterFirstPoll::default().await;
-            }
-            match limit {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancelled = async {
-            if inline {
-                AfterFirstPoll::default().await;
-            }
-            cancel.cancelled().await;
-        };
-        let stopped = |shared: &Shared| {
-            encode_error(
-                &id,
-                &if shared.shutting_down.load(Ordering::Acquire) {
-                    RpcError::new(
-                        ErrorCode::SERVER_SHUTTING_DOWN,
-                        "the server is shutting down and the request did not finish within the grace period",
-                    )
-                } else {
-                    RpcError::new(
-                        ErrorCode::REQUEST_CANCELLED,
-                        "the request was cancelled by $/cancelRequest",
-                    )
-                },
-            )
-        };
-        let reply = tokio::select! {
-            biased;
-            () = cancelled => stopped(&shared),
-            outcome = CatchUnwind { inner: work } => match outcome {
-                // A tool that saw the cancellation and returned is still cancelled.
-                _ if cancel.is_cancelled() => stopped(&shared),
-                Ok(reply) => reply,
-                Err(panic) => {
-                    tracing::error!(%id, "a tool panicked: {panic}");
-                    encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
-                }
-            },
-            () = expired => {
-                cancel.cancel(); // tell work the tool handed elsewhere
-                let limit = limit.unwrap_or_default();
-                encode_error(&id, &RpcError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    format!(
-                        "tool {} ran past its time limit of {limit:?}",
-                        tool.and_then(|i| shared.server.tools.get(i)).map_or("?", |t| t.mcp_id.as_str()),
-                    ),
-                ))
-            }
-        };
-        let trace = shared.trace_line(method, &id, started, &reply);
-        Handled { reply, trace }
-    }
-
-    /// Registers a (possibly half-run) job for cancellation now, and
-    /// returns it wrapped to unregister when it is done.
-    fn registered(
-        running: Pin<Box<dyn Future<Output = Handled> + Send>>,
-        shared: &Arc<Shared>,
-        id: &RequestId,
-        cancel: &Cancellation,
-    ) -> impl Future<Output = Handled> + Send + 'static {
-        let registration = shared.register(id, cancel);
-        let shared = shared.clone();
-        async move {
-            let handled = running.await;
-            shared.unregister(&registration);
-            handled
-        }
-    }
-}
-
-/// What a message asks of the session.
-enum Outcome {
-    Nothing,
-    Reply(Handled),
-    Run(Job),
 }
 
 /// A session's reader side. See the module docs.
@@ -748,31 +615,6 @@ mod futures_never {
 
         fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
             match *self {}
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// Turns a panic inside a request's future into an error value.
-    struct CatchUnwind<F> {
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, String>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.project().inner;
-        match std::panic::catch_unwind(AssertUnwindSafe(move || inner.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Err(payload) => Poll::Ready(Err(payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned()))),
         }
     }
 }
