@@ -9,29 +9,28 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, HeaderValue, ORIGIN, WWW_AUTHENTICATE};
 use http::{Method, Request, Response, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::de::IgnoredAny;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
-use tokio_util::codec::Decoder;
+
 use tokio_util::sync::CancellationToken;
 
+use super::http_body::{BodyInputs, McpBody, next_data};
 use super::json_stream::{JsonStreamDecoder, ValueScanner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
 use crate::protocol::methods;
-use crate::server::{Input, Server, Session};
+use crate::server::{Server, Session};
 
-/// How a streaming response gathers ready messages into one chunk.
-const CHUNK_BATCH: usize = 64 * 1024;
 /// Messages waiting for a streaming response before request tasks wait.
 const OUTBOX: usize = 256;
 
@@ -441,165 +440,6 @@ fn opens_session(first: &[u8]) -> bool {
         Parsed::Single(message) => is_initialize(&message),
         Parsed::Batch(messages) => messages.first().is_some_and(is_initialize),
         Parsed::Error(_) => false,
-    }
-}
-
-/// The next data chunk of a body (trailers are skipped).
-async fn next_data<B>(body: &mut Pin<Box<B>>) -> Option<Result<Bytes, B::Error>>
-where
-    B: Body<Data = Bytes>,
-{
-    loop {
-        let frame = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await?;
-        match frame {
-            Ok(frame) => match frame.into_data() {
-                Ok(data) => return Some(Ok(data)),
-                Err(_trailers) => continue,
-            },
-            Err(e) => return Some(Err(e)),
-        }
-    }
-}
-
-/// A streaming request body as a stream of session inputs.
-struct BodyInputs<B> {
-    body: Pin<Box<B>>,
-    buf: BytesMut,
-    decoder: JsonStreamDecoder,
-    /// The body has ended.
-    ended: bool,
-    /// Every input has been handed out.
-    finished: bool,
-}
-
-impl<B> futures_core::Stream for BodyInputs<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: std::fmt::Display,
-{
-    type Item = io::Result<Input>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        loop {
-            if this.finished {
-                return Poll::Ready(None);
-            }
-            if this.ended {
-                let item = this.decoder.decode_eof(&mut this.buf).transpose();
-                this.finished = item.is_none();
-                return Poll::Ready(item);
-            }
-            match this.decoder.decode(&mut this.buf) {
-                Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
-                Ok(None) => {}
-                Err(e) => return Poll::Ready(Some(Err(e))),
-            }
-            match this.body.as_mut().poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => {
-                    if let Ok(data) = frame.into_data() {
-                        this.buf.extend_from_slice(&data);
-                    }
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    this.finished = true;
-                    return Poll::Ready(Some(Err(io::Error::other(e.to_string()))));
-                }
-                Poll::Ready(None) => this.ended = true,
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-    }
-}
-
-/// The response body of the MCP endpoint: one JSON value, or a stream of
-/// JSON lines for a streaming session.
-pub struct McpBody {
-    kind: BodyKind,
-}
-
-enum BodyKind {
-    Full(Option<Bytes>),
-    Lines(mpsc::Receiver<Vec<u8>>),
-}
-
-impl Default for McpBody {
-    fn default() -> Self {
-        Self::empty()
-    }
-}
-
-impl std::fmt::Debug for McpBody {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.kind {
-            BodyKind::Full(bytes) => f.debug_tuple("McpBody::Full").field(bytes).finish(),
-            BodyKind::Lines(_) => f.write_str("McpBody::Lines"),
-        }
-    }
-}
-
-impl McpBody {
-    fn empty() -> Self {
-        Self {
-            kind: BodyKind::Full(None),
-        }
-    }
-
-    fn full(bytes: impl Into<Bytes>) -> Self {
-        Self {
-            kind: BodyKind::Full(Some(bytes.into())),
-        }
-    }
-
-    fn stream(outbox: mpsc::Receiver<Vec<u8>>) -> Self {
-        Self {
-            kind: BodyKind::Lines(outbox),
-        }
-    }
-}
-
-impl Body for McpBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match &mut self.get_mut().kind {
-            BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            BodyKind::Lines(outbox) => match outbox.poll_recv(cx) {
-                Poll::Ready(Some(mut chunk)) => {
-                    chunk.push(b'\n');
-                    // Gather what else is ready into the same chunk.
-                    while chunk.len() < CHUNK_BATCH {
-                        match outbox.try_recv() {
-                            Ok(more) => {
-                                chunk.extend_from_slice(&more);
-                                chunk.push(b'\n');
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
-                }
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            },
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        matches!(self.kind, BodyKind::Full(None))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match &self.kind {
-            BodyKind::Full(bytes) => {
-                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
-            }
-            BodyKind::Lines(_) => SizeHint::default(),
-        }
     }
 }
 

@@ -1,0 +1,178 @@
+//! The bodies of the HTTP transport: a streaming request body read as
+//! session inputs ([`BodyInputs`]) and the endpoint's response body
+//! ([`McpBody`]): one JSON value, or JSON lines as they are ready.
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame, SizeHint};
+use tokio::sync::mpsc;
+use tokio_util::codec::Decoder;
+
+use super::json_stream::JsonStreamDecoder;
+use crate::server::Input;
+
+/// How a streaming response gathers ready messages into one chunk.
+const CHUNK_BATCH: usize = 64 * 1024;
+
+/// The next data chunk of a body (trailers are skipped).
+pub(super) async fn next_data<B>(body: &mut Pin<Box<B>>) -> Option<Result<Bytes, B::Error>>
+where
+    B: Body<Data = Bytes>,
+{
+    loop {
+        let frame = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await?;
+        match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => return Some(Ok(data)),
+                Err(_trailers) => continue,
+            },
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+/// A streaming request body as a stream of session inputs.
+pub(super) struct BodyInputs<B> {
+    pub(super) body: Pin<Box<B>>,
+    pub(super) buf: BytesMut,
+    pub(super) decoder: JsonStreamDecoder,
+    /// The body has ended.
+    pub(super) ended: bool,
+    /// Every input has been handed out.
+    pub(super) finished: bool,
+}
+
+impl<B> futures_core::Stream for BodyInputs<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: std::fmt::Display,
+{
+    type Item = io::Result<Input>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            if this.ended {
+                let item = this.decoder.decode_eof(&mut this.buf).transpose();
+                this.finished = item.is_none();
+                return Poll::Ready(item);
+            }
+            match this.decoder.decode(&mut this.buf) {
+                Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
+                Ok(None) => {}
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+            match this.body.as_mut().poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        this.buf.extend_from_slice(&data);
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.finished = true;
+                    return Poll::Ready(Some(Err(io::Error::other(e.to_string()))));
+                }
+                Poll::Ready(None) => this.ended = true,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// The response body of the MCP endpoint: one JSON value, or a stream of
+/// JSON lines for a streaming session.
+pub struct McpBody {
+    kind: BodyKind,
+}
+
+enum BodyKind {
+    Full(Option<Bytes>),
+    Lines(mpsc::Receiver<Vec<u8>>),
+}
+
+impl Default for McpBody {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl std::fmt::Debug for McpBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            BodyKind::Full(bytes) => f.debug_tuple("McpBody::Full").field(bytes).finish(),
+            BodyKind::Lines(_) => f.write_str("McpBody::Lines"),
+        }
+    }
+}
+
+impl McpBody {
+    pub(super) fn empty() -> Self {
+        Self {
+            kind: BodyKind::Full(None),
+        }
+    }
+
+    pub(super) fn full(bytes: impl Into<Bytes>) -> Self {
+        Self {
+            kind: BodyKind::Full(Some(bytes.into())),
+        }
+    }
+
+    pub(super) fn stream(outbox: mpsc::Receiver<Vec<u8>>) -> Self {
+        Self {
+            kind: BodyKind::Lines(outbox),
+        }
+    }
+}
+
+impl Body for McpBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match &mut self.get_mut().kind {
+            BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            BodyKind::Lines(outbox) => match outbox.poll_recv(cx) {
+                Poll::Ready(Some(mut chunk)) => {
+                    chunk.push(b'\n');
+                    // Gather what else is ready into the same chunk.
+                    while chunk.len() < CHUNK_BATCH {
+                        match outbox.try_recv() {
+                            Ok(more) => {
+                                chunk.extend_from_slice(&more);
+                                chunk.push(b'\n');
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+                }
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.kind, BodyKind::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            BodyKind::Full(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            BodyKind::Lines(_) => SizeHint::default(),
+        }
+    }
+}
