@@ -115,7 +115,7 @@ pub fn server() -> Result<Server, clawmcp::BuildError> {
                 "Counts down from `seconds`, one second at a time.",
                 countdown,
             )
-            .time_limit(Duration::from_secs(15)),
+            .with_time_limit(Duration::from_secs(15)),
         )
         .build()
 }

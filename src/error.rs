@@ -113,6 +113,11 @@ impl RpcError {
         Self::new(ErrorCode::INTERNAL_ERROR, data)
     }
 
+    /// `-32005 Server shutting down`.
+    pub fn shutting_down(data: impl Into<String>) -> Self {
+        Self::new(ErrorCode::SERVER_SHUTTING_DOWN, data)
+    }
+
     /// `-32001 Unknown mcpId`, naming the id and its kind.
     pub fn unknown_mcp_id(kind: &str, mcp_id: &str) -> Self {
         Self::new(

@@ -163,6 +163,10 @@ pub(crate) enum Parsed<'a> {
     Error(RpcError),
 }
 
+/// The most messages one batch may hold: its reply is built whole, so a
+/// batch of tiny invalid elements must not amplify into a huge reply.
+pub const MAX_BATCH: usize = 1024;
+
 /// Parses one message body (PROTOCOL.md §1).
 pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
     // Validate UTF-8 once; every later pass reads a `str` without checking again.
@@ -179,6 +183,12 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(items) if items.is_empty() => {
                 Parsed::Error(RpcError::invalid_request("empty batch"))
+            }
+            Ok(items) if items.len() > MAX_BATCH => {
+                Parsed::Error(RpcError::invalid_request(format!(
+                    "a batch of {} messages is over the limit of {MAX_BATCH}",
+                    items.len()
+                )))
             }
             Ok(items) => Parsed::Batch(items.into_iter().map(classify_raw).collect()),
             Err(e) => Parsed::Error(not_json(text, e)),

@@ -55,8 +55,9 @@
 //! ## Layout
 //! [`jsonrpc`] (messages and ids) ← [`protocol`] (the reference's types) ←
 //! [`server`] (builder, handshake, method table, sessions) ← [`transport`]
-//! (stdio framing). The core is transport-agnostic: [`Server::serve_io`]
-//! runs a session over any byte stream, e.g. `tokio::io::duplex` in tests.
+//! (stdio framing, HTTP). The core is transport-agnostic: [`Server::serve_io`]
+//! runs a session over any byte stream, e.g. `tokio::io::duplex` in tests,
+//! and [`Server::handle_message`] serves one message without any.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::Notify;
 
@@ -71,8 +71,10 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether the tool may hold its thread: CPU-heavy work or blocking
     /// calls between two `.await`s. The session first polls a request on
     /// its own reader, so a tool that completes at once costs no task; a
-    /// tool that says it may block is always given a task of its own, so the
-    /// session keeps reading while it runs. Default `false`.
+    /// tool that says it may block is always given a task of its own, so on
+    /// a multi-threaded runtime the session keeps reading while it runs (on
+    /// a current-thread runtime nothing can run beside a blocked thread:
+    /// move such work to `tokio::task::spawn_blocking`). Default `false`.
     fn may_block(&self) -> bool {
         false
     }
@@ -114,15 +116,18 @@ impl ToolContext {
         &self.request_id
     }
 
-    /// Whether the client cancelled the request (`$/cancelRequest`).
+    /// Whether the request was stopped: cancelled by the client
+    /// (`$/cancelRequest`), past its time limit, at the end of shutdown's
+    /// grace period, or because its client is gone.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }
 
-    /// Completes when the client cancels the request (or the tool runs past
-    /// its time limit). The request is then answered `-32003` (`-32004`) at
-    /// once and the tool's future is dropped at its next `.await`; work the
-    /// tool spawned elsewhere can watch this (or
+    /// Completes when the request is stopped (see
+    /// [`is_cancelled`](Self::is_cancelled)). The request is then answered
+    /// (`-32003`, `-32004` or `-32005`) at once and the tool's future is
+    /// dropped at its next `.await`; work the tool spawned elsewhere can
+    /// watch this (or
     /// [`cancellation_token`](Self::cancellation_token)) to stop early.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await
@@ -148,8 +153,23 @@ pub struct Cancellation(Arc<CancelState>);
 
 #[derive(Debug, Default)]
 struct CancelState {
-    cancelled: AtomicBool,
+    /// 0 while not cancelled, else the [`CancelReason`] that came first.
+    reason: AtomicU8,
     wake: Notify,
+}
+
+/// Why a request was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum CancelReason {
+    /// The client sent `$/cancelRequest`: `-32003`.
+    Client = 1,
+    /// The tool ran past its time limit: `-32004`.
+    TimeLimit = 2,
+    /// Shutdown's grace period ran out: `-32005`.
+    Shutdown = 3,
+    /// Nobody is left to read the reply.
+    Gone = 4,
 }
 
 impl Cancellation {
@@ -157,15 +177,29 @@ impl Cancellation {
         Self::default()
     }
 
-    /// Fires the signal (once; later calls do nothing more).
-    pub(crate) fn cancel(&self) {
-        self.0.cancelled.store(true, Ordering::Release);
+    /// Fires the signal; the first reason given is the one that counts.
+    pub(crate) fn cancel(&self, reason: CancelReason) {
+        let _ =
+            self.0
+                .reason
+                .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire);
         self.0.wake.notify_waiters();
+    }
+
+    /// Why the signal fired, if it did.
+    pub(crate) fn reason(&self) -> Option<CancelReason> {
+        match self.0.reason.load(Ordering::Acquire) {
+            1 => Some(CancelReason::Client),
+            2 => Some(CancelReason::TimeLimit),
+            3 => Some(CancelReason::Shutdown),
+            4 => Some(CancelReason::Gone),
+            _ => None,
+        }
     }
 
     /// Whether the signal fired.
     pub fn is_cancelled(&self) -> bool {
-        self.0.cancelled.load(Ordering::Acquire)
+        self.0.reason.load(Ordering::Acquire) != 0
     }
 
     /// Completes when the signal fires (at once if it already has).
@@ -228,7 +262,7 @@ pub struct FnTool<F, Fut> {
 impl<F, Fut> FnTool<F, Fut> {
     /// Declares that the tool may hold its thread ([`Tool::may_block`]).
     #[must_use]
-    pub fn may_block(mut self) -> Self {
+    pub fn blocking(mut self) -> Self {
         self.may_block = true;
         self
     }

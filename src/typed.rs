@@ -153,14 +153,14 @@ where
 impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
     /// This tool's time limit, instead of the server's.
     #[must_use]
-    pub fn time_limit(mut self, limit: Duration) -> Self {
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
         self
     }
 
     /// Declares that the tool may hold its thread ([`Tool::may_block`]).
     #[must_use]
-    pub fn may_block(mut self) -> Self {
+    pub fn blocking(mut self) -> Self {
         self.may_block = true;
         self
     }

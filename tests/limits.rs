@@ -94,3 +94,17 @@ async fn tool_time_limit_is_32004_and_other_sessions_go_on() {
     assert_error(&reply, &json!(20), -32004);
     echo_works(&mut slow).await;
 }
+
+#[tokio::test]
+async fn a_batch_over_the_element_limit_is_one_invalid_request() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let batch: Vec<_> = (0..=clawmcp::jsonrpc::MAX_BATCH)
+        .map(|_| json!({}))
+        .collect();
+    client.send(&json!(batch)).await;
+    let reply = client.recv().await.unwrap();
+    let data = assert_error(&reply, &json!(null), -32600);
+    assert!(data.contains("limit"), "{data}");
+    echo_works(&mut client).await;
+}

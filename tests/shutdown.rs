@@ -153,3 +153,108 @@ fn the_reference_server_stops_on_sigterm_without_losing_a_reply() {
         assert_eq!(late["error"]["code"], -32005, "{late}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_after_the_input_ended_still_has_a_grace_period() {
+    let server = builder(&Probe::default())
+        .shutdown_grace(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(&execute(json!(4), SLEEP, json!({"ms": 60_000})))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    client.close_input().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.handle().shutdown();
+    let reply = client.reply(&json!(4)).await;
+    assert_error(&reply, &json!(4), -32005);
+    let (_, served) = client.close().await;
+    served.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cancel_during_shutdown_is_still_32003() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(&execute(json!(5), SLEEP, json!({"ms": 60_000})))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.handle().shutdown();
+    client.notify("$/cancelRequest", json!({"id": 5})).await;
+    let reply = client.reply(&json!(5)).await;
+    assert_error(&reply, &json!(5), -32003);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_waiting_for_room_when_shutdown_begins_gets_32005_for_the_rest() {
+    let probe = Probe::default();
+    let server = builder(&probe)
+        .max_in_flight(2)
+        .shutdown_grace(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let batch: Vec<_> = (0..4)
+        .map(|i| execute(json!(i), SLEEP, json!({"ms": 60_000})))
+        .collect();
+    client.send(&json!(batch)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.handle().shutdown();
+    let replies = client.recv().await.unwrap();
+    let replies = replies.as_array().expect("one batch reply");
+    assert_eq!(replies.len(), 4);
+    for reply in replies {
+        assert_eq!(reply["error"]["code"], -32005, "{reply}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_http_returns_when_the_server_handle_shuts_down() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let handle = server.handle();
+    let serving = tokio::spawn(async move {
+        server
+            .serve_http_on(
+                listener,
+                clawmcp::transport::HttpConfig::default(),
+                std::future::pending(),
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    handle.shutdown();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serve_http_on returns")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_body_that_stalls_is_408_and_does_not_hold_shutdown() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = builder(&Probe::default()).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config =
+        clawmcp::transport::HttpConfig::default().header_read_timeout(Duration::from_millis(300));
+    let serving = tokio::spawn(async move {
+        server
+            .serve_http_on(listener, config, std::future::pending())
+            .await
+    });
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    serving.abort();
+}

@@ -240,7 +240,7 @@ async fn a_tool_past_its_time_limit_is_answered_32004_and_the_session_goes_on() 
             Ok::<_, ToolError>(Waited { ms: args.ms })
         },
     )
-    .time_limit(Duration::from_millis(100));
+    .with_time_limit(Duration::from_millis(100));
     let server = Server::builder().tool(slow).build().unwrap();
     let mut client = TestClient::initialized(&server).await;
     let e = client

@@ -7,7 +7,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -15,7 +14,7 @@ use super::dispatch::{self, Work};
 use super::session::Shared;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, encode_error};
-use crate::tool::Cancellation;
+use crate::tool::{CancelReason, Cancellation};
 
 /// A request whose reply needs async work.
 pub(super) struct Job {
@@ -90,28 +89,45 @@ impl Job {
             }
             cancel.cancelled().await;
         };
-        let stopped = |shared: &Shared| {
-            encode_error(
-                &id,
-                &if shared.shutting_down.load(Ordering::Acquire) {
-                    RpcError::new(
-                        ErrorCode::SERVER_SHUTTING_DOWN,
-                        "the server is shutting down and the request did not finish within the grace period",
-                    )
-                } else {
-                    RpcError::new(
-                        ErrorCode::REQUEST_CANCELLED,
-                        "the request was cancelled by $/cancelRequest",
-                    )
-                },
-            )
+        let tool_id = || {
+            tool.and_then(|i| shared.server.tools.get(i))
+                .map_or("?", |t| t.mcp_id.as_str())
+        };
+        let stopped = || {
+            let error = match cancel.reason() {
+                Some(CancelReason::TimeLimit) => RpcError::new(
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    format!(
+                        "tool {} ran past its time limit of {:?}",
+                        tool_id(),
+                        limit.unwrap_or_default()
+                    ),
+                ),
+                Some(CancelReason::Shutdown) => RpcError::shutting_down(
+                    "the server is shutting down and the request did not finish within the grace period",
+                ),
+                Some(CancelReason::Gone) => {
+                    RpcError::new(ErrorCode::REQUEST_CANCELLED, "the client is gone")
+                }
+                Some(CancelReason::Client) | None => RpcError::new(
+                    ErrorCode::REQUEST_CANCELLED,
+                    "the request was cancelled by $/cancelRequest",
+                ),
+            };
+            encode_error(&id, &error)
+        };
+        let gone = async {
+            if inline {
+                AfterFirstPoll::default().await;
+            }
+            shared.out.closed().await;
         };
         let reply = tokio::select! {
             biased;
-            () = cancelled => stopped(&shared),
+            () = cancelled => stopped(),
             outcome = CatchUnwind { inner: work } => match outcome {
                 // A tool that saw the cancellation and returned is still cancelled.
-                _ if cancel.is_cancelled() => stopped(&shared),
+                _ if cancel.is_cancelled() => stopped(),
                 Ok(reply) => reply,
                 Err(panic) => {
                     tracing::error!(%id, "a tool panicked: {panic}");
@@ -119,15 +135,13 @@ impl Job {
                 }
             },
             () = expired => {
-                cancel.cancel(); // tell work the tool handed elsewhere
-                let limit = limit.unwrap_or_default();
-                encode_error(&id, &RpcError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    format!(
-                        "tool {} ran past its time limit of {limit:?}",
-                        tool.and_then(|i| shared.server.tools.get(i)).map_or("?", |t| t.mcp_id.as_str()),
-                    ),
-                ))
+                cancel.cancel(CancelReason::TimeLimit); // tell work the tool handed elsewhere
+                stopped()
+            }
+            () = gone => {
+                // Nobody reads the reply (the HTTP client went away): stop the tool.
+                cancel.cancel(CancelReason::Gone);
+                stopped()
             }
         };
         let trace = shared.trace_line(method, &id, started, &reply);

@@ -38,8 +38,10 @@ pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// The default time requests in flight get to finish once shutdown begins: 10 s.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// A built MCP server: cheap to clone, served by transports
-/// ([`Server::serve_stdio`], [`Server::serve_io`]).
+/// A built MCP server: cheap to clone, served by transports — stdio
+/// ([`Server::serve_stdio`], [`Server::serve_io`] and their `_until`
+/// forms), HTTP (`Server::serve_http`, `Server::http_service`) — or one
+/// message at a time ([`Server::handle_message`]).
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<ServerInner>,
@@ -167,6 +169,14 @@ pub(crate) struct ServerInner {
     pub(crate) handle: ServerHandle,
 }
 
+/// Capabilities announced even without items of their kind.
+#[derive(Debug, Clone, Copy, Default)]
+struct Providers {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a
 /// [`Server`]. Every setter takes and returns the builder.
 ///
@@ -191,7 +201,7 @@ pub struct ServerBuilder {
     tools: Vec<Arc<dyn Tool>>,
     resources: Vec<Arc<dyn Resource>>,
     prompts: Vec<Box<dyn Prompt>>,
-    providers: [bool; 3],
+    providers: Providers,
     limits: Limits,
     handle: ServerHandle,
 }
@@ -204,7 +214,7 @@ impl Default for ServerBuilder {
             tools: Vec::new(),
             resources: Vec::new(),
             prompts: Vec::new(),
-            providers: [false; 3],
+            providers: Providers::default(),
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
                 max_header_size: crate::transport::DEFAULT_MAX_HEADER_SIZE,
@@ -251,21 +261,21 @@ impl ServerBuilder {
     /// Announces `listToolsProvider` and `executionProvider` even with no
     /// tool registered (default: only when a tool is registered).
     pub fn tools_provider(mut self, on: bool) -> Self {
-        self.providers[0] = on;
+        self.providers.tools = on;
         self
     }
 
     /// Announces `listResourcesProvider` even with no resource registered
     /// (default: only when a resource is registered).
     pub fn resources_provider(mut self, on: bool) -> Self {
-        self.providers[1] = on;
+        self.providers.resources = on;
         self
     }
 
     /// Announces `listPromptsProvider` even with no prompt registered
     /// (default: only when a prompt is registered).
     pub fn prompts_provider(mut self, on: bool) -> Self {
-        self.providers[2] = on;
+        self.providers.prompts = on;
         self
     }
 
@@ -283,10 +293,11 @@ impl ServerBuilder {
         self
     }
 
-    /// How many requests one session may have in flight (default 64, at
-    /// least 1). Past it the session reads no more input until one finishes.
+    /// How many requests one session may have in flight (default 64, from
+    /// 1 to 65,536). Past it the session reads no more input until one
+    /// finishes.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
-        self.limits.max_in_flight = requests.max(1);
+        self.limits.max_in_flight = requests.clamp(1, 1 << 16);
         self
     }
 
@@ -365,7 +376,11 @@ impl ServerBuilder {
             prompts.push(def);
         }
 
-        let [tools_on, resources_on, prompts_on] = self.providers;
+        let Providers {
+            tools: tools_on,
+            resources: resources_on,
+            prompts: prompts_on,
+        } = self.providers;
         let can_execute = tools_on || !tools.is_empty();
         let capabilities = ServerCapabilities {
             list_tools_provider: can_execute,

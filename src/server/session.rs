@@ -40,7 +40,7 @@ use crate::jsonrpc::{
 use crate::protocol::{
     CancelParams, InitializeParams, LogTraceParams, SetTraceParams, TraceValue, methods,
 };
-use crate::tool::Cancellation;
+use crate::tool::{CancelReason, Cancellation};
 
 /// One unit of input from a transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +68,7 @@ enum Outcome {
 /// What the whole session's tasks share.
 pub(super) struct Shared {
     pub(super) server: Arc<ServerInner>,
-    out: mpsc::Sender<Vec<u8>>,
+    pub(super) out: mpsc::Sender<Vec<u8>>,
     /// 0 off, 1 messages, 2 verbose.
     trace: AtomicU8,
     /// Past `initialized`: server notifications may be sent.
@@ -82,8 +82,6 @@ pub(super) struct Shared {
     registrations: AtomicU64,
     /// Keeps the session registered for pushes until the last task is done.
     subscription: Mutex<Option<Subscription>>,
-    /// Shutdown began: cancelled requests are answered `-32005`.
-    pub(super) shutting_down: AtomicBool,
 }
 
 impl Shared {
@@ -126,14 +124,16 @@ impl Shared {
     fn cancel_all(&self) {
         for entries in self.in_flight().values() {
             for (_, token) in entries {
-                token.cancel();
+                token.cancel(CancelReason::Shutdown);
             }
         }
     }
 
     fn cancel(&self, id: &RequestId) {
         match self.in_flight().get(id) {
-            Some(entries) => entries.iter().for_each(|(_, token)| token.cancel()),
+            Some(entries) => entries
+                .iter()
+                .for_each(|(_, token)| token.cancel(CancelReason::Client)),
             None => tracing::debug!(%id, "$/cancelRequest for a request not in flight"),
         }
     }
@@ -194,6 +194,9 @@ pub(super) struct Registration {
     number: u64,
 }
 
+/// The `data` of a request refused during shutdown.
+const SHUTTING_DOWN: &str = "the server is shutting down and takes no new requests";
+
 /// A session's reader side. See the module docs.
 pub(crate) struct Session {
     shared: Arc<Shared>,
@@ -245,7 +248,6 @@ impl Session {
                 in_flight: Mutex::new(HashMap::default()),
                 registrations: AtomicU64::new(0),
                 subscription: Mutex::new(None),
-                shutting_down: AtomicBool::new(false),
             }),
             phase,
             permits,
@@ -290,9 +292,22 @@ impl Session {
                 item = crate::poll::next(&mut input) => item,
             };
             match item {
-                None => return tracing::debug!("session input ended"),
-                Some(Err(e)) => return tracing::warn!("reading the session's input failed: {e}"),
                 Some(Ok(item)) => self.on_input(item, Some(permit)).await,
+                end => {
+                    match end {
+                        Some(Err(e)) => tracing::warn!("reading the session's input failed: {e}"),
+                        _ => tracing::debug!("session input ended"),
+                    }
+                    drop(permit);
+                    // The requests in flight finish, unless shutdown begins first.
+                    let max = self.permits_total();
+                    let permits = self.permits.clone();
+                    tokio::select! {
+                        _ = permits.acquire_many(max) => return,
+                        () = &mut stopped => {}
+                    }
+                    return self.drain::<futures_never::Never>(None).await;
+                }
             }
         }
         self.drain(Some(&mut input)).await;
@@ -329,7 +344,6 @@ impl Session {
     {
         tracing::debug!("session shutting down");
         self.draining = true;
-        self.shared.shutting_down.store(true, Ordering::Release);
         let max = self.permits_total();
         let permits = self.permits.clone();
         let all_done = permits.acquire_many(max);
@@ -351,6 +365,18 @@ impl Session {
         }
     }
 
+    /// A permit for the next request of a batch, or `None` if shutdown
+    /// begins first.
+    async fn batch_permit(&self) -> Option<OwnedSemaphorePermit> {
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        tokio::select! {
+            permit = self.permits.clone().acquire_owned() => permit.ok(),
+            () = self.stop.cancelled() => None,
+        }
+    }
+
     fn permits_total(&self) -> u32 {
         u32::try_from(self.shared.server.limits.max_in_flight).unwrap_or(u32::MAX)
     }
@@ -362,7 +388,7 @@ impl Session {
                 let error = RpcError::new(
                     ErrorCode::MESSAGE_TOO_LARGE,
                     format!(
-                        "a message of {declared} bytes is over the limit of {limit} bytes; it was skipped"
+                        "a message of at least {declared} bytes is over the limit of {limit} bytes; it was skipped"
                     ),
                 );
                 self.shared
@@ -437,9 +463,21 @@ impl Session {
                 Outcome::Run(job) => {
                     let permit = match permit.take() {
                         Some(p) => p,
-                        None => match self.permits.clone().acquire_owned().await {
-                            Ok(p) => p,
-                            Err(_) => return,
+                        None => match self.batch_permit().await {
+                            Some(p) => p,
+                            None => {
+                                // Shutdown began while the batch waited: the
+                                // rest of it is answered -32005.
+                                self.draining = true;
+                                done.push(Handled {
+                                    reply: encode_error(
+                                        &job.id,
+                                        &RpcError::shutting_down(SHUTTING_DOWN),
+                                    ),
+                                    trace: None,
+                                });
+                                continue;
+                            }
                         },
                     };
                     let (id, cancel) = (job.id.clone(), job.cancel.clone());
@@ -485,13 +523,7 @@ impl Session {
     fn step(&mut self, message: Incoming<'_>) -> Outcome {
         match message {
             Incoming::Request { id, .. } if self.draining => Outcome::Reply(Handled {
-                reply: encode_error(
-                    &id,
-                    &RpcError::new(
-                        ErrorCode::SERVER_SHUTTING_DOWN,
-                        "the server is shutting down and takes no new requests",
-                    ),
-                ),
+                reply: encode_error(&id, &RpcError::shutting_down(SHUTTING_DOWN)),
                 trace: None,
             }),
             Incoming::Request { id, method, params } => {

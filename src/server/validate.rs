@@ -10,6 +10,8 @@ use crate::error::{BuildError, RpcError};
 /// How much of a schema library's explanation goes into an error's `data`:
 /// its text quotes the offending value, which may be megabytes long.
 const MAX_REASON_CHARS: usize = 300;
+/// How many schema violations are looked at to choose the one to report.
+const MAX_ERRORS_LOOKED_AT: usize = 64;
 
 /// Compiles `schema` (checked against its meta-schema), or says why not.
 pub(crate) fn compile(
@@ -50,7 +52,12 @@ pub(crate) fn check_arguments(
     if validator.is_valid(arguments) {
         return Ok(());
     }
-    let errors: Vec<ValidationError<'_>> = validator.iter_errors(arguments).collect();
+    // Look at a bounded number of errors: a huge argument can fail a schema
+    // in millions of places, and only the first (or a missing one) is told.
+    let errors: Vec<ValidationError<'_>> = validator
+        .iter_errors(arguments)
+        .take(MAX_ERRORS_LOOKED_AT)
+        .collect();
     // A missing top-level argument is the most useful thing to say first.
     let missing = errors.iter().find_map(|e| match e.kind() {
         ValidationErrorKind::Required { property } if e.instance_path().as_str().is_empty() => {

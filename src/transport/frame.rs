@@ -139,16 +139,16 @@ impl FrameCodec {
         };
         match (head.content_length, head.bad_content_type) {
             (None, _) => self.unreadable("frame header block has no Content-Length".into()),
+            (Some(n), _) if n > self.max_message_size => {
+                self.state = State::Skip(n);
+                Some(Input::TooLarge { declared: n })
+            }
             (Some(n), Some(ctype)) => {
                 self.state = State::Skip(n);
                 Some(Input::Unreadable(format!(
                     "unsupported Content-Type {ctype:?}: expected application/json or \
                      application/vscode-jsonrpc with charset=utf-8; the frame was skipped"
                 )))
-            }
-            (Some(n), None) if n > self.max_message_size => {
-                self.state = State::Skip(n);
-                Some(Input::TooLarge { declared: n })
             }
             (Some(n), None) => {
                 self.state = State::Body(n);
@@ -304,9 +304,9 @@ fn plain_header(src: &[u8]) -> Option<(usize, usize)> {
     if digits == 0 || digits > 15 || !rest[digits..].starts_with(b"\r\n\r\n") {
         return None;
     }
-    let n = rest[..digits]
-        .iter()
-        .fold(0usize, |n, d| n * 10 + usize::from(d - b'0'));
+    let n = rest[..digits].iter().try_fold(0usize, |n, d| {
+        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+    })?;
     Some((NAME.len() + digits + 4, n))
 }
 

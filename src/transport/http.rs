@@ -95,9 +95,11 @@ impl HttpConfig {
         self
     }
 
-    /// How long a client may take to send a request's headers, and how long
-    /// a kept-alive connection may stay idle between requests (default 10 s).
-    /// Standalone server only ([`Server::serve_http`]).
+    /// How long a client may take to send a request's headers, how long a
+    /// kept-alive connection may stay idle between requests (standalone
+    /// server only, [`Server::serve_http`]), and how long a body that is
+    /// read whole may stall between two chunks (`408`) (default 10 s).
+    /// A streaming session's body may idle as long as the client likes.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
@@ -172,6 +174,14 @@ impl Server {
         let connections = Arc::new(Semaphore::new(config.max_connections));
         let service = self.http_service(config);
         let mut tasks = JoinSet::new();
+        // Ends the accept loop: the caller's future, or the server's handle.
+        let server_stop = self.handle().stop_token().clone();
+        let shutdown = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = server_stop.cancelled() => {}
+            }
+        };
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -220,7 +230,17 @@ impl Server {
             tasks.len()
         );
         service.stop.cancel();
-        while tasks.join_next().await.is_some() {}
+        // Requests in flight get the grace period (and a little time to
+        // write); a client that stops reading cannot hold the server longer.
+        let grace = self.inner().limits.shutdown_grace + Duration::from_secs(5);
+        let drained = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, drained).await.is_err() {
+            tracing::warn!(
+                "shutdown: {} connections did not finish in time; closing them",
+                tasks.len()
+            );
+            tasks.shutdown().await;
+        }
         Ok(())
     }
 }
@@ -332,39 +352,51 @@ impl McpService {
             if buf.len() > limit {
                 return too_large(limit);
             }
-            match next_data(&mut body).await {
-                Some(Ok(data)) => buf.extend_from_slice(&data),
-                Some(Err(e)) => {
-                    return plain(
-                        StatusCode::BAD_REQUEST,
-                        &format!("reading the body failed: {e}"),
-                    );
-                }
-                None => {
+            match self.next_chunk(&mut body).await {
+                Ok(Some(data)) => buf.extend_from_slice(&data),
+                Ok(None) => {
                     ended = true;
                     break None;
                 }
+                Err(response) => return response,
             }
         };
         if first.is_some_and(|end| opens_session(&buf[..end])) {
             return self.stream(body, buf, ended);
         }
         while !ended {
-            match next_data(&mut body).await {
-                Some(Ok(data)) => buf.extend_from_slice(&data),
-                Some(Err(e)) => {
-                    return plain(
-                        StatusCode::BAD_REQUEST,
-                        &format!("reading the body failed: {e}"),
-                    );
-                }
-                None => ended = true,
+            match self.next_chunk(&mut body).await {
+                Ok(Some(data)) => buf.extend_from_slice(&data),
+                Ok(None) => ended = true,
+                Err(response) => return response,
             }
             if buf.len() > limit {
                 return too_large(limit);
             }
         }
         self.single(buf.freeze(), first).await
+    }
+
+    /// The next chunk of a body that is being read whole: `408` when the
+    /// client sends nothing for the header-read timeout, `400` when reading
+    /// fails.
+    async fn next_chunk<B>(
+        &self,
+        body: &mut Pin<Box<B>>,
+    ) -> Result<Option<Bytes>, Response<McpBody>>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        match tokio::time::timeout(self.config.header_read_timeout, next_data(body)).await {
+            Ok(Some(Ok(data))) => Ok(Some(data)),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(e))) => Err(plain(
+                StatusCode::BAD_REQUEST,
+                &format!("reading the body failed: {e}"),
+            )),
+            Err(_) => Err(plain(StatusCode::REQUEST_TIMEOUT, "the body stalled")),
+        }
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,

@@ -17,23 +17,40 @@ use tokio_util::codec::Decoder;
 
 use crate::server::Input;
 
+/// How deep a value's brackets are checked for matching; deeper nesting
+/// is only counted, so a skipped value costs no memory per byte.
+const CHECKED_DEPTH: usize = 256;
+
 /// Finds the end of one JSON value, resuming where the last call stopped.
 #[derive(Debug, Default)]
 pub(crate) struct ValueScanner {
     /// Bytes of the current value already scanned.
     pos: usize,
-    /// Closing brackets expected, innermost last.
+    /// What the value is, from its first byte: `Some(true)` for an object,
+    /// array or string, `Some(false)` for a bare scalar (or garbage).
+    structured: Option<bool>,
+    /// Closing brackets expected, innermost last (up to [`CHECKED_DEPTH`]).
     closers: Vec<u8>,
+    /// Open brackets beyond [`CHECKED_DEPTH`].
+    deeper: usize,
     in_string: bool,
     escaped: bool,
 }
 
 impl ValueScanner {
-    /// Scans `value` (which starts at the value's first byte) from where the
-    /// last call stopped; returns the value's length once it is complete.
+    /// Scans `value` (the unread rest of the current value: its first byte
+    /// unless bytes were discarded) from where the last call stopped;
+    /// returns the value's length once it is complete.
     pub(crate) fn scan(&mut self, value: &[u8]) -> Option<usize> {
-        let first = *value.first()?;
-        if !matches!(first, b'{' | b'[' | b'"') {
+        let structured = match self.structured {
+            Some(structured) => structured,
+            None => {
+                let structured = matches!(value.first()?, b'{' | b'[' | b'"');
+                self.structured = Some(structured);
+                structured
+            }
+        };
+        if !structured {
             // A bare scalar (or garbage) ends at white space.
             let start = self.pos;
             return match value[start..].iter().position(u8::is_ascii_whitespace) {
@@ -65,8 +82,10 @@ impl ValueScanner {
             }
             match b {
                 b'"' => self.in_string = true,
+                b'{' | b'[' if self.closers.len() >= CHECKED_DEPTH => self.deeper += 1,
                 b'{' => self.closers.push(b'}'),
                 b'[' => self.closers.push(b']'),
+                b'}' | b']' if self.deeper > 0 => self.deeper -= 1,
                 b'}' | b']' => {
                     // A mismatched closer ends the (broken) value here.
                     let matched = self.closers.pop() == Some(b);
@@ -80,14 +99,17 @@ impl ValueScanner {
         None
     }
 
-    /// Forgets the first `n` scanned bytes (they were discarded).
+    /// Forgets the first `n` scanned bytes (they were discarded); the
+    /// value's state (strings, brackets) is kept.
     fn discard(&mut self, n: usize) {
         self.pos -= n;
     }
 
     fn reset(&mut self) {
         self.pos = 0;
+        self.structured = None;
         self.closers.clear();
+        self.deeper = 0;
         self.in_string = false;
         self.escaped = false;
     }
@@ -123,11 +145,6 @@ impl JsonStreamDecoder {
             skipping: false,
         }
     }
-
-    /// Whether bytes of an unfinished value are waiting.
-    pub fn is_mid_value(&self) -> bool {
-        self.scanner.pos > 0 || self.skipping
-    }
 }
 
 impl Decoder for JsonStreamDecoder {
@@ -136,7 +153,7 @@ impl Decoder for JsonStreamDecoder {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
         loop {
-            if self.scanner.pos == 0 && !self.skipping {
+            if self.scanner.structured.is_none() && !self.skipping {
                 let blanks = src.iter().take_while(|b| b.is_ascii_whitespace()).count();
                 src.advance(blanks);
             }
@@ -263,6 +280,41 @@ mod tests {
             );
             assert_eq!(out[1..], [msg("{\"ok\":1}")], "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn text_inside_a_skipped_value_is_never_served() {
+        // The oversize value's string holds what looks like a request.
+        let inner = "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":99}";
+        let input = format!(
+            "{{\"a\":\"{}  {inner} zz\"}}\n{{\"ok\":1}}",
+            "x".repeat(150)
+        );
+        for chunk in [1, 7, 64, 160, input.len()] {
+            let out = decode_in_chunks(100, input.as_bytes(), chunk);
+            assert!(
+                matches!(out[0], Input::TooLarge { .. }),
+                "chunk {chunk}: {out:?}"
+            );
+            assert_eq!(out[1..], [msg("{\"ok\":1}")], "chunk {chunk}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn skipping_deep_nesting_keeps_memory_flat() {
+        let mut decoder = JsonStreamDecoder::new(1000);
+        let mut buf = BytesMut::new();
+        let mut too_large = 0;
+        for _ in 0..1000 {
+            buf.extend_from_slice(&[b'['; 4096]);
+            while let Some(item) = decoder.decode(&mut buf).unwrap() {
+                assert!(matches!(item, Input::TooLarge { .. }));
+                too_large += 1;
+            }
+        }
+        assert_eq!(too_large, 1);
+        assert!(decoder.scanner.closers.capacity() <= 2 * CHECKED_DEPTH);
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -34,11 +35,7 @@ impl Server {
     /// they are read and written directly by the reactor; otherwise (a
     /// terminal, a file) through tokio's blocking stdio.
     pub async fn serve_stdio(&self) -> io::Result<()> {
-        #[cfg(unix)]
-        if let Some((reader, writer)) = unix_pipes() {
-            return self.serve_io(reader, writer).await;
-        }
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        self.serve_stdio_until(std::future::pending()).await
     }
 
     /// Serves one session over `reader` and `writer` with stdio framing,
@@ -128,8 +125,20 @@ impl Server {
                 () = ended.cancelled() => {}
             }
         };
-        let ((), written, ()) = tokio::join!(run, write_frames(writer, outbox), watch);
-        written
+        let served = async { tokio::join!(run, write_frames(writer, outbox), watch).1 };
+        // Once shutdown begins, a client that stops reading cannot hold the
+        // server past the grace period (and a little time to write).
+        let give_up = async {
+            stop.cancelled().await;
+            tokio::time::sleep(self.inner().limits.shutdown_grace + Duration::from_secs(5)).await;
+        };
+        tokio::select! {
+            written = served => written,
+            () = give_up => {
+                tracing::warn!("shutdown: the replies could not all be written in time; giving up");
+                Ok(())
+            }
+        }
     }
 }
 

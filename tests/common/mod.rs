@@ -263,7 +263,7 @@ pub fn builder(probe: &Probe) -> ServerBuilder {
                     Ok(json!({"cancelled": ctx.is_cancelled()}))
                 }
             },
-        ).may_block())
+        ).blocking())
         .tool(tool_fn(
             def(FAIL, json!({"type": "object"}), json!({})),
             |_args: Value, _ctx: ToolContext| async move { Err(ToolError::new(FAIL_MESSAGE)) },
