@@ -199,6 +199,7 @@ impl Decoder for FrameCodec {
                 State::Head(head) => {
                     if head.size == 0
                         && let Some((header_len, n)) = plain_header(src)
+                        && header_len <= self.max_header_size
                     {
                         // The common `Content-Length: N\r\n\r\n` alone.
                         src.advance(header_len);
