@@ -5,9 +5,10 @@
 //! Concurrency: a request that needs async work is polled once on the
 //! session's reader — most tools finish then, at no cost — and otherwise
 //! (or when its tool [may block](crate::Tool::may_block)) runs on in a task
-//! of its own ([`Job`]); replies go out in completion order. At most `max_in_flight` requests run
-//! at once: the session takes a permit *before* it reads the next message,
-//! so a full session simply stops reading. The session's output channel
+//! of its own ([`Job`]); replies go out in completion order. At most
+//! `max_in_flight` requests run at once: the session takes a permit
+//! *before* it reads the next message, so a full session simply stops
+//! reading. The session's output channel
 //! closes only when the reader and every request task are done, so a
 //! transport that waits for the channel to close has flushed every reply.
 
@@ -257,11 +258,12 @@ impl Session {
         }
     }
 
-    /// Reads `input` to its end, serving every message. Returns when the
-    /// input has ended (or failed, or the output is gone); requests still in
-    /// flight finish on their own and close the output channel after them.
-    /// When the session's stop token fires first, it drains instead (see
-    /// [`drain`](Self::drain)).
+    /// Reads `input` to its end, serving every message, then waits for the
+    /// requests still in flight and returns (at once if the output is gone).
+    /// When the session's stop token fires — before or after the end of the
+    /// input — it drains instead (see [`drain`](Self::drain)). The output
+    /// channel closes when the last task holding it (a batch's collector, a
+    /// push forwarder) is done.
     pub(crate) async fn run<S>(mut self, mut input: S)
     where
         S: Stream<Item = io::Result<Input>> + Unpin,
