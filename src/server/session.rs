@@ -87,6 +87,7 @@ pub(super) struct Shared {
 
 impl Shared {
     async fn send(&self, message: Vec<u8>) {
+        tracing::trace!("-> {}", String::from_utf8_lossy(&message));
         if self.out.send(message).await.is_err() {
             tracing::debug!("the transport's writer is gone; a message was dropped");
         }
@@ -403,7 +404,10 @@ impl Session {
                     .send(encode_error(&RequestId::Null, &error))
                     .await;
             }
-            Input::Message(body) => self.on_message(&body, permit).await,
+            Input::Message(body) => {
+                tracing::trace!("<- {}", String::from_utf8_lossy(&body));
+                self.on_message(&body, permit).await
+            }
         }
     }
 

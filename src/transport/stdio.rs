@@ -158,7 +158,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        tracing::trace!(bytes = buf.len(), "->");
+        tracing::trace!(bytes = buf.len(), "frames written");
         if let Err(e) = write_and_flush(&mut writer, &buf).await {
             // The peer is gone: drop the outbox so the session stops reading.
             drop(outbox);
