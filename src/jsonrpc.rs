@@ -40,11 +40,7 @@ impl RequestId {
         match text.as_bytes().first()? {
             b'"' => str_of(raw).map(|s| Self::String(Arc::from(&*s))),
             b'n' => Some(Self::Null),
-            b'-' | b'0'..=b'9' => {
-                let digits = text.strip_prefix('-').unwrap_or(text);
-                (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-                    .then(|| Self::Number(text.into()))
-            }
+            b'-' | b'0'..=b'9' => is_integer(text).then(|| Self::Number(text.into())),
             _ => None,
         }
     }
@@ -80,7 +76,7 @@ impl fmt::Display for RequestId {
 impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Self::Number(n) => match RawValue::from_string(n.to_string()) {
+            Self::Number(n) => match serde_json::from_str::<&RawValue>(n) {
                 Ok(raw) => raw.serialize(serializer),
                 Err(e) => Err(serde::ser::Error::custom(e)),
             },
@@ -279,7 +275,7 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
 pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    write_json(&mut out, id);
+    write_id(&mut out, id);
     out.extend_from_slice(br#","result":"#);
     if serde_json::to_writer(&mut out, result).is_err() {
         // A result that cannot be serialised (a map with non-string keys)
@@ -297,9 +293,9 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
 pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(96 + error.data.len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    write_json(&mut out, id);
+    write_id(&mut out, id);
     out.extend_from_slice(br#","error":{"code":"#);
-    out.extend_from_slice(error.code.0.to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(error.code.0).as_bytes());
     out.extend_from_slice(br#","message":"#);
     write_json(&mut out, error.code.message());
     out.extend_from_slice(br#","data":"#);
@@ -333,6 +329,26 @@ pub(crate) fn encode_batch(replies: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// Writes an id: an integer as the digits the client sent, with no
+/// allocation (the hot path of every reply), anything else through serde.
+fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+    match id {
+        RequestId::Number(n) if is_integer(n) => out.extend_from_slice(n.as_bytes()),
+        RequestId::Null => out.extend_from_slice(b"null"),
+        other => write_json(out, other),
+    }
+}
+
+/// Whether `text` is a JSON integer (`-`? digits, no leading zero).
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    match digits {
+        [] => false,
+        [b'0', _, ..] => false,
+        _ => digits.iter().all(u8::is_ascii_digit),
+    }
+}
+
 /// Serialises a value that cannot fail to serialise (strings, ids, derived
 /// protocol types).
 fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
@@ -351,6 +367,41 @@ mod tests {
             Parsed::Single(m) => m,
             other => panic!("expected one message, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn replies_carry_the_id_as_sent_and_stay_json_for_any_id() {
+        let ids = [
+            (
+                RequestId::from_raw(&raw("-9223372036854775809")).unwrap(),
+                "-9223372036854775809",
+            ),
+            (RequestId::from(0), "0"),
+            (RequestId::from("a\"b"), r#""a\"b""#),
+            (RequestId::Null, "null"),
+            // Built by hand, not read from the wire: never written as-is.
+            (RequestId::Number("12abc".into()), "null"),
+            (RequestId::Number("007".into()), "null"),
+            (RequestId::Number(String::new().into()), "null"),
+        ];
+        for (id, expected) in ids {
+            let start = format!(r#"{{"jsonrpc":"2.0","id":{expected},"#);
+            for reply in [
+                encode_result(&id, &true),
+                encode_error(&id, &RpcError::internal("x")),
+            ] {
+                let text = std::str::from_utf8(&reply).unwrap();
+                assert!(text.starts_with(&start), "{id:?}: {text}");
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(text).is_ok(),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
     }
 
     fn invalid_id(body: &str) -> RequestId {

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Instant;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use super::dispatch::{self, Work};
 use super::session::Shared;
@@ -16,34 +16,21 @@ use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, encode_error};
 use crate::tool::{CancelReason, Cancellation};
 
+/// A request's work under way, its panics caught.
+type Running = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>> + Send>>;
+
 /// A request whose reply needs async work.
 pub(super) struct Job {
     pub(super) id: RequestId,
-    pub(super) method: &'static str,
-    pub(super) work: Work,
-    pub(super) cancel: Cancellation,
+    method: &'static str,
+    cancel: Cancellation,
     /// When it was read, if trace is on.
-    pub(super) started: Option<Instant>,
+    started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
     pub(super) may_block: bool,
-}
-
-/// A future that is pending on its first poll only, without asking to be
-/// woken: for waits that can only end after the session polls the job a
-/// second time (its cancellation, once registered; its time limit).
-#[derive(Default)]
-struct AfterFirstPoll(bool);
-
-impl Future for AfterFirstPoll {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        Poll::Pending
-    }
+    limit: Option<Duration>,
+    tool: Option<usize>,
+    running: Running,
 }
 
 /// A handled request: its reply and, if trace is on, its trace line.
@@ -53,113 +40,128 @@ pub(super) struct Handled {
 }
 
 impl Job {
-    /// Runs the work to its reply: the tool's outcome, or `-32003` when the
-    /// client cancelled it, `-32004` past its time limit, `-32005` when the
-    /// shutdown grace period ran out, `-32603` when it panicked.
-    ///
-    /// `inline`: the first poll is the session's own, before the job is
-    /// registered for cancellation, and the job is polled again (in a task
-    /// of its own) if it does not finish then; waiting for cancellation and
-    /// for the time limit starts at that second poll, so a job that finishes
-    /// at once never pays for them.
-    pub(super) async fn run(self, shared: Arc<Shared>, inline: bool) -> Handled {
-        let Job {
+    /// The job for `work`, not started yet (futures do nothing until polled).
+    pub(super) fn new(
+        shared: &Shared,
+        id: RequestId,
+        work: Work,
+        started: Option<Instant>,
+    ) -> Self {
+        let server = &shared.server;
+        let cancel = Cancellation::new();
+        Job {
+            method: work.method(),
+            may_block: work.may_block(server),
+            limit: work.time_limit(server),
+            tool: work.tool_index(),
+            running: Box::pin(CatchUnwind {
+                inner: dispatch::perform(server.clone(), id.clone(), work, cancel.clone()),
+            }),
             id,
-            method,
-            work,
             cancel,
             started,
-            ..
-        } = self;
-        let limit = work.time_limit(&shared.server);
-        let tool = work.tool_index();
-        let work = dispatch::perform(shared.server.clone(), id.clone(), work, cancel.clone());
+        }
+    }
+
+    /// Polls the work once, without a waker: the reply if it finished (most
+    /// tools finish without waiting, and then cost no task, no timer and no
+    /// registration for cancellation), or the job to [`run`](Self::run) in a
+    /// task of its own. Only for work that does not block its thread.
+    pub(super) fn try_now(mut self, shared: &Shared) -> Result<Handled, Self> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.running.as_mut().poll(&mut cx) {
+            Poll::Ready(outcome) => Ok(self.finish(shared, Some(outcome))),
+            Poll::Pending => Err(self),
+        }
+    }
+
+    /// Runs the work to its reply: the tool's outcome, or `-32003` when the
+    /// client cancelled it, `-32004` past its time limit, `-32005` when the
+    /// shutdown grace period ran out, `-32603` when it panicked. The time
+    /// limit counts from here.
+    async fn run(mut self, shared: Arc<Shared>) -> Handled {
         let expired = async {
-            if inline {
-                AfterFirstPoll::default().await;
-            }
-            match limit {
+            match self.limit {
                 Some(limit) => tokio::time::sleep(limit).await,
                 None => std::future::pending().await,
             }
         };
-        let cancelled = async {
-            if inline {
-                AfterFirstPoll::default().await;
-            }
-            cancel.cancelled().await;
-        };
-        let tool_id = || {
-            tool.and_then(|i| shared.server.tools.get(i))
-                .map_or("?", |t| t.mcp_id.as_str())
-        };
-        let stopped = || {
-            let error = match cancel.reason() {
-                Some(CancelReason::TimeLimit) => RpcError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    format!(
-                        "tool {} ran past its time limit of {:?}",
-                        tool_id(),
-                        limit.unwrap_or_default()
-                    ),
-                ),
-                Some(CancelReason::Shutdown) => RpcError::shutting_down(
-                    "the server is shutting down and the request did not finish within the grace period",
-                ),
-                Some(CancelReason::Gone) => {
-                    RpcError::new(ErrorCode::REQUEST_CANCELLED, "the client is gone")
-                }
-                Some(CancelReason::Client) | None => RpcError::new(
-                    ErrorCode::REQUEST_CANCELLED,
-                    "the request was cancelled by $/cancelRequest",
-                ),
-            };
-            encode_error(&id, &error)
-        };
-        let gone = async {
-            if inline {
-                AfterFirstPoll::default().await;
-            }
-            shared.out.closed().await;
-        };
-        let reply = tokio::select! {
+        let outcome = tokio::select! {
             biased;
-            () = cancelled => stopped(),
-            outcome = CatchUnwind { inner: work } => match outcome {
-                // A tool that saw the cancellation and returned is still cancelled.
-                _ if cancel.is_cancelled() => stopped(),
-                Ok(reply) => reply,
-                Err(panic) => {
-                    tracing::error!(%id, "a tool panicked: {panic}");
-                    encode_error(&id, &RpcError::internal(format!("the tool panicked: {panic}")))
-                }
-            },
+            () = self.cancel.cancelled() => None,
+            outcome = self.running.as_mut() => Some(outcome),
             () = expired => {
-                cancel.cancel(CancelReason::TimeLimit); // tell work the tool handed elsewhere
-                stopped()
+                self.cancel.cancel(CancelReason::TimeLimit); // tell work the tool handed elsewhere
+                None
             }
-            () = gone => {
+            () = shared.out.closed() => {
                 // Nobody reads the reply (the HTTP client went away): stop the tool.
-                cancel.cancel(CancelReason::Gone);
-                stopped()
+                self.cancel.cancel(CancelReason::Gone);
+                None
             }
         };
-        let trace = shared.trace_line(method, &id, started, &reply);
+        self.finish(&shared, outcome)
+    }
+
+    /// The reply for the work's outcome (`None`: stopped before it ended).
+    fn finish(self, shared: &Shared, outcome: Option<Result<Vec<u8>, String>>) -> Handled {
+        let reply = match outcome {
+            // A tool that saw the cancellation and returned is still cancelled.
+            Some(_) if self.cancel.is_cancelled() => self.stopped(shared),
+            None => self.stopped(shared),
+            Some(Ok(reply)) => reply,
+            Some(Err(panic)) => {
+                tracing::error!(id = %self.id, "a tool panicked: {panic}");
+                encode_error(
+                    &self.id,
+                    &RpcError::internal(format!("the tool panicked: {panic}")),
+                )
+            }
+        };
+        let trace = shared.trace_line(self.method, &self.id, self.started, &reply);
         Handled { reply, trace }
     }
 
-    /// Registers a (possibly half-run) job for cancellation now, and
-    /// returns it wrapped to unregister when it is done.
+    /// The error for work stopped before it ended, by the reason it was.
+    fn stopped(&self, shared: &Shared) -> Vec<u8> {
+        let error = match self.cancel.reason() {
+            Some(CancelReason::TimeLimit) => {
+                let tool = self
+                    .tool
+                    .and_then(|i| shared.server.tools.get(i))
+                    .map_or("?", |t| t.mcp_id.as_str());
+                RpcError::new(
+                    ErrorCode::REQUEST_TIMED_OUT,
+                    format!(
+                        "tool {tool} ran past its time limit of {:?}",
+                        self.limit.unwrap_or_default()
+                    ),
+                )
+            }
+            Some(CancelReason::Shutdown) => RpcError::shutting_down(
+                "the server is shutting down and the request did not finish within the grace period",
+            ),
+            Some(CancelReason::Gone) => {
+                RpcError::new(ErrorCode::REQUEST_CANCELLED, "the client is gone")
+            }
+            Some(CancelReason::Client) | None => RpcError::new(
+                ErrorCode::REQUEST_CANCELLED,
+                "the request was cancelled by $/cancelRequest",
+            ),
+        };
+        encode_error(&self.id, &error)
+    }
+
+    /// Registers the job for cancellation now, and returns it running,
+    /// wrapped to unregister when it is done.
     pub(super) fn registered(
-        running: Pin<Box<dyn Future<Output = Handled> + Send>>,
+        self,
         shared: &Arc<Shared>,
-        id: &RequestId,
-        cancel: &Cancellation,
     ) -> impl Future<Output = Handled> + Send + 'static {
-        let registration = shared.register(id, cancel);
+        let registration = shared.register(&self.id, &self.cancel);
         let shared = shared.clone();
         async move {
-            let handled = running.await;
+            let handled = self.run(shared.clone()).await;
             shared.unregister(&registration);
             handled
         }

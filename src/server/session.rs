@@ -13,12 +13,9 @@
 //! transport that waits for the channel to close has flushed every reply.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -423,24 +420,23 @@ impl Session {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
                 Outcome::Run(job) => {
-                    let (id, cancel, may_block) =
-                        (job.id.clone(), job.cancel.clone(), job.may_block);
-                    let mut running: Pin<Box<dyn Future<Output = Handled> + Send>> =
-                        Box::pin(job.run(self.shared.clone(), !may_block));
-                    if !may_block {
-                        // Poll once here: a tool that finishes without waiting
-                        // (most do) costs no task; one that waits moves to its own.
-                        let first = running
-                            .as_mut()
-                            .poll(&mut Context::from_waker(Waker::noop()));
-                        if let Poll::Ready(handled) = first {
-                            self.shared
-                                .send_with_trace(handled.reply, handled.trace)
-                                .await;
-                            return;
+                    // A tool that finishes without waiting (most do) is
+                    // answered here and costs no task; one that waits, or
+                    // may block its thread, moves to a task of its own.
+                    let job = if job.may_block {
+                        job
+                    } else {
+                        match job.try_now(&self.shared) {
+                            Ok(handled) => {
+                                self.shared
+                                    .send_with_trace(handled.reply, handled.trace)
+                                    .await;
+                                return;
+                            }
+                            Err(job) => job,
                         }
-                    }
-                    let running = Job::registered(running, &self.shared, &id, &cancel);
+                    };
+                    let running = job.registered(&self.shared);
                     let shared = self.shared.clone();
                     tokio::spawn(async move {
                         let handled = running.await;
@@ -486,13 +482,7 @@ impl Session {
                             }
                         },
                     };
-                    let (id, cancel) = (job.id.clone(), job.cancel.clone());
-                    let running = Job::registered(
-                        Box::pin(job.run(self.shared.clone(), false)),
-                        &self.shared,
-                        &id,
-                        &cancel,
-                    );
+                    let running = job.registered(&self.shared);
                     jobs.spawn(async move {
                         let handled = running.await;
                         drop(permit);
@@ -542,14 +532,7 @@ impl Session {
                         match dispatch::dispatch(&self.shared.server, &id, &method, params) {
                             Step::Reply(reply) => reply,
                             Step::Run(work) => {
-                                return Outcome::Run(Job {
-                                    cancel: Cancellation::new(),
-                                    id,
-                                    method: work.method(),
-                                    may_block: work.may_block(&self.shared.server),
-                                    work,
-                                    started,
-                                });
+                                return Outcome::Run(Job::new(&self.shared, id, work, started));
                             }
                         }
                     }
