@@ -216,7 +216,7 @@ impl Decoder for FrameCodec {
                     // The block's lines stay in `src` until the block is
                     // read, so that a bad block can be searched again.
                     let start = head.size;
-                    let Some(end) = src[start..].iter().position(|&b| b == b'\n') else {
+                    let Some(end) = memchr::memchr(b'\n', &src[start..]) else {
                         if src.len() > self.max_header_size {
                             src.advance(1);
                             let limit = self.max_header_size;

@@ -463,7 +463,7 @@ impl McpService {
 
 /// Whether the first message of a body is `initialize`.
 fn opens_session(first: &[u8]) -> bool {
-    let holds = |needle: &[u8]| first.windows(needle.len()).any(|w| w == needle);
+    let holds = |needle: &[u8]| memchr::memmem::find(first, needle).is_some();
     if !holds(b"initialize") && !holds(b"\\u") {
         return false; // the common case, without parsing
     }

@@ -65,6 +65,17 @@ impl ValueScanner {
             };
         }
         while self.pos < value.len() {
+            if self.in_string && !self.escaped {
+                // Strings are most of a message's bytes: jump to the next
+                // quote or backslash.
+                match memchr::memchr2(b'"', b'\\', &value[self.pos..]) {
+                    Some(i) => self.pos += i,
+                    None => {
+                        self.pos = value.len();
+                        return None;
+                    }
+                }
+            }
             let b = value[self.pos];
             self.pos += 1;
             if self.in_string {
