@@ -458,3 +458,90 @@ async fn sessions_of_one_server_run_independently() {
     probe.release(1);
     assert_result(&a.reply(&json!(1)).await, &json!(1));
 }
+
+/// PROTOCOL.md §1, read-ahead at the limit: a full session still reads a
+/// cancel for a running request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_session_still_reads_a_cancel_for_a_running_request() {
+    let probe = Probe::default();
+    let server = builder(&probe).build().unwrap();
+    let mut client = ready_client(&server).await;
+    let mut input = Vec::new();
+    for n in 0..64 {
+        input.extend(frame(
+            &execute(json!(n), GATE, json!({"tag": n})).to_string(),
+        ));
+    }
+    // One more than the limit: it is parked, the cancel behind it is read.
+    input.extend(frame(
+        &execute(json!(64), ECHO, json!({"message": "parked"})).to_string(),
+    ));
+    client.send_raw(&input).await;
+    probe.wait_started(64).await;
+    client.notify("$/cancelRequest", json!({"id": 0})).await;
+    assert_error(&client.reply(&json!(0)).await, &json!(0), -32003);
+    // The freed slot goes to the parked request.
+    assert_eq!(
+        assert_result(&client.reply(&json!(64)).await, &json!(64)),
+        json!({"output": {"message": "parked"}})
+    );
+    probe.release(63);
+    for n in 1..64 {
+        assert_result(&client.reply(&json!(n)).await, &json!(n));
+    }
+}
+
+/// PROTOCOL.md §1: a cancel for a request still parked answers it `-32003`
+/// without running it; the others keep their order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_for_a_parked_request_answers_it_without_running_it() {
+    let probe = Probe::default();
+    let server = builder(&probe).max_in_flight(1).build().unwrap();
+    let mut client = ready_client(&server).await;
+    client
+        .send(&execute(json!(1), GATE, json!({"tag": 1})))
+        .await;
+    probe.wait_started(1).await;
+    client.send(&execute(json!(2), COUNT, json!({}))).await;
+    client
+        .send(&execute(json!(3), GATE, json!({"tag": 3})))
+        .await;
+    client.notify("$/cancelRequest", json!({"id": 2})).await;
+    assert_error(&client.reply(&json!(2)).await, &json!(2), -32003);
+    assert_eq!(probe.executed(), 0, "the cancelled request never ran");
+    assert_eq!(probe.started(), 1, "request 3 still waits for the slot");
+    probe.release(2);
+    assert_result(&client.reply(&json!(1)).await, &json!(1));
+    assert_result(&client.reply(&json!(3)).await, &json!(3));
+    assert_eq!(probe.executed(), 0);
+}
+
+/// PROTOCOL.md §1: past 64 parked requests the session reads nothing more
+/// (a cancel behind them waits too), and nothing is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_read_ahead_bound_the_session_reads_nothing_more() {
+    let probe = Probe::default();
+    let server = builder(&probe).max_in_flight(1).build().unwrap();
+    let mut client = ready_client(&server).await;
+    let mut input = Vec::new();
+    // One running, 64 parked (the bound), then a cancel for the running one.
+    for n in 0..65 {
+        input.extend(frame(
+            &execute(json!(n), GATE, json!({"tag": n})).to_string(),
+        ));
+    }
+    input.extend(frame(
+        &json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 0}}).to_string(),
+    ));
+    client.send_raw(&input).await;
+    probe.wait_started(1).await;
+    assert_eq!(client.collect(QUIET).await, Vec::<Value>::new());
+    assert_eq!(probe.cancelled(), 0, "the cancel was not read");
+    // One slot frees: one parked request starts, so the cancel is read.
+    probe.release(1);
+    assert_result(&client.reply(&json!(0)).await, &json!(0));
+    probe.release(64);
+    for n in 1..65 {
+        assert_result(&client.reply(&json!(n)).await, &json!(n));
+    }
+}

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use super::dispatch::{self, Work};
-use super::session::Shared;
+use super::shared::Shared;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, encode_error};
 use crate::tool::{CancelReason, Cancellation};
@@ -101,6 +101,13 @@ impl Job {
             }
         };
         self.finish(&shared, outcome)
+    }
+
+    /// Answers a request that was cancelled before it started (it was
+    /// parked): its work never runs.
+    pub(super) fn cancel_unstarted(self, shared: &Shared) -> Handled {
+        self.cancel.cancel(CancelReason::Client);
+        self.finish(shared, None)
     }
 
     /// The reply for the work's outcome (`None`: stopped before it ended).

@@ -7,6 +7,7 @@ mod handshake;
 mod job;
 mod push;
 mod session;
+mod shared;
 mod validate;
 
 use std::collections::{HashMap, HashSet};
@@ -17,8 +18,8 @@ use jsonschema::Validator;
 use serde_json::value::RawValue;
 
 pub use push::ServerHandle;
-pub use session::Input;
 pub(crate) use session::Session;
+pub use session::{Input, MAX_PARKED};
 
 use crate::error::BuildError;
 use crate::prompt::Prompt;

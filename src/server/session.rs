@@ -6,39 +6,42 @@
 //! session's reader — most tools finish then, at no cost — and otherwise
 //! (or when its tool [may block](crate::Tool::may_block)) runs on in a task
 //! of its own ([`Job`]); replies go out in completion order. At most
-//! `max_in_flight` requests run at once: the session takes a permit
-//! *before* it reads the next message, so a full session simply stops
-//! reading. The session's output channel
-//! closes only when the reader and every request task are done, so a
-//! transport that waits for the channel to close has flushed every reply.
+//! `max_in_flight` requests run at once. A request read while every slot is
+//! taken is *parked* (read-ahead, PROTOCOL.md §1): the session keeps reading
+//! while it holds fewer than [`MAX_PARKED`] parked requests and less than one
+//! message limit of their bytes, so that notifications — `$/cancelRequest`
+//! above all — take effect at once; parked requests start in order as slots
+//! free up, and a cancelled one is answered without running. Past that bound
+//! the session reads nothing more. The session's output channel closes only
+//! when the reader and every request task are done, so a transport that
+//! waits for the channel to close has flushed every reply.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use bytes::Bytes;
 use futures_core::Stream;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{self, Step};
 use super::handshake::{Admission, Phase};
 use super::job::{Handled, Job};
-use super::push::Subscription;
-use super::{IdHasher, Server, ServerInner};
+use super::shared::Shared;
+use super::{Server, ServerInner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_notification,
-    encode_result,
+    self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_result,
 };
-use crate::protocol::{
-    CancelParams, InitializeParams, LogTraceParams, SetTraceParams, TraceValue, methods,
-};
-use crate::tool::{CancelReason, Cancellation};
+use crate::protocol::{CancelParams, InitializeParams, SetTraceParams, TraceValue, methods};
+use crate::tool::CancelReason;
+
+/// How many requests a full session holds parked (read but not started)
+/// before it stops reading (PROTOCOL.md §1).
+pub const MAX_PARKED: usize = 64;
 
 /// One unit of input from a transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,136 +64,37 @@ enum Outcome {
     Nothing,
     Reply(Handled),
     Run(Job),
+    /// Replies to parked requests that a `$/cancelRequest` cancelled.
+    Cancelled(Vec<(ReplyTo, Handled)>),
 }
 
-/// What the whole session's tasks share.
-pub(super) struct Shared {
-    pub(super) server: Arc<ServerInner>,
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-    /// 0 off, 1 messages, 2 verbose.
-    trace: AtomicU8,
-    /// Past `initialized`: server notifications may be sent.
-    ready: AtomicBool,
-    /// Requests waiting for async work, by id (several may share an id),
-    /// each with its registration number and cancellation token. A request
-    /// that completes on its first poll is never registered: no
-    /// `$/cancelRequest` can be read while it runs.
-    in_flight: Mutex<InFlight>,
-    /// Numbers the registrations of `in_flight`.
-    registrations: AtomicU64,
-    /// Keeps the session registered for pushes until the last task is done.
-    subscription: Mutex<Option<Subscription>>,
+/// Where a request's reply goes.
+#[derive(Clone)]
+enum ReplyTo {
+    /// Straight to the session's output.
+    Session,
+    /// Into the reply array of the batch it came in; the array is written
+    /// once every sender is gone.
+    Batch(mpsc::Sender<Handled>),
 }
 
-impl Shared {
-    async fn send(&self, message: Vec<u8>) {
-        tracing::trace!("-> {}", String::from_utf8_lossy(&message));
-        if self.out.send(message).await.is_err() {
-            tracing::debug!("the transport's writer is gone; a message was dropped");
-        }
-    }
-
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a request that waits, so `$/cancelRequest` can reach it.
-    pub(super) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
-        let number = self.registrations.fetch_add(1, Ordering::Relaxed);
-        self.in_flight()
-            .entry(id.clone())
-            .or_default()
-            .push((number, cancel.clone()));
-        Registration {
-            id: id.clone(),
-            number,
-        }
-    }
-
-    pub(super) fn unregister(&self, registration: &Registration) {
-        let mut map = self.in_flight();
-        if let Some(entries) = map.get_mut(&registration.id) {
-            entries.retain(|(number, _)| *number != registration.number);
-            if entries.is_empty() {
-                map.remove(&registration.id);
-            }
-        }
-    }
-
-    /// Stops every request in flight (the shutdown grace period is over).
-    fn cancel_all(&self) {
-        for entries in self.in_flight().values() {
-            for (_, token) in entries {
-                token.cancel(CancelReason::Shutdown);
-            }
-        }
-    }
-
-    fn cancel(&self, id: &RequestId) {
-        match self.in_flight().get(id) {
-            Some(entries) => entries
-                .iter()
-                .for_each(|(_, token)| token.cancel(CancelReason::Client)),
-            None => tracing::debug!(%id, "$/cancelRequest for a request not in flight"),
-        }
-    }
-
-    fn set_trace(&self, value: TraceValue) {
-        let level = match value {
-            TraceValue::Off => 0,
-            TraceValue::Messages | TraceValue::On => 1,
-            TraceValue::Verbose => 2,
-        };
-        self.trace.store(level, Ordering::Relaxed);
-    }
-
-    /// The `$/logTrace` line for a handled request, when trace is on and the
-    /// handshake is complete.
-    pub(super) fn trace_line(
-        &self,
-        method: &str,
-        id: &RequestId,
-        started: Option<Instant>,
-        reply: &[u8],
-    ) -> Option<Vec<u8>> {
-        let level = self.trace.load(Ordering::Relaxed);
-        if level == 0 || !self.ready.load(Ordering::Acquire) {
-            return None;
-        }
-        let params = LogTraceParams {
-            message: format!(
-                "Received request '{method} - ({id})'. Processed in {}µs.",
-                started.map_or(0, |t| t.elapsed().as_micros())
-            ),
-            verbose: (level == 2).then(|| {
-                let text = String::from_utf8_lossy(reply);
-                let mut shown: String = text.chars().take(1000).collect();
-                if shown.len() < text.len() {
-                    shown.push('…');
-                }
-                format!("Reply: {shown}")
-            }),
-        };
-        Some(encode_notification(methods::LOG_TRACE, &params))
-    }
-
-    async fn send_with_trace(&self, reply: Vec<u8>, trace: Option<Vec<u8>>) {
-        self.send(reply).await;
-        if let Some(trace) = trace {
-            self.send(trace).await;
-        }
-    }
+/// A request read while every slot was taken.
+struct Parked {
+    job: Job,
+    to: ReplyTo,
+    /// The bytes of input it holds (its whole body for a single request,
+    /// the batch's body for its first parked member).
+    bytes: usize,
 }
 
-/// Requests in flight by id.
-type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
-
-/// A request in [`Shared::in_flight`].
-pub(super) struct Registration {
-    id: RequestId,
-    number: u64,
+/// How a session whose input ended comes to its end.
+enum Ending {
+    /// Every request was answered.
+    Finished,
+    /// Nobody reads the replies any more.
+    OutputGone,
+    /// Shutdown began first.
+    Stopped,
 }
 
 /// The `data` of a request refused during shutdown.
@@ -208,6 +112,10 @@ pub(crate) struct Session {
     not_json: bool,
     /// Shutdown began: requests are answered `-32005` instead of run.
     draining: bool,
+    /// Requests waiting for a slot, in the order they were read.
+    parked: VecDeque<Parked>,
+    /// The input bytes `parked` holds.
+    parked_bytes: usize,
 }
 
 impl Session {
@@ -236,77 +144,78 @@ impl Session {
         stop: Arc<CancellationToken>,
         phase: Phase,
     ) -> Self {
-        let inner = server.inner().clone();
+        let inner: Arc<ServerInner> = server.inner().clone();
         let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
         Self {
-            shared: Arc::new(Shared {
-                server: inner,
-                out,
-                trace: AtomicU8::new(0),
-                ready: AtomicBool::new(false),
-                in_flight: Mutex::new(HashMap::default()),
-                registrations: AtomicU64::new(0),
-                subscription: Mutex::new(None),
-            }),
+            shared: Arc::new(Shared::new(inner, out)),
             phase,
             permits,
             stop,
             not_json: false,
             draining: false,
+            parked: VecDeque::new(),
+            parked_bytes: 0,
         }
     }
 
     /// Reads `input` to its end, serving every message, then waits for the
-    /// requests still in flight and returns (at once if the output is gone).
-    /// When the session's stop token fires — before or after the end of the
-    /// input — it drains instead (see [`drain`](Self::drain)). The output
-    /// channel closes when the last task holding it (a batch's collector, a
-    /// push forwarder) is done.
+    /// requests still parked or in flight and returns. It returns at once
+    /// when the output is gone (the client stopped reading): requests in
+    /// flight are then stopped. When the session's stop token fires —
+    /// before or after the end of the input — it drains instead (see
+    /// [`drain`](Self::drain)). The output channel closes when the last
+    /// task holding it (a batch's collector, a push forwarder) is done.
     pub(crate) async fn run<S>(mut self, mut input: S)
     where
         S: Stream<Item = io::Result<Input>> + Unpin,
     {
-        // One cancellation future for the whole loop, not one per message.
+        // One future each for the whole loop, not one per message.
         let stop = self.stop.clone();
         let stopped = stop.cancelled();
-        tokio::pin!(stopped);
+        let shared = self.shared.clone();
+        let gone = shared.out.closed();
+        tokio::pin!(stopped, gone);
         loop {
-            let permit = match self.permits.clone().try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => tokio::select! {
-                    biased;
-                    () = &mut stopped => break,
-                    permit = self.permits.clone().acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => return,
-                    },
-                },
-            };
-            if self.shared.out.is_closed() {
-                tracing::debug!("output closed; the session stops reading");
-                return;
-            }
+            self.start_parked().await;
+            let may_read = self.may_read();
             let item = tokio::select! {
                 biased;
                 () = &mut stopped => break,
-                item = crate::poll::next(&mut input) => item,
+                () = &mut gone => return self.output_gone(),
+                permit = self.permits.clone().acquire_owned(), if !self.parked.is_empty() => {
+                    match permit {
+                        Ok(permit) => self.start_next(permit).await,
+                        Err(_) => return,
+                    }
+                    continue;
+                }
+                item = crate::poll::next(&mut input), if may_read => item,
             };
             match item {
-                Some(Ok(item)) => self.on_input(item, Some(permit)).await,
+                Some(Ok(item)) => self.on_input(item).await,
                 end => {
                     match end {
                         Some(Err(e)) => tracing::warn!("reading the session's input failed: {e}"),
                         _ => tracing::debug!("session input ended"),
                     }
-                    drop(permit);
-                    // The requests in flight finish, unless shutdown begins first.
+                    // Parked requests and those in flight finish, unless
+                    // shutdown begins (or the output goes) first.
                     let max = self.permits_total();
-                    let permits = self.permits.clone();
-                    tokio::select! {
-                        _ = permits.acquire_many(max) => return,
-                        () = &mut stopped => {}
+                    let ending = tokio::select! {
+                        biased;
+                        () = &mut gone => Ending::OutputGone,
+                        () = &mut stopped => Ending::Stopped,
+                        _ = async {
+                            self.finish_parked().await;
+                            self.permits.acquire_many(max).await
+                        } => Ending::Finished,
+                    };
+                    match ending {
+                        Ending::Finished => {}
+                        Ending::OutputGone => self.output_gone(),
+                        Ending::Stopped => self.drain::<futures_never::Never>(None).await,
                     }
-                    return self.drain::<futures_never::Never>(None).await;
+                    return;
                 }
             }
         }
@@ -318,32 +227,57 @@ impl Session {
     /// JSON at all (answered `-32700`).
     pub(crate) async fn run_one(mut self, input: Input) -> bool {
         self.draining = self.stop.is_cancelled();
-        let Ok(permit) = self.permits.clone().acquire_owned().await else {
-            return self.not_json;
-        };
-        self.on_input(input, Some(permit)).await;
+        self.on_input(input).await;
         let max = self.permits_total();
-        if self.permits.available_permits() == max as usize {
+        if self.parked.is_empty() && self.permits.available_permits() == max as usize {
             return self.not_json; // everything finished inline
         }
         let stop = self.stop.clone();
-        tokio::select! {
-            _ = self.permits.acquire_many(max) => return self.not_json,
-            () = stop.cancelled() => {}
+        let stopped = tokio::select! {
+            _ = async {
+                self.finish_parked().await;
+                self.permits.acquire_many(max).await
+            } => false,
+            () = stop.cancelled() => true,
+        };
+        if stopped {
+            self.drain::<futures_never::Never>(None).await;
         }
-        self.drain::<futures_never::Never>(None).await;
         self.not_json
     }
 
-    /// Shutdown: requests that arrive from now on are answered `-32005`;
-    /// requests in flight get the grace period to finish, then are stopped
-    /// and answered `-32005`; returns once none is left.
+    /// Whether the reader may read more input: always while nothing is
+    /// parked, else while the parked requests stay under their bound.
+    fn may_read(&self) -> bool {
+        self.parked.is_empty()
+            || (self.parked.len() < MAX_PARKED
+                && self.parked_bytes < self.shared.server.limits.max_message_size)
+    }
+
+    /// The output is gone: nobody reads replies any more. Requests in
+    /// flight are stopped and parked ones dropped.
+    fn output_gone(&mut self) {
+        tracing::debug!("output closed; the session stops reading");
+        self.parked.clear();
+        self.parked_bytes = 0;
+        self.shared.cancel_all(CancelReason::Gone);
+    }
+
+    /// Shutdown: requests that arrive from now on, and those still parked,
+    /// are answered `-32005`; requests in flight get the grace period to
+    /// finish, then are stopped and answered `-32005`; returns once none is
+    /// left.
     async fn drain<S>(&mut self, mut input: Option<&mut S>)
     where
         S: Stream<Item = io::Result<Input>> + Unpin,
     {
         tracing::debug!("session shutting down");
         self.draining = true;
+        while let Some(parked) = self.parked.pop_front() {
+            let reply = encode_error(&parked.job.id, &RpcError::shutting_down(SHUTTING_DOWN));
+            deliver(&self.shared, parked.to, Handled { reply, trace: None }).await;
+        }
+        self.parked_bytes = 0;
         let max = self.permits_total();
         let permits = self.permits.clone();
         let all_done = permits.acquire_many(max);
@@ -355,25 +289,13 @@ impl Session {
                 _ = &mut all_done => return,
                 () = &mut grace, if !grace_over => {
                     grace_over = true;
-                    self.shared.cancel_all();
+                    self.shared.cancel_all(CancelReason::Shutdown);
                 }
                 item = next_of(&mut input), if input.is_some() => match item {
-                    Some(Ok(item)) => self.on_input(item, None).await,
+                    Some(Ok(item)) => self.on_input(item).await,
                     Some(Err(_)) | None => input = None,
                 },
             }
-        }
-    }
-
-    /// A permit for the next request of a batch, or `None` if shutdown
-    /// begins first.
-    async fn batch_permit(&self) -> Option<OwnedSemaphorePermit> {
-        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
-            return Some(permit);
-        }
-        tokio::select! {
-            permit = self.permits.clone().acquire_owned() => permit.ok(),
-            () = self.stop.cancelled() => None,
         }
     }
 
@@ -381,7 +303,85 @@ impl Session {
         u32::try_from(self.shared.server.limits.max_in_flight).unwrap_or(u32::MAX)
     }
 
-    async fn on_input(&mut self, input: Input, permit: Option<OwnedSemaphorePermit>) {
+    /// Starts parked requests, in order, while slots are free.
+    async fn start_parked(&mut self) {
+        while !self.parked.is_empty() {
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                return;
+            };
+            self.start_next(permit).await;
+        }
+    }
+
+    /// Starts every parked request, waiting for slots as they free up.
+    async fn finish_parked(&mut self) {
+        while !self.parked.is_empty() {
+            match self.permits.clone().acquire_owned().await {
+                Ok(permit) => self.start_next(permit).await,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Starts the first parked request in the slot `permit` holds.
+    async fn start_next(&mut self, permit: OwnedSemaphorePermit) {
+        if let Some(parked) = self.parked.pop_front() {
+            self.parked_bytes -= parked.bytes;
+            self.start(parked.job, parked.to, permit).await;
+        }
+    }
+
+    /// Starts `job` now if a slot is free and nothing is parked before it;
+    /// parks it otherwise.
+    async fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) {
+        if self.parked.is_empty()
+            && let Ok(permit) = self.permits.clone().try_acquire_owned()
+        {
+            return self.start(job, to, permit).await;
+        }
+        self.parked_bytes += bytes;
+        self.parked.push_back(Parked { job, to, bytes });
+    }
+
+    /// Runs `job` in the slot `permit` holds: on the reader if it completes
+    /// at once (most tools do, and then cost no task), else in a task of its
+    /// own. The slot is freed once the reply is handed on.
+    async fn start(&mut self, job: Job, to: ReplyTo, permit: OwnedSemaphorePermit) {
+        match to {
+            ReplyTo::Session => {
+                let job = if job.may_block {
+                    job
+                } else {
+                    match job.try_now(&self.shared) {
+                        Ok(handled) => {
+                            self.shared
+                                .send_with_trace(handled.reply, handled.trace)
+                                .await;
+                            return;
+                        }
+                        Err(job) => job,
+                    }
+                };
+                let running = job.registered(&self.shared);
+                let shared = self.shared.clone();
+                tokio::spawn(async move {
+                    let handled = running.await;
+                    shared.send_with_trace(handled.reply, handled.trace).await;
+                    drop(permit);
+                });
+            }
+            ReplyTo::Batch(collector) => {
+                let running = job.registered(&self.shared);
+                tokio::spawn(async move {
+                    let handled = running.await;
+                    drop(permit);
+                    let _ = collector.send(handled).await;
+                });
+            }
+        }
+    }
+
+    async fn on_input(&mut self, input: Input) {
         match input {
             Input::TooLarge { declared } => {
                 let limit = self.shared.server.limits.max_message_size;
@@ -403,12 +403,12 @@ impl Session {
             }
             Input::Message(body) => {
                 tracing::trace!("<- {}", String::from_utf8_lossy(&body));
-                self.on_message(&body, permit).await
+                self.on_message(&body).await
             }
         }
     }
 
-    async fn on_message(&mut self, body: &[u8], permit: Option<OwnedSemaphorePermit>) {
+    async fn on_message(&mut self, body: &[u8]) {
         match jsonrpc::parse(body) {
             Parsed::Error(error) => {
                 self.not_json = error.code == ErrorCode::PARSE_ERROR;
@@ -419,99 +419,48 @@ impl Session {
             Parsed::Single(message) => match self.step(message) {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
-                Outcome::Run(job) => {
-                    // A tool that finishes without waiting (most do) is
-                    // answered here and costs no task; one that waits, or
-                    // may block its thread, moves to a task of its own.
-                    let job = if job.may_block {
-                        job
-                    } else {
-                        match job.try_now(&self.shared) {
-                            Ok(handled) => {
-                                self.shared
-                                    .send_with_trace(handled.reply, handled.trace)
-                                    .await;
-                                return;
-                            }
-                            Err(job) => job,
-                        }
-                    };
-                    let running = job.registered(&self.shared);
-                    let shared = self.shared.clone();
-                    tokio::spawn(async move {
-                        let handled = running.await;
-                        shared.send_with_trace(handled.reply, handled.trace).await;
-                        drop(permit);
-                    });
+                Outcome::Run(job) => self.admit(job, ReplyTo::Session, body.len()).await,
+                Outcome::Cancelled(replies) => {
+                    for (to, handled) in replies {
+                        deliver(&self.shared, to, handled).await;
+                    }
                 }
             },
-            Parsed::Batch(messages) => self.on_batch(messages, permit).await,
+            Parsed::Batch(messages) => self.on_batch(messages, body.len()).await,
         }
     }
 
-    /// A batch: its requests run concurrently (each with its own permit) and
-    /// their replies go out together as one array.
-    async fn on_batch(
-        &mut self,
-        messages: Vec<Incoming<'_>>,
-        mut permit: Option<OwnedSemaphorePermit>,
-    ) {
+    /// A batch: its requests run concurrently (each in its own slot, parked
+    /// like any other when none is free) and their replies go out together
+    /// as one array, once the last is done.
+    async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, bytes: usize) {
         let mut done = Vec::new();
-        let mut jobs = JoinSet::new();
+        let mut jobs = Vec::new();
         for message in messages {
             match self.step(message) {
                 Outcome::Nothing => {}
                 Outcome::Reply(handled) => done.push(handled),
-                Outcome::Run(job) => {
-                    let permit = match permit.take() {
-                        Some(p) => p,
-                        None => match self.batch_permit().await {
-                            Some(p) => p,
-                            None => {
-                                // Shutdown began while the batch waited: the
-                                // rest of it is answered -32005.
-                                self.draining = true;
-                                done.push(Handled {
-                                    reply: encode_error(
-                                        &job.id,
-                                        &RpcError::shutting_down(SHUTTING_DOWN),
-                                    ),
-                                    trace: None,
-                                });
-                                continue;
-                            }
-                        },
-                    };
-                    let running = job.registered(&self.shared);
-                    jobs.spawn(async move {
-                        let handled = running.await;
-                        drop(permit);
-                        handled
-                    });
+                Outcome::Run(job) => jobs.push(job),
+                Outcome::Cancelled(replies) => {
+                    for (to, handled) in replies {
+                        deliver(&self.shared, to, handled).await;
+                    }
                 }
             }
         }
-        let shared = self.shared.clone();
-        let finish = async move {
-            while let Some(joined) = jobs.join_next().await {
-                match joined {
-                    Ok(handled) => done.push(handled),
-                    Err(e) => tracing::error!("a batch request task failed: {e}"),
-                }
+        if jobs.is_empty() {
+            if !done.is_empty() {
+                send_batch(&self.shared, done).await;
             }
-            if done.is_empty() {
-                return; // only notifications: no reply at all
-            }
-            let replies: Vec<Vec<u8>> = done
-                .iter_mut()
-                .map(|h| std::mem::take(&mut h.reply))
-                .collect();
-            shared.send(encode_batch(&replies)).await;
-            for trace in done.into_iter().filter_map(|h| h.trace) {
-                shared.send(trace).await;
-            }
-        };
-        tokio::spawn(finish);
+            return;
+        }
+        let (collector, replies) = mpsc::channel(jobs.len());
+        tokio::spawn(collect_batch(self.shared.clone(), done, replies));
+        let mut bytes = bytes;
+        for job in jobs {
+            let to = ReplyTo::Batch(collector.clone());
+            self.admit(job, to, std::mem::take(&mut bytes)).await;
+        }
     }
 
     /// Handles one message: the handshake and notifications here, requests
@@ -524,7 +473,7 @@ impl Session {
             }),
             Incoming::Request { id, method, params } => {
                 // The clock is read only when trace lines need it.
-                let started = (self.shared.trace.load(Ordering::Relaxed) > 0).then(Instant::now);
+                let started = self.shared.trace_on().then(Instant::now);
                 let reply = match self.phase.admit(&method, &id) {
                     Admission::Reject(error) => encode_error(&id, &error),
                     Admission::Initialize => self.initialize(&id, params),
@@ -540,10 +489,7 @@ impl Session {
                 let trace = self.shared.trace_line(&method, &id, started, &reply);
                 Outcome::Reply(Handled { reply, trace })
             }
-            Incoming::Notification { method, params } => {
-                self.notification(&method, params);
-                Outcome::Nothing
-            }
+            Incoming::Notification { method, params } => self.notification(&method, params),
             Incoming::Response => {
                 tracing::debug!("ignoring a response object from the client");
                 Outcome::Nothing
@@ -574,10 +520,10 @@ impl Session {
         }
     }
 
-    fn notification(&mut self, method: &str, params: Option<&RawValue>) {
+    fn notification(&mut self, method: &str, params: Option<&RawValue>) -> Outcome {
         if !self.phase.hears_notifications() {
             tracing::debug!(method, "notification before initialize dropped");
-            return;
+            return Outcome::Nothing;
         }
         let params_text = params.map_or("{}", |raw| raw.get());
         match method {
@@ -596,11 +542,11 @@ impl Session {
                         .subscription
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner) = Some(subscription);
-                    self.shared.ready.store(true, Ordering::Release);
+                    self.shared.set_ready();
                 }
             }
             methods::CANCEL_REQUEST => match serde_json::from_str::<CancelParams>(params_text) {
-                Ok(p) => self.shared.cancel(&p.id),
+                Ok(p) => return Outcome::Cancelled(self.cancel(&p.id)),
                 Err(e) => tracing::warn!("ignoring $/cancelRequest with bad params: {e}"),
             },
             methods::SET_TRACE => match serde_json::from_str::<SetTraceParams>(params_text) {
@@ -609,6 +555,64 @@ impl Session {
             },
             other => tracing::info!(method = other, "ignoring an unknown notification"),
         }
+        Outcome::Nothing
+    }
+
+    /// Cancels the requests with `id`: those in flight are told to stop
+    /// (their jobs answer); parked ones are answered here, without running.
+    fn cancel(&mut self, id: &RequestId) -> Vec<(ReplyTo, Handled)> {
+        let mut answered = Vec::new();
+        let mut kept = VecDeque::with_capacity(self.parked.len());
+        for parked in self.parked.drain(..) {
+            if parked.job.id == *id {
+                self.parked_bytes -= parked.bytes;
+                answered.push((parked.to, parked.job.cancel_unstarted(&self.shared)));
+            } else {
+                kept.push_back(parked);
+            }
+        }
+        self.parked = kept;
+        if !self.shared.cancel(id) && answered.is_empty() {
+            tracing::debug!(%id, "$/cancelRequest for a request not in flight");
+        }
+        answered
+    }
+}
+
+/// Hands a reply to where it goes.
+async fn deliver(shared: &Shared, to: ReplyTo, handled: Handled) {
+    match to {
+        ReplyTo::Session => shared.send_with_trace(handled.reply, handled.trace).await,
+        ReplyTo::Batch(collector) => {
+            let _ = collector.send(handled).await;
+        }
+    }
+}
+
+/// Gathers the replies of a batch's requests and writes them as one array
+/// once every request is answered (every sender of `replies` is gone).
+async fn collect_batch(
+    shared: Arc<Shared>,
+    mut done: Vec<Handled>,
+    mut replies: mpsc::Receiver<Handled>,
+) {
+    while let Some(handled) = replies.recv().await {
+        done.push(handled);
+    }
+    if !done.is_empty() {
+        send_batch(&shared, done).await;
+    }
+}
+
+/// Writes a batch's replies as one array, then their trace lines.
+async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
+    let replies: Vec<Vec<u8>> = done
+        .iter_mut()
+        .map(|h| std::mem::take(&mut h.reply))
+        .collect();
+    shared.send(encode_batch(&replies)).await;
+    for trace in done.into_iter().filter_map(|h| h.trace) {
+        shared.send(trace).await;
     }
 }
 
