@@ -12,8 +12,15 @@
 //! exits 0.
 //! Logs go to stderr (`RUST_LOG=debug` for more: error, warn, info, debug or
 //! trace); stdout carries frames only.
+//!
+//! The file-writer is a sandbox meant to be copied: on Linux it writes only
+//! regular files under its root, race-free (see `sandbox` below and
+//! SECURITY.md); elsewhere it refuses every write.
+#![forbid(unsafe_code)]
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clawmcp::protocol::{PromptDefinition, Role};
@@ -78,6 +85,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&root)?;
     let root = root.canonicalize()?;
     tracing::info!(root = %root.display(), "file-writer root");
+    let root = sandbox::Root::open(&root)?;
 
     let server = build(root, options.max_message_size)?;
     match options.http {
@@ -160,7 +168,10 @@ impl Options {
 }
 
 /// The reference server's items.
-fn build(root: PathBuf, max_message_size: Option<usize>) -> Result<Server, clawmcp::BuildError> {
+fn build(
+    root: sandbox::Root,
+    max_message_size: Option<usize>,
+) -> Result<Server, clawmcp::BuildError> {
     let last_write = SharedResource::new(
         LAST_WRITE,
         "last-write",
@@ -169,7 +180,7 @@ fn build(root: PathBuf, max_message_size: Option<usize>) -> Result<Server, clawm
         "",
     );
     let writer = FileWriter {
-        root,
+        root: Arc::new(root),
         last_write: last_write.clone(),
     };
     Server::builder()
@@ -369,77 +380,285 @@ fn number(x: f64) -> Result<Number, ToolError> {
         .ok_or_else(|| ToolError::new(format!("the result {x} is not a finite number")))
 }
 
-/// The file-writer tool: writes under `root`, never outside it.
+/// The file-writer tool: writes under its root folder, never outside it.
 #[derive(Clone)]
 struct FileWriter {
-    root: PathBuf,
+    root: Arc<sandbox::Root>,
     /// Set after each successful write; announces the change by itself.
     last_write: SharedResource,
 }
 
 impl FileWriter {
     async fn write(&self, args: WriteFile) -> Result<Written, ToolError> {
-        let target = self.resolve(&args.path)?;
-        tokio::fs::write(&target, &args.content)
-            .await
-            .map_err(|e| ToolError::new(format!("cannot write {:?}: {e}", args.path)))?;
-        let bytes_written = args.content.len();
-        self.last_write.set(args.content);
+        let WriteFile { path, content } = args;
+        let names = relative_names(&path)?;
+        let root = Arc::clone(&self.root);
+        let shown = path.clone();
+        // The filesystem calls run on a blocking-pool thread, so a runtime
+        // thread never waits in open() or on a disk (and none of the opens
+        // can block: see `sandbox`).
+        let content = tokio::task::spawn_blocking(move || {
+            root.write(&names, content.as_bytes())
+                .map(|()| content)
+                .map_err(|e| e.for_path(&path))
+        })
+        .await
+        .map_err(|e| ToolError::new(format!("cannot write {shown:?}: {e}")))??;
+        let bytes_written = content.len();
+        self.last_write.set(content);
         Ok(Written {
             status: Success::Success,
             bytes_written,
         })
     }
+}
 
-    /// The file `path` names under the root, after refusing absolute paths,
-    /// `..` that leaves the root, and symbolic links that lead out of it.
-    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let refuse = |why: &str| ToolError::new(format!("refused path {path:?}: {why}"));
-        let mut relative = PathBuf::new();
-        for component in Path::new(path).components() {
-            match component {
-                Component::Normal(name) => relative.push(name),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if !relative.pop() {
-                        return Err(refuse("it leaves the root folder"));
-                    }
+/// The names on the way from the root to the file `path` names (the file's
+/// own name last), after refusing what a client may never ask for: an
+/// absolute path, `..` that leaves the root, a path that names no file.
+/// These checks read the text only; `sandbox` enforces the rest as it opens
+/// each name.
+fn relative_names(path: &str) -> Result<Vec<OsString>, ToolError> {
+    let refuse = |why: &str| ToolError::new(format!("refused path {path:?}: {why}"));
+    if path.contains('\0') {
+        return Err(refuse("it contains a NUL character"));
+    }
+    let mut names = Vec::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(name) => names.push(name.to_os_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if names.pop().is_none() {
+                    return Err(refuse("it leaves the root folder"));
                 }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(refuse(
-                        "absolute paths are not allowed; give a path relative to the root",
-                    ));
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(refuse(
+                    "absolute paths are not allowed; give a path relative to the root",
+                ));
+            }
+        }
+    }
+    if names.is_empty() {
+        return Err(refuse("it names no file"));
+    }
+    Ok(names)
+}
+
+/// Why a write did not happen.
+#[derive(Debug)]
+enum WriteError {
+    /// The path names something the file-writer does not write to.
+    Refused(String),
+    /// The system refused an operation.
+    Io(std::io::Error),
+}
+
+impl WriteError {
+    /// The tool error for the client, naming the path it gave.
+    fn for_path(self, path: &str) -> ToolError {
+        match self {
+            WriteError::Refused(why) => ToolError::new(format!("refused path {path:?}: {why}")),
+            WriteError::Io(e) => ToolError::new(format!("cannot write {path:?}: {e}")),
+        }
+    }
+}
+
+/// The file-writer's sandbox on Linux: every name is opened relative to a
+/// folder already open, with `openat2`, so nothing can be swapped between a
+/// check and a use.
+///
+/// - The root is opened once, at startup, as a directory descriptor.
+/// - Each folder on the way is opened with `RESOLVE_BENEATH |
+///   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` (and `O_NOFOLLOW`), and
+///   created with `mkdirat` when missing: a symbolic link anywhere on the
+///   way is refused, and no name resolves above the root.
+/// - The file is opened, and created when missing, in one step relative to
+///   its folder's descriptor, with the same rules plus `RESOLVE_NO_XDEV`, and
+///   `O_NONBLOCK`, so that a FIFO or a device cannot block the open (a FIFO
+///   without a reader fails at once with `ENXIO`). It is never truncated at
+///   open: `fstat` on the open descriptor must show a regular file with
+///   exactly one link (a hard link to a file outside the root is refused),
+///   and only then is it truncated and written.
+/// - Without `openat2` (Linux before 5.6, or a seccomp filter that denies
+///   it) every write is refused: the sandbox fails closed.
+#[cfg(target_os = "linux")]
+mod sandbox {
+    use std::ffi::{OsStr, OsString};
+    use std::io::Write;
+    use std::path::Path;
+
+    use rustix::fd::OwnedFd;
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+
+    use super::WriteError;
+
+    /// A folder, opened only to resolve names under it.
+    const FOLDER: OFlags = OFlags::PATH
+        .union(OFlags::DIRECTORY)
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::CLOEXEC);
+    /// The file: opened to write, created when missing, never truncated at
+    /// open, never followed, never waited on.
+    const FILE: OFlags = OFlags::WRONLY
+        .union(OFlags::CREATE)
+        .union(OFlags::NONBLOCK)
+        .union(OFlags::NOCTTY)
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::CLOEXEC);
+    /// No name resolves above the folder it is opened in, and no symbolic
+    /// link (nor `/proc` magic link) is followed.
+    const BENEATH: ResolveFlags = ResolveFlags::BENEATH
+        .union(ResolveFlags::NO_SYMLINKS)
+        .union(ResolveFlags::NO_MAGICLINKS);
+
+    /// The root folder, open.
+    pub struct Root {
+        fd: OwnedFd,
+    }
+
+    impl Root {
+        /// Opens the folder `path` (already created and canonical).
+        pub fn open(path: &Path) -> std::io::Result<Root> {
+            let fd = rustix::fs::open(
+                path,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            if let Err(Errno::NOSYS) = rustix::fs::openat2(&fd, ".", FOLDER, Mode::empty(), BENEATH)
+            {
+                tracing::warn!("{UNAVAILABLE}");
+            }
+            Ok(Root { fd })
+        }
+
+        /// Writes `content` to the file `names` leads to under the root
+        /// (its folders created when missing), replacing what it held.
+        pub fn write(&self, names: &[OsString], content: &[u8]) -> Result<(), WriteError> {
+            let Some((name, folders)) = names.split_last() else {
+                return Err(WriteError::Refused("it names no file".into()));
+            };
+            let mut folder: Option<OwnedFd> = None;
+            for (depth, folder_name) in folders.iter().enumerate() {
+                let at = folder.as_ref().unwrap_or(&self.fd);
+                let shown = || join(&names[..=depth]);
+                folder = Some(open_folder(at, folder_name, shown)?);
+            }
+            let at = folder.as_ref().unwrap_or(&self.fd);
+            let fd = rustix::fs::openat2(
+                at,
+                name.as_os_str(),
+                FILE,
+                Mode::from_raw_mode(0o644),
+                BENEATH | ResolveFlags::NO_XDEV,
+            )
+            .map_err(|e| match e {
+                Errno::LOOP => refused("it is a symbolic link"),
+                Errno::ISDIR => refused("it is a folder"),
+                Errno::NXIO => refused("it is not a regular file (a FIFO, socket or device)"),
+                Errno::XDEV => refused("it is a mount point or leaves the root folder"),
+                e => other(e),
+            })?;
+            let stat = rustix::fs::fstat(&fd).map_err(other)?;
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::RegularFile => {}
+                FileType::Directory => return Err(refused("it is a folder")),
+                _ => return Err(refused("it is not a regular file")),
+            }
+            if stat.st_nlink != 1 {
+                return Err(refused(
+                    "it has other hard links, which may be outside the root folder",
+                ));
+            }
+            rustix::fs::ftruncate(&fd, 0).map_err(other)?;
+            std::fs::File::from(fd)
+                .write_all(content)
+                .map_err(WriteError::Io)
+        }
+    }
+
+    /// Opens the folder `name` under `at`, creating it when missing.
+    fn open_folder(
+        at: &OwnedFd,
+        name: &OsStr,
+        shown: impl Fn() -> String,
+    ) -> Result<OwnedFd, WriteError> {
+        let open = || rustix::fs::openat2(at, name, FOLDER, Mode::empty(), BENEATH);
+        let opened = match open() {
+            Err(Errno::NOENT) => match rustix::fs::mkdirat(at, name, Mode::from_raw_mode(0o755)) {
+                // Created, or created by someone else meanwhile: open what is there.
+                Ok(()) | Err(Errno::EXIST) => open(),
+                Err(e) => Err(e),
+            },
+            opened => opened,
+        };
+        opened.map_err(|e| match e {
+            // O_DIRECTORY turns a symbolic link into ENOTDIR: say which it is
+            // (for the message only; nothing was opened).
+            Errno::LOOP | Errno::NOTDIR => {
+                let link = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Symlink);
+                if link {
+                    refused(&format!("{:?} is a symbolic link", shown()))
+                } else {
+                    refused(&format!("{:?} is not a folder", shown()))
                 }
             }
+            Errno::XDEV => refused("it leaves the root folder"),
+            e => other(e),
+        })
+    }
+
+    const UNAVAILABLE: &str = "this system does not offer openat2 (Linux 5.6 or later, not \
+                               denied by a seccomp filter), which the file-writer needs to write \
+                               safely: every write is refused";
+
+    fn refused(why: &str) -> WriteError {
+        WriteError::Refused(why.into())
+    }
+
+    /// A system error, or the refusal to write at all without openat2.
+    fn other(e: Errno) -> WriteError {
+        match e {
+            Errno::NOSYS => refused(UNAVAILABLE),
+            e => WriteError::Io(e.into()),
         }
-        if relative.as_os_str().is_empty() {
-            return Err(refuse("it names no file"));
+    }
+
+    fn join(names: &[OsString]) -> String {
+        names
+            .iter()
+            .map(|n| n.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
+/// Elsewhere than on Linux the file-writer refuses every write: it relies
+/// on `openat2` to open files without races.
+#[cfg(not(target_os = "linux"))]
+mod sandbox {
+    use std::ffi::OsString;
+    use std::path::Path;
+
+    use super::WriteError;
+
+    const UNAVAILABLE: &str = "the file-writer writes only on Linux, where openat2 lets it open \
+                               files without races: every write is refused on this system";
+
+    /// The root folder (unused: every write is refused).
+    pub struct Root;
+
+    impl Root {
+        pub fn open(_path: &Path) -> std::io::Result<Root> {
+            tracing::warn!("{UNAVAILABLE}");
+            Ok(Root)
         }
-        let target = self.root.join(&relative);
-        let parent = target.parent().unwrap_or(&self.root);
-        // The deepest folder that exists must resolve (links followed) inside the root.
-        let mut existing = parent;
-        while std::fs::symlink_metadata(existing).is_err() {
-            existing = existing.parent().unwrap_or(&self.root);
+
+        pub fn write(&self, _names: &[OsString], _content: &[u8]) -> Result<(), WriteError> {
+            Err(WriteError::Refused(UNAVAILABLE.into()))
         }
-        let resolved = existing
-            .canonicalize()
-            .map_err(|e| refuse(&format!("cannot resolve it: {e}")))?;
-        if !resolved.starts_with(&self.root) {
-            return Err(refuse(
-                "it leads out of the root folder through a symbolic link",
-            ));
-        }
-        std::fs::create_dir_all(parent)
-            .map_err(|e| refuse(&format!("cannot create its folder: {e}")))?;
-        if let Ok(meta) = std::fs::symlink_metadata(&target) {
-            if meta.file_type().is_symlink() {
-                return Err(refuse("it is a symbolic link"));
-            }
-            if meta.is_dir() {
-                return Err(refuse("it is a folder"));
-            }
-        }
-        Ok(target)
     }
 }
