@@ -9,9 +9,12 @@
 //! The server stops on SIGINT or SIGTERM (or, on stdio, at the end of
 //! stdin): it takes no new requests (late ones are answered `-32005`),
 //! finishes the requests in flight (10 s grace), writes every reply and
-//! exits 0.
+//! exits 0. When the client closes the server's stdout (even while the
+//! server is idle) it stops within a moment and exits 3; bad arguments exit
+//! 2, a failure to start or serve exits 1.
 //! Logs go to stderr (`RUST_LOG=debug` for more: error, warn, info, debug or
-//! trace); stdout carries frames only.
+//! trace) through `clawmcp::logging`, which never blocks on, nor panics over,
+//! a stderr nobody reads; stdout carries frames only.
 //!
 //! The file-writer is a sandbox meant to be copied: on Linux it writes only
 //! regular files under its root, race-free (see `sandbox` below and
@@ -34,23 +37,18 @@ use serde_json::{Number, json};
 const BASE: &str = "mcp://clawmcp/examples";
 const LAST_WRITE: &str = "mcp://clawmcp/examples/resources/last-write.txt";
 
+/// Exit codes: 0 after a clean end (stdin EOF, SIGINT, SIGTERM), 1 when the
+/// server could not start or run, 2 for bad arguments, and
+/// [`STDOUT_GONE`] when the client closed the server's stdout.
+const STDOUT_GONE: i32 = 3;
+
 fn main() {
-    // RUST_LOG=error|warn|info|debug|trace (default info), to stderr only.
-    let level = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_max_level(level)
-        .init();
+    // RUST_LOG=error|warn|info|debug|trace (default info), to stderr only,
+    // never blocking and never panicking when stderr is full or closed.
+    let log = clawmcp::logging::init();
     let options = match Options::parse(std::env::args().skip(1)) {
         Ok(options) => options,
-        Err(e) => {
-            eprintln!("reference: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => exit(log, 2, &e),
     };
     // One stdio session needs one thread (the cheapest way to serve it);
     // HTTP serves many connections, on as many threads as there are cores.
@@ -63,13 +61,32 @@ fn main() {
             .enable_all()
             .build()
     };
-    let result = runtime
-        .map_err(Into::into)
-        .and_then(|rt| rt.block_on(run(options)));
-    if let Err(e) = result {
-        eprintln!("reference: {e}");
-        std::process::exit(1);
+    let result = runtime.map_err(Into::into).and_then(|rt| {
+        let result = rt.block_on(run(options));
+        // Do not wait for a blocking read of a terminal's stdin.
+        rt.shutdown_background();
+        result
+    });
+    match result {
+        Ok(()) => drop(log),
+        Err(e) if is_broken_pipe(&*e) => exit(log, STDOUT_GONE, "stdout was closed by the client"),
+        Err(e) => exit(log, 1, &e.to_string()),
     }
+}
+
+/// Whether serving ended because nobody reads stdout any more.
+fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Logs why the server stops (stderr may be gone too: never `eprintln!`,
+/// which panics then), flushes the log and exits with `code`.
+fn exit(log: clawmcp::logging::LogGuard, code: i32, why: &str) -> ! {
+    tracing::error!("reference: {why}");
+    drop(log);
+    std::process::exit(code);
 }
 
 async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
@@ -155,7 +172,9 @@ impl Options {
                     options.http = Some(addr);
                 }
                 "--help" | "-h" => {
-                    eprintln!(
+                    use std::io::Write;
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]"
                     );
                     std::process::exit(0);

@@ -66,6 +66,8 @@
 
 pub mod error;
 pub mod jsonrpc;
+#[cfg(feature = "logging")]
+pub mod logging;
 mod poll;
 pub mod prompt;
 pub mod protocol;

@@ -86,8 +86,10 @@ impl Server {
     /// Writing to stdout failed.
     pub async fn serve_stdio_until(&self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         #[cfg(unix)]
-        if let Some((reader, writer)) = unix_pipes() {
-            return self.serve_io_until(reader, writer, shutdown).await;
+        if let Some((reader, writer, watch)) = unix_pipes() {
+            return self
+                .serve_framed(reader, writer, shutdown, output_closed(watch))
+                .await;
         }
         self.serve_io_until(tokio::io::stdin(), tokio::io::stdout(), shutdown)
             .await
@@ -103,6 +105,23 @@ impl Server {
         reader: R,
         writer: W,
         shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        self.serve_framed(reader, writer, shutdown, std::future::pending())
+            .await
+    }
+
+    /// Serves one session; `output_gone` completes when the transport learns
+    /// that nobody reads `writer` any more (before a write fails).
+    async fn serve_framed<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        shutdown: impl Future<Output = ()>,
+        output_gone: impl Future<Output = ()>,
     ) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -125,7 +144,8 @@ impl Server {
                 () = ended.cancelled() => {}
             }
         };
-        let served = async { tokio::join!(run, write_frames(writer, outbox), watch).1 };
+        let served =
+            async { tokio::join!(run, write_frames(writer, outbox, output_gone), watch).1 };
         // Once shutdown begins, a client that stops reading cannot hold the
         // server past the grace period (and a little time to write).
         let give_up = async {
@@ -143,14 +163,32 @@ impl Server {
 }
 
 /// Writes every message of `outbox` as a frame, gathering the messages that
-/// are ready into one write and one flush; returns when every sender is gone.
+/// are ready into one write and one flush; returns when every sender is gone,
+/// or with `BrokenPipe` as soon as `output_gone` completes or a write fails
+/// (dropping the outbox, which ends the session).
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut outbox: mpsc::Receiver<Vec<u8>>,
+    output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let mut codec = FrameCodec::new(usize::MAX);
     let mut buf = BytesMut::with_capacity(WRITE_BATCH);
-    while let Some(message) = outbox.recv().await {
+    tokio::pin!(output_gone);
+    loop {
+        let message = tokio::select! {
+            biased;
+            message = outbox.recv() => match message {
+                Some(message) => message,
+                None => break,
+            },
+            () = &mut output_gone => {
+                tracing::warn!("stdout's reader is gone; the session ends");
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the output's reader is gone",
+                ));
+            }
+        };
         codec.encode(&message, &mut buf)?;
         while buf.len() < WRITE_BATCH {
             match outbox.try_recv() {
@@ -169,11 +207,26 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     writer.flush().await
 }
 
-/// Stdin and stdout as non-blocking pipes on the reactor, if both are pipes.
+/// Completes when the pipe whose write end `fd` is has no reader left: the
+/// kernel then reports an error condition on it (`EPOLLERR`), even while
+/// nothing is being written.
+#[cfg(unix)]
+async fn output_closed(fd: std::os::fd::OwnedFd) {
+    let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd) else {
+        return std::future::pending().await;
+    };
+    if pipe.ready(tokio::io::Interest::ERROR).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Stdin and stdout as non-blocking pipes on the reactor, if both are pipes,
+/// and a second descriptor of stdout to watch for its reader going away.
 #[cfg(unix)]
 fn unix_pipes() -> Option<(
     tokio::net::unix::pipe::Receiver,
     tokio::net::unix::pipe::Sender,
+    std::os::fd::OwnedFd,
 )> {
     use std::os::fd::AsFd;
     let is_fifo = |fd: std::os::fd::BorrowedFd<'_>| {
@@ -188,9 +241,10 @@ fn unix_pipes() -> Option<(
     }
     let input = std::fs::File::from(stdin.as_fd().try_clone_to_owned().ok()?);
     let output = std::fs::File::from(stdout.as_fd().try_clone_to_owned().ok()?);
+    let watch = stdout.as_fd().try_clone_to_owned().ok()?;
     let reader = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
     let writer = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
-    Some((reader, writer))
+    Some((reader, writer, watch))
 }
 
 async fn write_and_flush<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
