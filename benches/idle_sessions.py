@@ -57,7 +57,7 @@ def main():
                     raise
                 time.sleep(0.05)
         opening = (
-            b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
             + chunk(line({"jsonrpc": "2.0", "method": "initialize",
                           "params": {"clientCapabilities": {}}, "id": 1}))

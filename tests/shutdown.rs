@@ -249,7 +249,7 @@ async fn an_http_body_that_stalls_is_408_and_does_not_hold_shutdown() {
     });
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
-        .write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         .await
         .unwrap();
     let mut response = Vec::new();

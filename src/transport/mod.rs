@@ -4,14 +4,10 @@
 mod frame;
 #[cfg(feature = "http")]
 mod http;
-#[cfg(feature = "http")]
-mod http_body;
 mod json_stream;
 mod stdio;
 
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 #[cfg(feature = "http")]
-pub use http::{HttpConfig, McpService};
-#[cfg(feature = "http")]
-pub use http_body::McpBody;
+pub use http::{HttpConfig, McpBody, McpService};
 pub use json_stream::JsonStreamDecoder;

@@ -12,8 +12,8 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 
-use super::json_stream::JsonStreamDecoder;
 use crate::server::Input;
+use crate::transport::json_stream::JsonStreamDecoder;
 
 /// How a streaming response gathers ready messages into one chunk.
 const CHUNK_BATCH: usize = 64 * 1024;

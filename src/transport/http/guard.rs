@@ -1,0 +1,369 @@
+//! Who may use the endpoint (PROTOCOL.md §8): the `Host` and `Origin`
+//! headers — parsed as a browser parses them, so that a name that only
+//! looks like loopback (`http://127.0.0.1:80@evil.com`,
+//! `http://[::1].evil.com`) is not taken for it — and the bearer token.
+//!
+//! Loopback is every name a browser sends for this machine's loopback
+//! interface: `localhost`, all of `127.0.0.0/8` and `::1` (also written as
+//! an IPv4-mapped address). Pure functions, no I/O.
+
+use std::net::IpAddr;
+
+use http::HeaderMap;
+use http::header::{AUTHORIZATION, HOST, HeaderValue, ORIGIN};
+use url::{Host, Url};
+
+/// Why a request is refused before it is served.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// 400: a malformed request (RFC 9112 §3.2: no `Host` on HTTP/1.1, two
+    /// of them, or an invalid one; two `Origin` headers).
+    BadRequest(&'static str),
+    /// 403: a foreign `Origin` or `Host` (DNS-rebinding defence).
+    Forbidden(&'static str),
+    /// 401: the bearer token is missing or wrong.
+    Unauthorized,
+}
+
+/// Which `Host` names a request may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HostRule {
+    /// Any name (a server on a public address with no allowed hosts
+    /// configured, or [`HttpConfig::allow_any_host`](super::HttpConfig::allow_any_host)).
+    Any,
+    /// Loopback names and the configured hosts only.
+    Listed,
+}
+
+/// What the guard checks against: the configuration, resolved.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Rules {
+    /// Allowed origins: full origins (`https://app.example.com`) or bare
+    /// hosts (`app.example.com`), lowercase.
+    pub(super) origins: Vec<String>,
+    /// Allowed hosts besides loopback: `name` (any port) or `name:port`,
+    /// lowercase.
+    pub(super) hosts: Vec<String>,
+    /// The bearer token every request must carry, if any.
+    pub(super) bearer_token: Option<String>,
+}
+
+impl Rules {
+    /// Checks a request's headers; `host_rule` says which `Host` names are
+    /// accepted, `http11` whether the request is HTTP/1.1 (where `Host` is
+    /// required).
+    pub(super) fn check(
+        &self,
+        headers: &HeaderMap,
+        uri_authority: Option<&str>,
+        http11: bool,
+        host_rule: HostRule,
+    ) -> Result<(), Refusal> {
+        let host = one_of(headers, &HOST)
+            .map_err(|()| Refusal::BadRequest("a request carries at most one Host header"))?;
+        if host.is_none() && http11 && uri_authority.is_none() {
+            return Err(Refusal::BadRequest(
+                "an HTTP/1.1 request must carry a Host header",
+            ));
+        }
+        let origin = one_of(headers, &ORIGIN)
+            .map_err(|()| Refusal::BadRequest("a request carries at most one Origin header"))?;
+        // The request target's authority (absolute form) stands for Host.
+        for name in [host.and_then(|h| h.to_str().ok()), uri_authority]
+            .into_iter()
+            .flatten()
+        {
+            let Some(parsed) = parse_host(name) else {
+                return Err(Refusal::BadRequest("the Host header is not a valid host"));
+            };
+            if host_rule == HostRule::Listed && !self.host_allowed(&parsed, name) {
+                return Err(Refusal::Forbidden(
+                    "this Host is not allowed (a loopback server answers only loopback names \
+                     and the hosts it is configured to allow)",
+                ));
+            }
+        }
+        if host.is_some_and(|h| h.to_str().is_err()) {
+            return Err(Refusal::BadRequest("the Host header is not a valid host"));
+        }
+        if let Some(origin) = origin
+            && !self.origin_allowed(origin)
+        {
+            return Err(Refusal::Forbidden("this Origin is not allowed"));
+        }
+        if !self.authorized(headers.get(AUTHORIZATION)) {
+            return Err(Refusal::Unauthorized);
+        }
+        Ok(())
+    }
+
+    fn host_allowed(&self, host: &Host<String>, written: &str) -> bool {
+        if is_loopback(host) {
+            return true;
+        }
+        let written = written.to_ascii_lowercase();
+        let name = host_name(host);
+        self.hosts.iter().any(|allowed| {
+            *allowed == written || *allowed == name || allowed.trim_end_matches('.') == name
+        })
+    }
+
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        let Some(url) = origin
+            .to_str()
+            .ok()
+            .and_then(|text| Url::parse(text.trim()).ok())
+        else {
+            return false; // `null`, garbage: not an origin we can trust
+        };
+        // An origin is `scheme://host[:port]`: no user, password or path.
+        if !url.username().is_empty() || url.password().is_some() || url.path().len() > 1 {
+            return false;
+        }
+        let Some(host) = url.host() else {
+            return false;
+        };
+        let host = host.to_owned();
+        if is_loopback(&host) {
+            return true;
+        }
+        let serialized = url.origin().ascii_serialization();
+        let name = host_name(&host);
+        self.origins
+            .iter()
+            .any(|allowed| *allowed == serialized || *allowed == name)
+    }
+
+    fn authorized(&self, header: Option<&HeaderValue>) -> bool {
+        let Some(token) = &self.bearer_token else {
+            return true;
+        };
+        let given = header
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token);
+        constant_time_eq(given.trim().as_bytes(), token.as_bytes())
+    }
+}
+
+/// The one value of header `name`: `Err` when it is repeated.
+fn one_of<'a>(
+    headers: &'a HeaderMap,
+    name: &http::header::HeaderName,
+) -> Result<Option<&'a HeaderValue>, ()> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(());
+    }
+    Ok(first)
+}
+
+/// A `Host` value (`host[:port]`, RFC 9110 §7.2), parsed as a browser's URL
+/// parser would read it; `None` when it is not one (a user part, a path,
+/// an invalid port or address).
+pub(super) fn parse_host(value: &str) -> Option<Host<String>> {
+    let value = value.trim();
+    if value.is_empty()
+        || value
+            .bytes()
+            .any(|b| matches!(b, b'@' | b'/' | b'\\' | b'?' | b'#') || b <= b' ')
+    {
+        return None;
+    }
+    let url = Url::parse(&format!("http://{value}/")).ok()?;
+    url.host().map(|h| h.to_owned())
+}
+
+/// Whether `host` names this machine's loopback interface.
+pub(super) fn is_loopback(host: &Host<String>) -> bool {
+    match host {
+        Host::Domain(name) => name.trim_end_matches('.').eq_ignore_ascii_case("localhost"),
+        Host::Ipv4(ip) => ip.is_loopback(),
+        Host::Ipv6(ip) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// Whether a listening address is loopback (then `Host` is checked).
+pub(super) fn is_loopback_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// A host as configuration lists it: a lowercase name, a dotted IPv4
+/// address or a bracketed IPv6 one.
+fn host_name(host: &Host<String>) -> String {
+    match host {
+        Host::Domain(name) => name.trim_end_matches('.').to_ascii_lowercase(),
+        Host::Ipv4(ip) => ip.to_string(),
+        Host::Ipv6(ip) => format!("[{ip}]"),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                http::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
+        rules.check(&headers(pairs), None, true, HostRule::Listed)
+    }
+
+    #[test]
+    fn origins_that_only_look_like_loopback_are_foreign() {
+        let rules = Rules::default();
+        for origin in [
+            "http://127.0.0.1:80@evil.com",
+            "http://[::1].evil.com",
+            "http://localhost:80.evil.com",
+            "http://localhost.evil.com",
+            "http://user@localhost",
+            "null",
+            "http://evil.com",
+        ] {
+            assert!(
+                matches!(
+                    check(&rules, &[("host", "localhost"), ("origin", origin)]),
+                    Err(Refusal::Forbidden(_))
+                ),
+                "{origin}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_loopback_origin_is_allowed() {
+        let rules = Rules::default();
+        for origin in [
+            "http://127.0.0.2",
+            "http://127.255.0.1:9",
+            "http://localhost:3000",
+            "HTTP://LOCALHOST.",
+            "http://[::1]:8080",
+            "http://[::ffff:127.0.0.1]",
+        ] {
+            assert_eq!(
+                check(&rules, &[("host", "localhost"), ("origin", origin)]),
+                Ok(()),
+                "{origin}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_is_required_once_on_http11_and_must_be_valid() {
+        let rules = Rules::default();
+        assert!(matches!(check(&rules, &[]), Err(Refusal::BadRequest(_))));
+        assert!(matches!(
+            check(&rules, &[("host", "localhost"), ("host", "localhost")]),
+            Err(Refusal::BadRequest(_))
+        ));
+        for bad in [
+            "a@localhost",
+            "localhost/x",
+            "localhost:80x",
+            "[::1].evil.com",
+            "",
+        ] {
+            assert!(
+                matches!(check(&rules, &[("host", bad)]), Err(Refusal::BadRequest(_))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            rules.check(&HeaderMap::new(), None, false, HostRule::Listed),
+            Ok(()),
+            "HTTP/1.0 may omit Host"
+        );
+    }
+
+    #[test]
+    fn two_origins_are_a_bad_request() {
+        let rules = Rules::default();
+        assert!(matches!(
+            check(
+                &rules,
+                &[
+                    ("host", "localhost"),
+                    ("origin", "http://localhost"),
+                    ("origin", "http://evil.com")
+                ]
+            ),
+            Err(Refusal::BadRequest(_))
+        ));
+    }
+
+    #[test]
+    fn foreign_hosts_are_refused_unless_listed_or_any() {
+        let rules = Rules {
+            hosts: vec!["api.example.com".into(), "tools.example.org:8443".into()],
+            ..Rules::default()
+        };
+        for ok in [
+            "127.0.0.1:8080",
+            "127.0.0.2",
+            "localhost",
+            "[::1]:80",
+            "api.example.com:9",
+            "API.example.com",
+            "tools.example.org:8443",
+        ] {
+            assert_eq!(check(&rules, &[("host", ok)]), Ok(()), "{ok}");
+        }
+        for foreign in [
+            "evil.com",
+            "tools.example.org:9",
+            "api.example.com.evil.com",
+        ] {
+            assert!(
+                matches!(
+                    check(&rules, &[("host", foreign)]),
+                    Err(Refusal::Forbidden(_))
+                ),
+                "{foreign}"
+            );
+        }
+        assert_eq!(
+            rules.check(&headers(&[("host", "evil.com")]), None, true, HostRule::Any),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn bearer_tokens_compare_exactly_with_any_scheme_case() {
+        let rules = Rules {
+            bearer_token: Some("s3cret".into()),
+            ..Rules::default()
+        };
+        let with = |auth: &str| check(&rules, &[("host", "localhost"), ("authorization", auth)]);
+        assert_eq!(with("Bearer s3cret"), Ok(()));
+        assert_eq!(with("bearer  s3cret "), Ok(()));
+        assert_eq!(with("Bearer s3cre"), Err(Refusal::Unauthorized));
+        assert_eq!(with("Basic s3cret"), Err(Refusal::Unauthorized));
+        assert_eq!(
+            check(&rules, &[("host", "localhost")]),
+            Err(Refusal::Unauthorized)
+        );
+    }
+}

@@ -1,0 +1,425 @@
+//! The HTTP/1.1 transport on hyper (PROTOCOL.md §8): `POST /mcp` as a
+//! single exchange or a streaming session, as a hyper service to mount in
+//! an existing app ([`McpService`]) or a standalone server
+//! ([`Server::serve_http`]).
+//!
+//! - `guard`: `Host`, `Origin` and bearer-token checks;
+//! - `v1`: the MCP v1.0 exchanges (single and streaming);
+//! - `body`: request bodies read as session input, the response body;
+//! - `serve`: the standalone server (accept loop, connection hygiene).
+
+mod body;
+mod guard;
+mod serve;
+mod v1;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, WWW_AUTHENTICATE};
+use http::request::Parts;
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body::Body;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub use body::McpBody;
+use body::next_data;
+use guard::{HostRule, Refusal, Rules};
+
+use crate::server::Server;
+
+/// Settings of the HTTP transport. Every setter states its default.
+///
+/// ```
+/// use std::time::Duration;
+/// use clawmcp::transport::HttpConfig;
+///
+/// let config = HttpConfig::default()
+///     .path("/api/mcp")
+///     .allow_origin("https://app.example.com")
+///     .allow_host("mcp.example.com")
+///     .bearer_token("s3cret")
+///     .header_read_timeout(Duration::from_secs(5))
+///     .body_timeout(Duration::from_secs(20))
+///     .max_connections(256)
+///     .max_streams(64);
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct HttpConfig {
+    path: String,
+    rules: Rules,
+    any_host: bool,
+    header_read_timeout: Duration,
+    body_timeout: Duration,
+    max_connections: usize,
+    max_streams: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".into(),
+            rules: Rules::default(),
+            any_host: false,
+            header_read_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_streams: 512,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint's path (default `/mcp`). Other paths get 404.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Allows browser requests from `origin`: a whole origin
+    /// (`https://app.example.com`, scheme, host and port must match) or a
+    /// bare host (`app.example.com`, any scheme and port). By default only
+    /// loopback origins (`localhost`, `127.0.0.0/8`, `[::1]`) are allowed; a
+    /// request with any other `Origin` gets 403 (DNS-rebinding defence).
+    /// Requests without `Origin` (non-browser clients) are not affected.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        let origin = origin.into();
+        let normalized = match url::Url::parse(origin.trim()) {
+            Ok(url) if url.host().is_some() => url.origin().ascii_serialization(),
+            _ => origin.trim().trim_end_matches('/').to_ascii_lowercase(),
+        };
+        self.rules.origins.push(normalized);
+        self
+    }
+
+    /// Allows requests whose `Host` is `host` (`mcp.example.com` for any
+    /// port, or `mcp.example.com:8443`). Loopback names are always
+    /// allowed. By default a server on a loopback address — and an
+    /// [`McpService`] mounted in an app, which cannot know its address —
+    /// answers 403 to any other `Host` (a DNS-rebinding attack sends the
+    /// attacker's name); a standalone server on another address accepts
+    /// any `Host` until a host is allowed here.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.rules
+            .hosts
+            .push(host.into().trim().to_ascii_lowercase());
+        self
+    }
+
+    /// Accepts any `Host` (default: see [`allow_host`](Self::allow_host)),
+    /// e.g. behind a proxy that rewrites it. `Host` must still be present
+    /// (HTTP/1.1) and well-formed.
+    pub fn allow_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request (default:
+    /// none); a request without it gets 401.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.rules.bearer_token = Some(token.into());
+        self
+    }
+
+    /// How long a client may take to send a request's headers, how long a
+    /// kept-alive connection may stay idle between requests (standalone
+    /// server only, [`Server::serve_http`]), and how long a body that is
+    /// read whole may stall between two chunks (`408`) (default 10 s).
+    /// A streaming session's body may idle as long as the client likes.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a body that is read whole (a single exchange) may take to
+    /// arrive in all, however steadily it trickles (default 30 s); past it
+    /// the request gets `408` and the connection is closed.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// How many connections the standalone server keeps open at once
+    /// (default 1024); past it, it accepts no more until one closes.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How many long-lived streams (MCP v1.0 streaming sessions) may be
+    /// open at once (default 512, half the connection limit, so that idle
+    /// streams cannot take every connection from single exchanges); past it
+    /// a new one gets `503` with `Retry-After`.
+    pub fn max_streams(mut self, streams: usize) -> Self {
+        self.max_streams = streams.max(1);
+        self
+    }
+}
+
+/// The MCP endpoint as a hyper [`Service`](hyper::service::Service): mount
+/// it next to an application's own routes, or let [`Server::serve_http`] run
+/// it alone. Cheap to clone.
+#[derive(Clone)]
+pub struct McpService {
+    server: Server,
+    config: Arc<HttpConfig>,
+    /// Which `Host` names are accepted.
+    host_rule: HostRule,
+    /// Free slots for long-lived streams.
+    streams: Arc<Semaphore>,
+    /// Cancelled when a standalone server shuts down (or the server's
+    /// handle does): sessions drain and end once their replies are written.
+    stop: Arc<CancellationToken>,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Server {
+    /// The HTTP endpoint of this server, as a hyper service. Mounted in an
+    /// app, it cannot know the address it is served on, so it accepts only
+    /// loopback `Host` names unless configured otherwise
+    /// ([`HttpConfig::allow_host`], [`HttpConfig::allow_any_host`]).
+    pub fn http_service(&self, config: HttpConfig) -> McpService {
+        self.http_service_on(config, None)
+    }
+
+    /// The service for a listener on `local` (`None`: unknown).
+    fn http_service_on(&self, config: HttpConfig, local: Option<std::net::IpAddr>) -> McpService {
+        let host_rule = if config.any_host {
+            HostRule::Any
+        } else if !config.rules.hosts.is_empty() || local.is_none_or(guard::is_loopback_ip) {
+            HostRule::Listed
+        } else {
+            HostRule::Any
+        };
+        McpService {
+            server: self.clone(),
+            streams: Arc::new(Semaphore::new(config.max_streams)),
+            config: Arc::new(config),
+            host_rule,
+            stop: Arc::new(self.handle().stop_token().child_token()),
+        }
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for McpService
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn call(&self, request: Request<B>) -> Self::Future {
+        let service = self.clone();
+        Box::pin(async move { Ok(service.handle(request).await) })
+    }
+}
+
+/// What is left of a request's body once its response is ready.
+pub(super) enum Leftover<B> {
+    /// Read to its end (or handed to a session that reads it).
+    Done,
+    /// Not read, or not to its end: drained before the connection is
+    /// reused, or the connection is closed.
+    Unread(Pin<Box<B>>),
+    /// Unusable (a read failed, stalled or went over the limit): the
+    /// connection is closed after the response.
+    Broken,
+}
+
+impl McpService {
+    /// Answers one HTTP request (PROTOCOL.md §8): for an application that
+    /// routes requests itself and hands this endpoint's to it.
+    ///
+    /// A response sent before the request's body was read to its end
+    /// either drains the rest (up to the message limit, within the
+    /// header-read timeout) so the connection can be reused, or carries
+    /// `Connection: close`: a client reusing the connection never meets a
+    /// reset it was not told of.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let (parts, body) = request.into_parts();
+        let (mut response, leftover) = self.respond(&parts, Box::pin(body)).await;
+        let keep = match leftover {
+            Leftover::Done => true,
+            Leftover::Broken => false,
+            Leftover::Unread(body) => self.discard(&parts, body).await,
+        };
+        if !keep {
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
+    }
+
+    async fn respond<B>(&self, parts: &Parts, body: Pin<Box<B>>) -> (Response<McpBody>, Leftover<B>)
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        if parts.uri.path() != self.config.path {
+            let response = plain(
+                StatusCode::NOT_FOUND,
+                "not found: the MCP endpoint is elsewhere",
+            );
+            return (response, Leftover::Unread(body));
+        }
+        let http11 = parts.version >= Version::HTTP_11;
+        let authority = parts.uri.authority().map(http::uri::Authority::as_str);
+        if let Err(refusal) =
+            self.config
+                .rules
+                .check(&parts.headers, authority, http11, self.host_rule)
+        {
+            return (refused(refusal), Leftover::Unread(body));
+        }
+        if parts.method != Method::POST {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "the MCP endpoint takes POST",
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+            return (response, Leftover::Unread(body));
+        }
+        if !is_json(parts.headers.get(CONTENT_TYPE)) {
+            let response = plain(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            );
+            return (response, Leftover::Unread(body));
+        }
+        self.exchange(body).await
+    }
+
+    /// Reads what is left of a body the response did not need, so that the
+    /// connection can serve the next request; `false` when that is not
+    /// possible (the client waits for `100 Continue`, the body is over the
+    /// message limit, it stalls past the header-read timeout, or it fails).
+    async fn discard<B>(&self, parts: &Parts, mut body: Pin<Box<B>>) -> bool
+    where
+        B: Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        if body.is_end_stream() {
+            return true;
+        }
+        if parts
+            .headers
+            .get(EXPECT)
+            .is_some_and(|e| e.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+        {
+            // The client has not sent its body: it waits to be told to.
+            return false;
+        }
+        let limit = self.server.max_message_size();
+        let deadline = tokio::time::Instant::now() + self.config.header_read_timeout;
+        let mut seen = 0usize;
+        loop {
+            match tokio::time::timeout_at(deadline, next_data(&mut body)).await {
+                Ok(None) => return true,
+                Ok(Some(Ok(data))) => {
+                    seen = seen.saturating_add(data.len());
+                    if seen > limit {
+                        return false;
+                    }
+                }
+                Ok(Some(Err(_))) | Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// The response for a refused request.
+fn refused(refusal: Refusal) -> Response<McpBody> {
+    match refusal {
+        Refusal::BadRequest(why) => plain(StatusCode::BAD_REQUEST, why),
+        Refusal::Forbidden(why) => plain(StatusCode::FORBIDDEN, why),
+        Refusal::Unauthorized => {
+            let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<McpBody> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(McpBody::full(format!("{text}\n")))
+        .unwrap_or_default()
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response<McpBody> {
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json")
+        .body(McpBody::full(body))
+        .unwrap_or_default()
+}
+
+/// `application/json`, with any parameters.
+fn is_json(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+        ] {
+            assert!(is_json(Some(&HeaderValue::from_static(ok))), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "application/jsonl",
+            "application/x-www-form-urlencoded",
+        ] {
+            assert!(!is_json(Some(&HeaderValue::from_static(bad))), "{bad}");
+        }
+        assert!(!is_json(None));
+    }
+
+    #[test]
+    fn configured_origins_are_normalised() {
+        let config = HttpConfig::default()
+            .allow_origin("HTTPS://App.Example.com:443/")
+            .allow_origin("Tools.Example.org");
+        assert_eq!(
+            config.rules.origins,
+            ["https://app.example.com", "tools.example.org"]
+        );
+    }
+}

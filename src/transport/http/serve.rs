@@ -1,0 +1,285 @@
+//! The standalone HTTP server: the accept loop, the connection limit,
+//! graceful shutdown, and connection hygiene — an HTTP/2 client is refused
+//! in its own protocol, and a connection is closed the way RFC 9112 §9.6
+//! asks (half-close, then read what the client still sends) so that a
+//! response sent before its request's body was read is never lost to a
+//! reset.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, Sleep};
+
+use super::HttpConfig;
+use crate::server::Server;
+
+/// How long a closing connection keeps reading (and discarding) what its
+/// client still sends, so the client reads the last response before the
+/// connection goes.
+const LINGER: Duration = Duration::from_secs(2);
+
+impl Server {
+    /// Serves HTTP on `addr` until `shutdown` completes, then stops
+    /// accepting, lets requests in flight finish, ends open streaming
+    /// sessions once their replies are written, and returns.
+    ///
+    /// # Errors
+    /// Binding `addr` failed.
+    pub async fn serve_http(
+        &self,
+        addr: SocketAddr,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        let listener = TcpListener::bind(addr).await?;
+        self.serve_http_on(listener, config, shutdown).await
+    }
+
+    /// [`serve_http`](Self::serve_http) on a listener the caller bound
+    /// (e.g. to port 0, reading the port back with `local_addr`). On a
+    /// loopback address, requests must carry a loopback `Host` (or one
+    /// allowed by [`HttpConfig::allow_host`]).
+    ///
+    /// # Errors
+    /// None today; the signature leaves room for listener failures.
+    pub async fn serve_http_on(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        let header_read_timeout = config.header_read_timeout;
+        let connections = Arc::new(Semaphore::new(config.max_connections));
+        let local = listener.local_addr().ok().map(|a| a.ip());
+        let service = self.http_service_on(config, local);
+        let mut tasks = JoinSet::new();
+        // Ends the accept loop: the caller's future, or the server's handle.
+        let server_stop = self.handle().stop_token().clone();
+        let shutdown = async {
+            tokio::select! {
+                () = shutdown => {}
+                () = server_stop.cancelled() => {}
+            }
+        };
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                permit = connections.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                () = &mut shutdown => break,
+            };
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, go on.
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = service.clone();
+            tasks.spawn(async move {
+                match preface(&stream, header_read_timeout).await {
+                    Preface::Http1 => {}
+                    Preface::Http2 => {
+                        tracing::debug!(%peer, "refusing an HTTP/2 connection");
+                        refuse_http2(stream).await;
+                        return;
+                    }
+                    Preface::Silent => return,
+                }
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_read_timeout)
+                    .serve_connection(TokioIo::new(Lingering::new(stream)), service.clone());
+                tokio::pin!(connection);
+                let result = tokio::select! {
+                    result = connection.as_mut() => result,
+                    () = service.stop.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        connection.await
+                    }
+                };
+                if let Err(e) = result {
+                    tracing::debug!(%peer, "connection ended: {e}");
+                }
+                drop(permit);
+            });
+            while tasks.try_join_next().is_some() {}
+        }
+        tracing::info!(
+            "HTTP server shutting down: finishing {} connections",
+            tasks.len()
+        );
+        service.stop.cancel();
+        // Requests in flight get the grace period (and a little time to
+        // write); a client that stops reading cannot hold the server longer.
+        let grace = self.inner().limits.shutdown_grace + Duration::from_secs(5);
+        let drained = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace, drained).await.is_err() {
+            tracing::warn!(
+                "shutdown: {} connections did not finish in time; closing them",
+                tasks.len()
+            );
+            tasks.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+/// How a connection opens.
+#[derive(Debug, PartialEq, Eq)]
+enum Preface {
+    /// Anything but HTTP/2: hyper reads it (and answers bad requests).
+    Http1,
+    /// The HTTP/2 connection preface (prior knowledge).
+    Http2,
+    /// Nothing within the header-read timeout, or the client left.
+    Silent,
+}
+
+/// The HTTP/2 client connection preface (RFC 9113 §3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Looks at a connection's first bytes without taking them.
+async fn preface(stream: &TcpStream, wait: Duration) -> Preface {
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 5];
+    loop {
+        let n = match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => n,
+            _ => return Preface::Silent,
+        };
+        if !HTTP2_PREFACE.starts_with(&buf[..n]) {
+            return Preface::Http1;
+        }
+        if n == buf.len() {
+            return Preface::Http2; // `PRI *` begins nothing else
+        }
+        // A prefix of `PRI *` so far: wait for the rest.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Refuses an HTTP/2 client in its own protocol: the server's preface (an
+/// empty SETTINGS frame), then GOAWAY with HTTP_1_1_REQUIRED (RFC 9113 §7).
+async fn refuse_http2(stream: TcpStream) {
+    const REFUSAL: [u8; 26] = [
+        0, 0, 0, 0x04, 0, 0, 0, 0, 0, // SETTINGS, empty, stream 0
+        0, 0, 8, 0x07, 0, 0, 0, 0, 0, // GOAWAY, 8 bytes, stream 0
+        0, 0, 0, 0, // last stream id 0
+        0, 0, 0, 0x0d, // HTTP_1_1_REQUIRED
+    ];
+    let mut io = Lingering::new(stream);
+    if io.write_all(&REFUSAL).await.is_ok() {
+        let _ = io.shutdown().await;
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A connection that closes gracefully: on shutdown it sends FIN, then
+    /// reads and discards what the client still sends, until the client
+    /// closes too or [`LINGER`] passes — so that data the server never read
+    /// does not make the kernel answer with a reset that destroys the
+    /// response the client has not read yet.
+    struct Lingering {
+        #[pin]
+        stream: TcpStream,
+        closing: Closing,
+    }
+}
+
+enum Closing {
+    Open,
+    Draining(Pin<Box<Sleep>>),
+    Closed,
+}
+
+impl Lingering {
+    fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            closing: Closing::Open,
+        }
+    }
+}
+
+impl AsyncRead for Lingering {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.project().stream.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Lingering {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.project().stream.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().stream.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut this = self.project();
+        loop {
+            match this.closing {
+                Closing::Open => {
+                    // FIN: the client reads the response, then sees the end.
+                    let _ = ready!(this.stream.as_mut().poll_shutdown(cx));
+                    *this.closing = Closing::Draining(Box::pin(tokio::time::sleep(LINGER)));
+                }
+                Closing::Draining(linger) => {
+                    let mut scratch = [0u8; 4096];
+                    let mut buf = ReadBuf::new(&mut scratch);
+                    match this.stream.as_mut().poll_read(cx, &mut buf) {
+                        // More of what the client sent: discard it, read on.
+                        Poll::Ready(Ok(())) if !buf.filled().is_empty() => continue,
+                        // The client closed too (or the connection broke).
+                        Poll::Ready(_) => *this.closing = Closing::Closed,
+                        Poll::Pending => {
+                            ready!(linger.as_mut().poll(cx));
+                            *this.closing = Closing::Closed;
+                        }
+                    }
+                }
+                Closing::Closed => return Poll::Ready(Ok(())),
+            }
+        }
+    }
+}

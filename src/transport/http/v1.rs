@@ -1,0 +1,234 @@
+//! MCP v1.0 over HTTP (PROTOCOL.md §8): a `POST` whose first message is
+//! `initialize` opens a streaming session; any other is a single exchange.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{Response, StatusCode};
+use http_body::Body;
+use serde::de::IgnoredAny;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::body::{BodyInputs, McpBody, next_data};
+use super::{Leftover, McpService, json, plain};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
+use crate::protocol::methods;
+use crate::server::Session;
+use crate::transport::json_stream::{JsonStreamDecoder, ValueScanner};
+
+/// Messages waiting for a streaming response before request tasks wait.
+const OUTBOX: usize = 256;
+
+impl McpService {
+    /// Reads the body until its first JSON value is complete, then serves it
+    /// as a streaming session (first message `initialize`) or a single
+    /// exchange. The body is read whole for a single exchange: within the
+    /// body timeout in all, stalling no longer than the header-read timeout.
+    pub(super) async fn exchange<B>(
+        &self,
+        mut body: Pin<Box<B>>,
+    ) -> (Response<McpBody>, Leftover<B>)
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let limit = self.server.max_message_size();
+        let deadline = Instant::now() + self.config.body_timeout;
+        let mut buf = BytesMut::new();
+        let mut scanner = ValueScanner::default();
+        let mut ended = false;
+        let first = loop {
+            let lead = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+            if lead < buf.len()
+                && let Some(end) = scanner.scan(&buf[lead..])
+            {
+                break Some(lead + end);
+            }
+            if buf.len() > limit {
+                return (too_large(limit), Leftover::Broken);
+            }
+            match self.next_chunk(&mut body, deadline).await {
+                Ok(Some(data)) => buf.extend_from_slice(&data),
+                Ok(None) => {
+                    ended = true;
+                    break None;
+                }
+                Err(response) => return (response, Leftover::Broken),
+            }
+        };
+        if first.is_some_and(|end| opens_session(&buf[..end])) {
+            return self.stream(body, buf, ended);
+        }
+        while !ended {
+            match self.next_chunk(&mut body, deadline).await {
+                Ok(Some(data)) => buf.extend_from_slice(&data),
+                Ok(None) => ended = true,
+                Err(response) => return (response, Leftover::Broken),
+            }
+            if buf.len() > limit {
+                return (too_large(limit), Leftover::Broken);
+            }
+        }
+        (self.single(buf.freeze(), first).await, Leftover::Done)
+    }
+
+    /// The next chunk of a body that is being read whole: `408` when the
+    /// client sends nothing for the header-read timeout or the whole body
+    /// is not there by `deadline`, `400` when reading fails.
+    async fn next_chunk<B>(
+        &self,
+        body: &mut Pin<Box<B>>,
+        deadline: Instant,
+    ) -> Result<Option<Bytes>, Response<McpBody>>
+    where
+        B: Body<Data = Bytes>,
+        B::Error: std::fmt::Display,
+    {
+        let stall = Instant::now() + self.config.header_read_timeout;
+        match tokio::time::timeout_at(stall.min(deadline), next_data(body)).await {
+            Ok(Some(Ok(data))) => Ok(Some(data)),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(e))) => Err(plain(
+                StatusCode::BAD_REQUEST,
+                &format!("reading the body failed: {e}"),
+            )),
+            Err(_) if Instant::now() >= deadline => Err(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the body did not arrive within the body timeout",
+            )),
+            Err(_) => Err(plain(StatusCode::REQUEST_TIMEOUT, "the body stalled")),
+        }
+    }
+
+    /// A single exchange: one JSON value, an implicit initialized session,
+    /// one JSON reply (or 202 for notifications only).
+    async fn single(&self, body: Bytes, first_end: Option<usize>) -> Response<McpBody> {
+        // One value, as the body scanner found it: the session parses it (and
+        // says if it is not JSON). Anything after it is looked at closely.
+        let one_value =
+            first_end.is_some_and(|end| body[end..].iter().all(u8::is_ascii_whitespace));
+        if !one_value {
+            let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
+            let error = match (values.next(), values.next()) {
+                (Some(Ok(_)), None) => None,
+                (Some(Ok(_)), Some(Ok(_))) => Some(RpcError::invalid_request(
+                    "a single exchange carries one JSON value (an object or a batch); \
+                     to send several, open a streaming session with initialize",
+                )),
+                (Some(Err(e)), _) | (Some(Ok(_)), Some(Err(e))) => Some(RpcError::parse_error(
+                    format!("body is not valid JSON: {e}"),
+                )),
+                (None, _) => Some(RpcError::parse_error("the body is empty")),
+            };
+            if let Some(error) = error {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    encode_error(&RequestId::Null, &error),
+                );
+            }
+        }
+        match self.server.handle_message_until(body, &self.stop).await {
+            (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
+            (Some(reply), false) => json(StatusCode::OK, reply),
+            (None, _) => Response::builder()
+                .status(StatusCode::ACCEPTED)
+                .body(McpBody::empty())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// A streaming session: the body's values are served as they arrive and
+    /// every outgoing message is one line of the chunked response. It holds
+    /// one of the stream slots until it ends; with none free, `503`.
+    fn stream<B>(
+        &self,
+        body: Pin<Box<B>>,
+        buf: BytesMut,
+        ended: bool,
+    ) -> (Response<McpBody>, Leftover<B>)
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let Ok(slot) = self.streams.clone().try_acquire_owned() else {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many streaming sessions are open; try again later",
+            );
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, http::HeaderValue::from_static("1"));
+            return (response, Leftover::Broken);
+        };
+        let (out, outbox) = mpsc::channel(OUTBOX);
+        let session = Session::new(&self.server, out, Arc::new(self.stop.child_token()));
+        let input = BodyInputs {
+            body,
+            buf,
+            decoder: JsonStreamDecoder::new(self.server.max_message_size()),
+            ended,
+            finished: false,
+        };
+        tokio::spawn(async move {
+            session.run(input).await;
+            drop(slot);
+        });
+        let response = Response::builder()
+            .status(StatusCode::OK)
+            .header(CONTENT_TYPE, "application/json")
+            .body(McpBody::stream(outbox))
+            .unwrap_or_default();
+        (response, Leftover::Done)
+    }
+}
+
+/// Whether the first message of a body is `initialize`.
+fn opens_session(first: &[u8]) -> bool {
+    let holds = |needle: &[u8]| memchr::memmem::find(first, needle).is_some();
+    if !holds(b"initialize") && !holds(b"\\u") {
+        return false; // the common case, without parsing
+    }
+    let is_initialize = |m: &Incoming<'_>| matches!(m, Incoming::Request { method, .. } if method == methods::INITIALIZE);
+    match jsonrpc::parse(first) {
+        Parsed::Single(message) => is_initialize(&message),
+        Parsed::Batch(messages) => messages.first().is_some_and(is_initialize),
+        Parsed::Error(_) => false,
+    }
+}
+
+fn too_large(limit: usize) -> Response<McpBody> {
+    let error = RpcError::new(
+        ErrorCode::MESSAGE_TOO_LARGE,
+        format!("the body is over the limit of {limit} bytes"),
+    );
+    json(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        encode_error(&RequestId::Null, &error),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_message_initialize_opens_a_session() {
+        assert!(opens_session(
+            br#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#
+        ));
+        assert!(opens_session(
+            br#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#
+        ));
+        assert!(!opens_session(
+            br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#
+        ));
+        assert!(!opens_session(
+            br#"{"jsonrpc":"2.0","method":"initialize"}"#
+        ));
+        assert!(!opens_session(b"{not json"));
+    }
+}
