@@ -241,6 +241,34 @@ pub enum BuildError {
         /// What is wrong with the template.
         problem: String,
     },
+    /// A resource template that is not a level-1 URI template.
+    #[error("resource template {template:?}: {problem}")]
+    InvalidTemplate {
+        /// The template as written.
+        template: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A name the Model Context Protocol cannot carry: a tool name outside
+    /// `[A-Za-z0-9_.-]{1,128}`, or two tools, prompts or templates with one
+    /// name.
+    #[error("{kind} {name:?}: {problem}")]
+    InvalidName {
+        /// `tool`, `prompt` or `resource template`.
+        kind: &'static str,
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A completer for an argument or variable nobody declares.
+    #[error("completion for {target}: {problem}")]
+    UnknownCompletionTarget {
+        /// The prompt argument or template variable.
+        target: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]
     EmptyField {

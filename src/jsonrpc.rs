@@ -141,8 +141,14 @@ pub(crate) enum Incoming<'a> {
         method: Cow<'a, str>,
         params: Option<&'a RawValue>,
     },
-    /// A response object from the client: ignored (the server sends no requests).
-    Response,
+    /// A response object from the client: the answer to a request the
+    /// server sent (Model Context Protocol), ignored in MCP v1.0.
+    Response {
+        /// The id, when it is one the server could have used.
+        id: Option<RequestId>,
+        /// `result` when it succeeded, else `error`, as raw JSON.
+        outcome: Result<&'a RawValue, &'a RawValue>,
+    },
     /// Not a JSON-RPC 2.0 message: answered `-32600` with `id` (`null` when unreadable).
     Invalid { id: RequestId, reason: String },
 }
@@ -230,8 +236,13 @@ fn classify_raw(raw: &RawValue) -> Incoming<'_> {
 }
 
 fn classify(env: Envelope<'_>) -> Incoming<'_> {
-    if env.method.is_none() && (env.result.is_some() || env.error.is_some()) {
-        return Incoming::Response;
+    if env.method.is_none()
+        && let Some(outcome) = env.result.map(Ok).or(env.error.map(Err))
+    {
+        return Incoming::Response {
+            id: env.id.and_then(RequestId::from_raw),
+            outcome,
+        };
     }
     let id = match env.id.map(RequestId::from_raw) {
         None => None,
@@ -289,18 +300,47 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
     out
 }
 
-/// Encodes an error response with the code's fixed message and `data`.
+/// Encodes an error response with the code's fixed message (MCP v1.0's
+/// table) and `data`.
 pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96 + error.data.len());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    write_id(&mut out, id);
-    out.extend_from_slice(br#","error":{"code":"#);
-    out.extend_from_slice(itoa::Buffer::new().format(error.code.0).as_bytes());
+    encode_error_with(Some(id), error.code.0, error.code.message(), &*error.data)
+}
+
+/// Encodes an error response: `id` (omitted when `None`), `code`,
+/// `message` and `data` (any JSON value).
+pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
+    id: Option<&RequestId>,
+    code: i32,
+    message: &str,
+    data: &D,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+    if let Some(id) = id {
+        out.extend_from_slice(br#""id":"#);
+        write_id(&mut out, id);
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""error":{"code":"#);
+    out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
     out.extend_from_slice(br#","message":"#);
-    write_json(&mut out, error.code.message());
+    write_json(&mut out, message);
     out.extend_from_slice(br#","data":"#);
-    write_json(&mut out, &error.data);
+    write_json(&mut out, data);
     out.extend_from_slice(b"}}");
+    out
+}
+
+/// Encodes a request the server sends: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+pub(crate) fn encode_request<T: Serialize + ?Sized>(id: u64, method: &str, params: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    out.extend_from_slice(br#","method":"#);
+    write_json(&mut out, method);
+    out.extend_from_slice(br#","params":"#);
+    write_json(&mut out, params);
+    out.push(b'}');
     out
 }
 
@@ -494,11 +534,17 @@ mod tests {
     fn responses_are_recognised() {
         assert!(matches!(
             single(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#),
-            Incoming::Response
+            Incoming::Response {
+                id: Some(_),
+                outcome: Ok(_)
+            }
         ));
         assert!(matches!(
             single(r#"{"jsonrpc":"2.0","id":9,"error":{"code":1}}"#),
-            Incoming::Response
+            Incoming::Response {
+                outcome: Err(_),
+                ..
+            }
         ));
     }
 

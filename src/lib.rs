@@ -64,6 +64,10 @@
 #![warn(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod client;
+pub mod completion;
+pub mod content;
+mod dialect;
 pub mod error;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]
@@ -73,6 +77,7 @@ pub mod prompt;
 pub mod protocol;
 pub mod resource;
 pub mod server;
+pub mod template;
 pub mod testing;
 pub mod tool;
 pub mod transport;
@@ -85,6 +90,8 @@ pub mod typed;
 pub struct ReadmeDoctests;
 
 pub use async_trait::async_trait;
+pub use content::{Content, ToolOutput};
+pub use dialect::Dialects;
 pub use error::{BuildError, ErrorCode, RpcError, ToolError};
 pub use jsonrpc::RequestId;
 pub use prompt::Prompt;
@@ -92,4 +99,4 @@ pub use resource::{Resource, ResourceInfo, SharedResource, TextResource, resourc
 #[cfg(feature = "schemars")]
 pub use schemars;
 pub use server::{Input, Server, ServerBuilder, ServerHandle};
-pub use tool::{Cancellation, FnTool, Tool, ToolContext, tool_fn};
+pub use tool::{Cancellation, FnTool, Tool, ToolContext, rich_tool_fn, tool_fn};

@@ -1,11 +1,113 @@
-//! The [`Prompt`] trait (a [`PromptDefinition`] is itself a prompt) and
-//! [`PromptTemplate`], a prompt with placeholders filled at build time.
+//! The [`Prompt`] trait (a [`PromptDefinition`] is itself a prompt),
+//! [`prompt_fn`] for prompts whose messages a function makes from their
+//! arguments, and [`PromptTemplate`], a prompt with placeholders filled at
+//! build time.
 
-use crate::error::BuildError;
+use std::collections::HashMap;
+use std::future::Future;
+use std::marker::PhantomData;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::content::Content;
+use crate::error::{BuildError, ToolError};
 use crate::protocol::{PromptDefinition, Role};
 
-/// A prompt listed by `mcp/listPrompts`. Prompts are fixed once the server
-/// is built: their list is serialised then, once.
+/// One argument a prompt declares (`schema.ts`: `PromptArgument`), filled
+/// by the client at `prompts/get`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptArgument {
+    /// The argument's name.
+    pub name: String,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether `prompts/get` must give it (a missing one is `-32602`).
+    #[serde(default)]
+    pub required: bool,
+}
+
+impl PromptArgument {
+    /// A required argument.
+    pub fn required(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: Some(description.into()),
+            required: true,
+        }
+    }
+
+    /// An optional argument.
+    pub fn optional(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            required: false,
+            ..Self::required(name, description)
+        }
+    }
+}
+
+/// Who speaks a prompt message. The Model Context Protocol has no system
+/// role: a [`Role::System`] prompt is sent as a `user` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+impl From<Role> for MessageRole {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::Assistant => Self::Assistant,
+            Role::User | Role::System => Self::User,
+        }
+    }
+}
+
+/// One message of a prompt (`schema.ts`: `PromptMessage`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptMessage {
+    /// Who speaks it.
+    pub role: MessageRole,
+    /// What it says.
+    pub content: Content,
+}
+
+impl PromptMessage {
+    /// A text message from the user.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: MessageRole::User,
+            content: Content::text(text),
+        }
+    }
+
+    /// A text message from the assistant.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: MessageRole::Assistant,
+            content: Content::text(text),
+        }
+    }
+
+    /// A message with any content block.
+    pub fn new(role: MessageRole, content: Content) -> Self {
+        Self { role, content }
+    }
+}
+
+/// A prompt's arguments as `prompts/get` gives them.
+pub type PromptArguments = HashMap<String, String>;
+
+/// A prompt. [`definition`](Prompt::definition) is what `mcp/listPrompts`
+/// shows (read once, when the server is built);
+/// [`arguments`](Prompt::arguments) are listed by `prompts/list`, and
+/// [`messages`](Prompt::messages) answers `prompts/get` — by default one
+/// message with the definition's content (a system prompt as a `user`
+/// message).
 ///
 /// ```
 /// use clawmcp::protocol::{PromptDefinition, Role};
@@ -19,14 +121,98 @@ use crate::protocol::{PromptDefinition, Role};
 /// };
 /// # let _ = clawmcp::Server::builder().prompt(planner).build().unwrap();
 /// ```
+#[async_trait]
 pub trait Prompt: Send + Sync + 'static {
     /// The prompt as `mcp/listPrompts` shows it.
     fn definition(&self) -> PromptDefinition;
+
+    /// The arguments `prompts/get` fills (none by default).
+    fn arguments(&self) -> Vec<PromptArgument> {
+        Vec::new()
+    }
+
+    /// The messages for `arguments` (every required one is present). An
+    /// `Err` fails `prompts/get` with its code (`-32602` for
+    /// [`ToolError::with_code`]`(INVALID_PARAMS, ..)`, else `-32603`).
+    async fn messages(&self, arguments: &PromptArguments) -> Result<Vec<PromptMessage>, ToolError> {
+        let _ = arguments;
+        let definition = self.definition();
+        Ok(vec![PromptMessage::new(
+            definition.role.into(),
+            Content::text(definition.content),
+        )])
+    }
 }
 
 impl Prompt for PromptDefinition {
     fn definition(&self) -> PromptDefinition {
         self.clone()
+    }
+}
+
+/// A prompt whose messages an async function makes from its arguments; its
+/// definition (for MCP v1.0's listing) and declared arguments are given.
+///
+/// ```
+/// use clawmcp::prompt::{prompt_fn, PromptArgument, PromptMessage};
+/// use clawmcp::protocol::{PromptDefinition, Role};
+///
+/// let summarize = prompt_fn(
+///     PromptDefinition {
+///         mcp_id: "mcp://example/prompts/summarize:v1".into(),
+///         name: "summarize".into(),
+///         description: Some("Summarizes a text.".into()),
+///         role: Role::User,
+///         content: "Summarize the following text.".into(),
+///     },
+///     [PromptArgument::required("text", "The text to summarize.")],
+///     |args| async move {
+///         Ok(vec![PromptMessage::user(format!("Summarize the following text.\n\n{}", args["text"]))])
+///     },
+/// );
+/// # let _ = clawmcp::Server::builder().prompt(summarize).build().unwrap();
+/// ```
+pub fn prompt_fn<F, Fut>(
+    definition: PromptDefinition,
+    arguments: impl IntoIterator<Item = PromptArgument>,
+    messages: F,
+) -> FnPrompt<F, Fut>
+where
+    F: Fn(PromptArguments) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<PromptMessage>, ToolError>> + Send + 'static,
+{
+    FnPrompt {
+        definition,
+        arguments: arguments.into_iter().collect(),
+        messages,
+        _future: PhantomData,
+    }
+}
+
+/// The prompt [`prompt_fn`] returns.
+pub struct FnPrompt<F, Fut> {
+    definition: PromptDefinition,
+    arguments: Vec<PromptArgument>,
+    messages: F,
+    _future: PhantomData<fn() -> Fut>,
+}
+
+#[async_trait]
+impl<F, Fut> Prompt for FnPrompt<F, Fut>
+where
+    F: Fn(PromptArguments) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<PromptMessage>, ToolError>> + Send + 'static,
+{
+    fn definition(&self) -> PromptDefinition {
+        self.definition.clone()
+    }
+
+    fn arguments(&self) -> Vec<PromptArgument> {
+        self.arguments.clone()
+    }
+
+    async fn messages(&self, arguments: &PromptArguments) -> Result<Vec<PromptMessage>, ToolError> {
+        (self.messages)(arguments.clone()).await
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
 
+use crate::content::ResourceBody;
 use crate::error::ToolError;
 use crate::server::ServerHandle;
 
@@ -54,9 +55,18 @@ pub trait Resource: Send + Sync + 'static {
     /// The resource's metadata, read once when the server is built.
     fn info(&self) -> ResourceInfo;
 
-    /// The current content. An `Err` fails the `mcp/listResources` call
-    /// with `-32603 Internal error`.
+    /// The current content as text (MCP v1.0 lists it; a binary
+    /// resource gives its bytes as base64 here). An `Err` fails the
+    /// `mcp/listResources` call with `-32603 Internal error`.
     async fn content(&self) -> Result<String, ToolError>;
+
+    /// The current body for `resources/read` (Model Context Protocol):
+    /// by default [`content`](Self::content) as text. A binary resource
+    /// returns [`ResourceBody::Blob`] (see [`BinaryResource`]). An `Err`
+    /// fails the read with `-32603 Internal error`.
+    async fn read(&self) -> Result<ResourceBody, ToolError> {
+        self.content().await.map(ResourceBody::Text)
+    }
 
     /// Called once when the server is built, with the server's handle: a
     /// resource that changes keeps it to announce its changes. Does nothing
@@ -149,6 +159,53 @@ impl Resource for TextResource {
 
     async fn content(&self) -> Result<String, ToolError> {
         Ok(self.content.clone())
+    }
+}
+
+/// A resource whose content is fixed bytes: read as a base64 `blob`
+/// (Model Context Protocol); MCP v1.0 lists its `content` as that base64
+/// text.
+///
+/// ```
+/// let logo = clawmcp::resource::BinaryResource::new(
+///     "mcp://example/resources/logo.png", "logo", "The logo.", "image/png", vec![0x89, b'P', b'N', b'G'],
+/// );
+/// # let _ = clawmcp::Server::builder().resource(logo).build().unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct BinaryResource {
+    info: ResourceInfo,
+    bytes: Arc<[u8]>,
+}
+
+impl BinaryResource {
+    /// A resource with the given metadata and bytes.
+    pub fn new(
+        mcp_id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        media_type: impl Into<String>,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Self {
+        Self {
+            info: ResourceInfo::new(mcp_id, name, description, media_type),
+            bytes: bytes.into().into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for BinaryResource {
+    fn info(&self) -> ResourceInfo {
+        self.info.clone()
+    }
+
+    async fn content(&self) -> Result<String, ToolError> {
+        Ok(ResourceBody::Blob(self.bytes.to_vec()).as_v1_content())
+    }
+
+    async fn read(&self) -> Result<ResourceBody, ToolError> {
+        Ok(ResourceBody::Blob(self.bytes.to_vec()))
     }
 }
 

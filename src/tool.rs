@@ -12,20 +12,25 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::Notify;
 
+use crate::content::ToolOutput;
 use crate::error::ToolError;
 use crate::jsonrpc::RequestId;
 use crate::protocol::ToolDefinition;
 use crate::server::ServerHandle;
+use crate::server::peer::Link;
 
-/// A tool that clients run with `mcp/executeTool`.
+/// A tool that clients run (`mcp/executeTool` in MCP v1.0, `tools/call` in
+/// the Model Context Protocol, where it is called by its `name`).
 ///
 /// [`definition`](Tool::definition) is read once, when the server is built:
 /// its schemas are checked and compiled then. [`call`](Tool::call) receives
-/// arguments that already passed `inputSchema`; what it returns is checked
-/// against `outputSchema` before it is sent.
+/// arguments that already passed `inputSchema`; what it returns — a
+/// [`ToolOutput`]: structured output (any `serde_json::Value` converts),
+/// content blocks, or both — is checked against `outputSchema` before it is
+/// sent.
 ///
 /// ```
-/// use clawmcp::{async_trait, Tool, ToolContext, ToolError};
+/// use clawmcp::{async_trait, Tool, ToolContext, ToolError, ToolOutput};
 /// use clawmcp::protocol::ToolDefinition;
 /// use serde_json::{json, Value};
 ///
@@ -45,8 +50,8 @@ use crate::server::ServerHandle;
 ///         }
 ///     }
 ///
-///     async fn call(&self, arguments: Value, _ctx: ToolContext) -> Result<Value, ToolError> {
-///         Ok(json!({"message": arguments["message"]}))
+///     async fn call(&self, arguments: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(json!({"message": arguments["message"]}).into())
 ///     }
 /// }
 /// ```
@@ -58,8 +63,9 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs the tool. `arguments` is a JSON object that matches
     /// `inputSchema`. An `Err` is answered `-32000 Tool execution failed`
     /// (or the error's own [code](ToolError::with_code)) with the error's
-    /// text as `data`; a panic is answered `-32603`.
-    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError>;
+    /// text as `data` in MCP v1.0, and as a result with `isError: true` in
+    /// the Model Context Protocol; a panic is answered `-32603`.
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 
     /// How long one execution may run before it is stopped and answered
     /// `-32004`; `None` (the default) means the server's limit
@@ -80,13 +86,18 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
-/// What a tool execution knows about its request and its server.
+/// What a tool execution knows about its request and its server, and its
+/// way back to the client: [`progress`](Self::progress),
+/// [`log`](Self::log), and (Model Context Protocol) requests to the client —
+/// [`elicit`](Self::elicit), [`sample`](Self::sample),
+/// [`roots`](Self::roots).
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     request_id: RequestId,
     cancel: Cancellation,
     server: ServerHandle,
     span: tracing::Span,
+    link: Option<Arc<Link>>,
 }
 
 impl ToolContext {
@@ -95,13 +106,20 @@ impl ToolContext {
         cancel: Cancellation,
         server: ServerHandle,
         span: tracing::Span,
+        link: Option<Link>,
     ) -> Self {
         Self {
             request_id,
             cancel,
             server,
             span,
+            link: link.map(Arc::new),
         }
+    }
+
+    /// The way back to the session, if there is one.
+    pub(crate) fn link(&self) -> Option<&Link> {
+        self.link.as_deref()
     }
 
     /// The tracing span of this execution (`tool` at debug level, with the
@@ -111,7 +129,7 @@ impl ToolContext {
         &self.span
     }
 
-    /// The id of the `mcp/executeTool` request being served.
+    /// The id of the request being served.
     pub fn request_id(&self) -> &RequestId {
         &self.request_id
     }
@@ -215,7 +233,8 @@ impl Cancellation {
     }
 }
 
-/// A tool made of a [`ToolDefinition`] and an async closure.
+/// A tool made of a [`ToolDefinition`] and an async closure returning its
+/// structured output (for content blocks, see [`rich_tool_fn`]).
 ///
 /// ```
 /// use clawmcp::{tool_fn, ToolContext};
@@ -251,7 +270,44 @@ where
     }
 }
 
-/// The tool [`tool_fn`] returns.
+/// A tool made of a [`ToolDefinition`] and an async closure returning a
+/// [`ToolOutput`]: content blocks (text, image, audio, resources), structured
+/// output, or both. A tool whose output is blocks only is best given the
+/// output schema `{}` (MCP v1.0 sees it as `{"content": [blocks]}`).
+///
+/// ```
+/// use clawmcp::{rich_tool_fn, Content, ToolContext, ToolOutput};
+/// use clawmcp::protocol::ToolDefinition;
+/// use serde_json::{json, Value};
+///
+/// let logo = rich_tool_fn(
+///     ToolDefinition {
+///         mcp_id: "mcp://example/tools/logo:v1".into(),
+///         name: "logo".into(),
+///         description: "Draws the logo.".into(),
+///         input_schema: json!({"type": "object"}),
+///         output_schema: json!({}),
+///     },
+///     |_args: Value, _ctx: ToolContext| async move {
+///         Ok(ToolOutput::content([Content::text("The logo:"), Content::image(b"\x89PNG", "image/png")]))
+///     },
+/// );
+/// # let _ = clawmcp::Server::builder().tool(logo).build().unwrap();
+/// ```
+pub fn rich_tool_fn<F, Fut>(definition: ToolDefinition, function: F) -> FnTool<F, Fut>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+{
+    FnTool {
+        definition,
+        function,
+        may_block: false,
+        _future: PhantomData,
+    }
+}
+
+/// The tool [`tool_fn`] and [`rich_tool_fn`] return.
 pub struct FnTool<F, Fut> {
     definition: ToolDefinition,
     function: F,
@@ -269,17 +325,18 @@ impl<F, Fut> FnTool<F, Fut> {
 }
 
 #[async_trait]
-impl<F, Fut> Tool for FnTool<F, Fut>
+impl<F, Fut, O> Tool for FnTool<F, Fut>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    O: Into<ToolOutput>,
 {
     fn definition(&self) -> ToolDefinition {
         self.definition.clone()
     }
 
-    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError> {
-        (self.function)(arguments, ctx).await
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        (self.function)(arguments, ctx).await.map(Into::into)
     }
 
     fn may_block(&self) -> bool {

@@ -3,7 +3,10 @@
 //! `O: Serialize + JsonSchema`. Both schemas are derived from the types
 //! (doc comments become descriptions); arguments are validated against the
 //! derived `inputSchema` first, then deserialised; `E` is answered `-32000`
-//! with its text.
+//! with its text (an `isError` result in the Model Context Protocol). The
+//! output is structured output: `output` in MCP v1.0; `structuredContent`
+//! (when `O`'s schema is an object schema) plus its JSON as a text block in
+//! the Model Context Protocol.
 //!
 //! A typed tool is a [`Tool`] like any other: validation, time limits,
 //! cancellation and panics take the same path inside the server.
@@ -51,6 +54,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::content::ToolOutput;
 use crate::error::{ErrorCode, ToolError};
 use crate::protocol::ToolDefinition;
 use crate::tool::{Tool, ToolContext};
@@ -184,7 +188,7 @@ where
         self.definition.clone()
     }
 
-    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<Value, ToolError> {
+    async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         // The schema passed; a type stricter than its schema can still refuse.
         let arguments: A = serde_json::from_value(arguments).map_err(|e| {
             ToolError::with_code(
@@ -200,15 +204,17 @@ where
             .call(arguments, ctx)
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
-        serde_json::to_value(output).map_err(|e| {
-            ToolError::with_code(
-                ErrorCode::INTERNAL_ERROR,
-                format!(
-                    "the output of tool {} is not JSON: {e}",
-                    self.definition.mcp_id
-                ),
-            )
-        })
+        serde_json::to_value(output)
+            .map(ToolOutput::structured)
+            .map_err(|e| {
+                ToolError::with_code(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "the output of tool {} is not JSON: {e}",
+                        self.definition.mcp_id
+                    ),
+                )
+            })
     }
 
     fn time_limit(&self) -> Option<Duration> {

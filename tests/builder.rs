@@ -93,8 +93,11 @@ fn absolute_uri_mcp_ids_of_any_scheme_are_accepted() {
         "a.b-c:d",
         "https://example.com/tools/x?v=1#f",
     ] {
+        // Tool names derived from these ids (`x?v=1#f`) are MCP v1.0 names
+        // only: the Model Context Protocol refuses them (MCP-DIALECT.md §3).
         let built = build(
             Server::builder()
+                .dialects(clawmcp::Dialects::McpV1)
                 .tool(tool(id))
                 .resource(resource(id))
                 .prompt(prompt(id)),
@@ -288,7 +291,9 @@ async fn items_are_listed_in_registration_order() {
         "mcp://t/resources/m",
     ];
     let prompt_ids = ["mcp://t/prompts/z", "mcp://t/prompts/a"];
-    let mut builder = Server::builder();
+    // Both prompts are named `p`: an MCP v1.0 listing only (the Model
+    // Context Protocol finds prompts by name, MCP-DIALECT.md §3).
+    let mut builder = Server::builder().dialects(clawmcp::Dialects::McpV1);
     for id in tool_ids {
         builder = builder.tool(tool(id));
     }

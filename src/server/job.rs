@@ -1,62 +1,83 @@
-//! One request's async work, run to exactly one reply: the tool's outcome,
-//! or the error that stopped it — `-32003` when the client cancelled it,
-//! `-32004` past its time limit, `-32005` when shutdown's grace period ran
-//! out, `-32603` when it panicked.
+//! One request's async work, run to its end: the work's outcome, or what
+//! stopped it — the client cancelled it, it ran past its time limit,
+//! shutdown's grace period ran out, the client went away — or its panic.
+//! The session's dialect turns that end into the reply (or into none: the
+//! Model Context Protocol does not answer a cancelled request).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::dispatch::{self, Work};
+use serde_json::value::RawValue;
+
+use super::operation::{self, Done, Failure, Work};
+use super::peer::Link;
 use super::shared::Shared;
-use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, encode_error};
-use crate::tool::{CancelReason, Cancellation};
+use crate::dialect::{Ended, JobInfo};
+use crate::jsonrpc::RequestId;
+use crate::tool::{CancelReason, Cancellation, ToolContext};
 
 /// A request's work under way, its panics caught.
-type Running = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>> + Send>>;
+type Running = Pin<Box<dyn Future<Output = Result<Result<Done, Failure>, String>> + Send>>;
 
 /// A request whose reply needs async work.
 pub(super) struct Job {
     pub(super) id: RequestId,
+    /// The method, for MCP v1.0's trace lines.
     method: &'static str,
     cancel: Cancellation,
     /// When it was read, if trace is on.
     started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
     pub(super) may_block: bool,
-    limit: Option<Duration>,
-    tool: Option<usize>,
+    info: JobInfo,
     running: Running,
 }
 
-/// A handled request: its reply and, if trace is on, its trace line.
-pub(super) struct Handled {
-    pub(super) reply: Vec<u8>,
-    pub(super) trace: Option<Vec<u8>>,
+/// A handled request: its reply (none for a request the dialect does not
+/// answer) and, if trace is on, its trace line.
+pub(crate) struct Handled {
+    pub(crate) id: RequestId,
+    pub(crate) reply: Option<Vec<u8>>,
+    pub(crate) trace: Option<Vec<u8>>,
 }
 
 impl Job {
     /// The job for `work`, not started yet (futures do nothing until polled).
     pub(super) fn new(
-        shared: &Shared,
+        shared: &Arc<Shared>,
         id: RequestId,
         work: Work,
+        progress: Option<Box<RawValue>>,
         started: Option<Instant>,
     ) -> Self {
         let server = &shared.server;
         let cancel = Cancellation::new();
-        Job {
-            method: work.method(),
-            may_block: work.may_block(server),
-            limit: work.time_limit(server),
+        let info = JobInfo {
             tool: work.tool_index(),
+            limit: work.time_limit(server),
+        };
+        let span = match info.tool.and_then(|i| server.catalog.tools.get(i)) {
+            Some(tool) => tracing::debug_span!("tool", request_id = %id, tool = %tool.mcp_id()),
+            None => tracing::Span::none(),
+        };
+        let ctx = ToolContext::new(
+            id.clone(),
+            cancel.clone(),
+            server.handle.clone(),
+            span,
+            Some(Link::new(shared, progress)),
+        );
+        Job {
+            method: shared.dialect.trace_name(&work),
+            may_block: work.may_block(server),
             running: Box::pin(CatchUnwind {
-                inner: dispatch::perform(server.clone(), id.clone(), work, cancel.clone()),
+                inner: operation::perform(server.clone(), work, ctx),
             }),
+            info,
             id,
             cancel,
             started,
@@ -75,13 +96,13 @@ impl Job {
         }
     }
 
-    /// Runs the work to its reply: the tool's outcome, or `-32003` when the
-    /// client cancelled it, `-32004` past its time limit, `-32005` when the
-    /// shutdown grace period ran out, `-32603` when it panicked. The time
-    /// limit counts from here.
+    /// Runs the work to its end: its outcome, or what stopped it first (a
+    /// cancel, the time limit, the end of shutdown's grace period, the
+    /// client going away). The time limit counts from here.
     async fn run(mut self, shared: Arc<Shared>) -> Handled {
+        let limit = self.info.limit;
         let expired = async {
-            match self.limit {
+            match limit {
                 Some(limit) => tokio::time::sleep(limit).await,
                 None => std::future::pending().await,
             }
@@ -95,7 +116,7 @@ impl Job {
                 None
             }
             () = shared.out.closed() => {
-                // Nobody reads the reply (the HTTP client went away): stop the tool.
+                // Nobody reads the reply (the client went away): stop the tool.
                 self.cancel.cancel(CancelReason::Gone);
                 None
             }
@@ -103,60 +124,40 @@ impl Job {
         self.finish(&shared, outcome)
     }
 
+    /// The reply for the work's outcome (`None`: stopped before it ended).
+    fn finish(
+        self,
+        shared: &Shared,
+        outcome: Option<Result<Result<Done, Failure>, String>>,
+    ) -> Handled {
+        let ended = match outcome {
+            // A tool that saw the cancellation and returned is still cancelled.
+            Some(_) | None if self.cancel.is_cancelled() => {
+                Ended::Stopped(self.cancel.reason().unwrap_or(CancelReason::Client))
+            }
+            None => Ended::Stopped(CancelReason::Client),
+            Some(Ok(result)) => Ended::Finished(result),
+            Some(Err(panic)) => Ended::Panicked(panic),
+        };
+        let reply = shared
+            .dialect
+            .encode_end(shared, &self.id, ended, &self.info);
+        let trace = shared.trace_line(self.method, &self.id, self.started, reply.as_deref());
+        Handled {
+            id: self.id,
+            reply,
+            trace,
+        }
+    }
+
     /// Answers a request that was cancelled before it started (it was
     /// parked): its work never runs.
     pub(super) fn cancel_unstarted(self, shared: &Shared) -> Handled {
-        self.cancel.cancel(CancelReason::Client);
-        self.finish(shared, None)
-    }
-
-    /// The reply for the work's outcome (`None`: stopped before it ended).
-    fn finish(self, shared: &Shared, outcome: Option<Result<Vec<u8>, String>>) -> Handled {
-        let reply = match outcome {
-            // A tool that saw the cancellation and returned is still cancelled.
-            Some(_) if self.cancel.is_cancelled() => self.stopped(shared),
-            None => self.stopped(shared),
-            Some(Ok(reply)) => reply,
-            Some(Err(panic)) => {
-                tracing::error!(id = %self.id, "a tool panicked: {panic}");
-                encode_error(
-                    &self.id,
-                    &RpcError::internal(format!("the tool panicked: {panic}")),
-                )
-            }
-        };
-        let trace = shared.trace_line(self.method, &self.id, self.started, &reply);
-        Handled { reply, trace }
-    }
-
-    /// The error for work stopped before it ended, by the reason it was.
-    fn stopped(&self, shared: &Shared) -> Vec<u8> {
-        let error = match self.cancel.reason() {
-            Some(CancelReason::TimeLimit) => {
-                let tool = self
-                    .tool
-                    .and_then(|i| shared.server.tools.get(i))
-                    .map_or("?", |t| t.mcp_id.as_str());
-                RpcError::new(
-                    ErrorCode::REQUEST_TIMED_OUT,
-                    format!(
-                        "tool {tool} ran past its time limit of {:?}",
-                        self.limit.unwrap_or_default()
-                    ),
-                )
-            }
-            Some(CancelReason::Shutdown) => RpcError::shutting_down(
-                "the server is shutting down and the request did not finish within the grace period",
-            ),
-            Some(CancelReason::Gone) => {
-                RpcError::new(ErrorCode::REQUEST_CANCELLED, "the client is gone")
-            }
-            Some(CancelReason::Client) | None => RpcError::new(
-                ErrorCode::REQUEST_CANCELLED,
-                "the request was cancelled by $/cancelRequest",
-            ),
-        };
-        encode_error(&self.id, &error)
+        Handled {
+            reply: shared.dialect.cancelled_unstarted(&self.id),
+            trace: None,
+            id: self.id,
+        }
     }
 
     /// Registers the job for cancellation now, and returns it running,

@@ -2,32 +2,34 @@
 //! builder, checked and compiled once by [`ServerBuilder::build`], and
 //! served by any number of sessions at once.
 
-mod dispatch;
+mod catalog;
 mod handshake;
 mod job;
+mod operation;
+pub(crate) mod peer;
 mod push;
 mod session;
 mod shared;
 mod validate;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jsonschema::Validator;
-use serde_json::value::RawValue;
-
+pub(crate) use catalog::{Catalog, CompiledTool, CompletionRef};
+pub(crate) use handshake::Phase;
+pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;
 pub(crate) use session::Session;
 pub use session::{Input, MAX_PARKED};
+pub(crate) use shared::{About, ClientInfo, Outgoing, Shared, Subscriptions};
 
+use crate::completion::Complete;
+use crate::dialect::{Dialects, model_context, v1};
 use crate::error::BuildError;
 use crate::prompt::Prompt;
-use crate::protocol::{
-    ExecutionProvider, InitializeResult, PromptDefinition, ServerCapabilities, ServerInfo,
-    ToolDefinition,
-};
-use crate::resource::{Resource, ResourceInfo};
+use crate::protocol::{ServerCapabilities, ServerInfo};
+use crate::resource::Resource;
+use crate::template::ResourceTemplate;
 use crate::tool::Tool;
 
 /// The default size limit of one message: 4 MiB (PROTOCOL.md §2, `-32006`).
@@ -38,6 +40,11 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// The default time requests in flight get to finish once shutdown begins: 10 s.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// The default time a client gets to answer a request from a tool
+/// (elicitation, sampling, roots): 5 minutes.
+pub const DEFAULT_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default number of items per page of a Model Context Protocol list.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 /// A built MCP server: cheap to clone, served by transports — stdio
 /// ([`Server::serve_stdio`], [`Server::serve_io`] and their `_until`
@@ -52,9 +59,9 @@ impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.tools.len())
-            .field("resources", &self.inner.resources.len())
-            .field("capabilities", &self.inner.capabilities)
+            .field("tools", &self.inner.catalog.tools.len())
+            .field("resources", &self.inner.catalog.resources.len())
+            .field("dialects", &self.inner.dialects)
             .finish()
     }
 }
@@ -71,9 +78,10 @@ impl Server {
         self.inner.handle.clone()
     }
 
-    /// The capabilities `initialize` announces, derived from what was registered.
+    /// The capabilities MCP v1.0's `initialize` announces, derived from
+    /// what was registered.
     pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.capabilities
+        &self.inner.v1.capabilities
     }
 
     /// The size limit of one message, in bytes.
@@ -117,10 +125,10 @@ impl Server {
         let not_json = Session::implicit(self, out, stop.clone())
             .run_one(Input::Message(body.into()))
             .await;
-        let reply = replies.recv().await;
+        let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
         while let Some(extra) = replies.recv().await {
             tracing::error!(
-                bytes = extra.len(),
+                bytes = extra.bytes.len(),
                 "an implicit session wrote more than one message"
             );
         }
@@ -140,42 +148,30 @@ pub(crate) struct Limits {
     pub(crate) max_in_flight: usize,
     pub(crate) tool_time_limit: Option<Duration>,
     pub(crate) shutdown_grace: Duration,
-}
-
-/// A registered tool with its compiled schemas.
-pub(crate) struct CompiledTool {
-    pub(crate) mcp_id: String,
-    pub(crate) tool: Arc<dyn Tool>,
-    pub(crate) time_limit: Option<Duration>,
-    pub(crate) may_block: bool,
-    pub(crate) input: Validator,
-    pub(crate) output: Validator,
+    pub(crate) client_request_timeout: Duration,
 }
 
 /// Everything a session needs, immutable once built (but for the handle's
 /// session registry).
 pub(crate) struct ServerInner {
     pub(crate) info: ServerInfo,
-    pub(crate) capabilities: ServerCapabilities,
-    /// The `initialize` result, serialised once.
-    pub(crate) initialize_result: Box<RawValue>,
-    pub(crate) tools: Vec<CompiledTool>,
-    pub(crate) tool_index: HashMap<String, usize, IdHasher>,
-    /// The `mcp/listTools` result, serialised once.
-    pub(crate) tool_list: Box<RawValue>,
-    pub(crate) resources: Vec<(ResourceInfo, Arc<dyn Resource>)>,
-    /// The `mcp/listPrompts` result, serialised once.
-    pub(crate) prompt_list: Box<RawValue>,
+    pub(crate) catalog: Catalog,
+    /// MCP v1.0's capabilities and lists, serialised once.
+    pub(crate) v1: v1::Lists,
+    /// The Model Context Protocol's capabilities and list pages,
+    /// serialised once.
+    pub(crate) model_context: model_context::Lists,
+    pub(crate) dialects: Dialects,
     pub(crate) limits: Limits,
     pub(crate) handle: ServerHandle,
 }
 
 /// Capabilities announced even without items of their kind.
 #[derive(Debug, Clone, Copy, Default)]
-struct Providers {
-    tools: bool,
-    resources: bool,
-    prompts: bool,
+pub(crate) struct Providers {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
 }
 
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a
@@ -199,10 +195,15 @@ struct Providers {
 pub struct ServerBuilder {
     name: String,
     version: String,
+    instructions: Option<String>,
     tools: Vec<Arc<dyn Tool>>,
     resources: Vec<Arc<dyn Resource>>,
-    prompts: Vec<Box<dyn Prompt>>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Arc<dyn Prompt>>,
+    prompt_completers: Vec<(String, String, Arc<dyn Complete>)>,
     providers: Providers,
+    dialects: Dialects,
+    page_size: usize,
     limits: Limits,
     handle: ServerHandle,
 }
@@ -212,16 +213,22 @@ impl Default for ServerBuilder {
         Self {
             name: env!("CARGO_PKG_NAME").to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
             tools: Vec::new(),
             resources: Vec::new(),
+            templates: Vec::new(),
             prompts: Vec::new(),
+            prompt_completers: Vec::new(),
             providers: Providers::default(),
+            dialects: Dialects::Both,
+            page_size: DEFAULT_PAGE_SIZE,
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
                 max_header_size: crate::transport::DEFAULT_MAX_HEADER_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+                client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
             },
             handle: ServerHandle::new(),
         }
@@ -255,7 +262,59 @@ impl ServerBuilder {
 
     /// Registers a prompt. Prompts are listed in registration order.
     pub fn prompt(mut self, prompt: impl Prompt) -> Self {
-        self.prompts.push(Box::new(prompt));
+        self.prompts.push(Arc::new(prompt));
+        self
+    }
+
+    /// Registers a resource template (Model Context Protocol:
+    /// `resources/templates/list`, and `resources/read` of any URI it
+    /// matches). Templates are listed, and tried, in registration order.
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Completes values of `argument` of the prompt named `prompt` for
+    /// `completion/complete` (Model Context Protocol). The prompt must
+    /// declare the argument ([`Prompt::arguments`]).
+    pub fn complete_prompt_argument(
+        mut self,
+        prompt: impl Into<String>,
+        argument: impl Into<String>,
+        completer: impl Complete,
+    ) -> Self {
+        self.prompt_completers
+            .push((prompt.into(), argument.into(), Arc::new(completer)));
+        self
+    }
+
+    /// Instructions for the model on how to use this server, sent in the
+    /// Model Context Protocol's `initialize` result (default: none).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Which wire dialects the server speaks (default: both, chosen per
+    /// connection — MCP-DIALECT.md §1).
+    pub fn dialects(mut self, dialects: Dialects) -> Self {
+        self.dialects = dialects;
+        self
+    }
+
+    /// How many items one page of a Model Context Protocol list holds
+    /// (default 100, at least 1); longer lists carry a `nextCursor`.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = items.max(1);
+        self
+    }
+
+    /// How long a client gets to answer a request a tool sends it
+    /// (elicitation, sampling, roots) before the tool's call fails with
+    /// [`ClientError::TimedOut`](crate::peer::ClientError::TimedOut)
+    /// (default 5 minutes).
+    pub fn client_request_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.client_request_timeout = timeout;
         self
     }
 
@@ -325,89 +384,48 @@ impl ServerBuilder {
     }
 
     /// Checks every item (PROTOCOL.md §6: absolute, unique mcpIds; valid
-    /// schemas, the input schema an object schema), compiles the schemas and
-    /// serialises the fixed lists once.
+    /// schemas, the input schema an object schema; with the Model Context
+    /// Protocol on, MCP-DIALECT.md §3: valid, unique tool names and unique
+    /// prompt names), compiles the schemas and serialises the fixed lists
+    /// of each dialect once.
     pub fn build(self) -> Result<Server, BuildError> {
-        let mut tools = Vec::with_capacity(self.tools.len());
-        let mut tool_index = HashMap::default();
-        let mut definitions: Vec<ToolDefinition> = Vec::with_capacity(self.tools.len());
-        for tool in self.tools {
-            let def = tool.definition();
-            check_id("tool", &def.mcp_id, tool_index.contains_key(&def.mcp_id))?;
-            check_text("tool", &def.mcp_id, "name", &def.name)?;
-            check_text("tool", &def.mcp_id, "description", &def.description)?;
-            validate::require_object_schema(&def.mcp_id, &def.input_schema)?;
-            let input = validate::compile(&def.mcp_id, "inputSchema", &def.input_schema)?;
-            let output = validate::compile(&def.mcp_id, "outputSchema", &def.output_schema)?;
-            tool_index.insert(def.mcp_id.clone(), tools.len());
-            tools.push(CompiledTool {
-                mcp_id: def.mcp_id.clone(),
-                time_limit: tool.time_limit().or(self.limits.tool_time_limit),
-                may_block: tool.may_block(),
-                tool,
-                input,
-                output,
-            });
-            definitions.push(def);
-        }
-
-        let mut resources = Vec::with_capacity(self.resources.len());
-        let mut resource_ids = HashSet::new();
-        for resource in self.resources {
-            let info = resource.info();
-            check_id(
-                "resource",
-                &info.mcp_id,
-                resource_ids.contains(&info.mcp_id),
-            )?;
-            check_text("resource", &info.mcp_id, "name", &info.name)?;
-            check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
-            resource_ids.insert(info.mcp_id.clone());
-            resource.bind(&self.handle);
-            resources.push((info, resource));
-        }
-
-        let mut prompts: Vec<PromptDefinition> = Vec::with_capacity(self.prompts.len());
-        let mut prompt_ids = HashSet::new();
-        for prompt in &self.prompts {
-            let def = prompt.definition();
-            check_id("prompt", &def.mcp_id, prompt_ids.contains(&def.mcp_id))?;
-            check_text("prompt", &def.mcp_id, "name", &def.name)?;
-            prompt_ids.insert(def.mcp_id.clone());
-            prompts.push(def);
-        }
-
-        let Providers {
-            tools: tools_on,
-            resources: resources_on,
-            prompts: prompts_on,
-        } = self.providers;
-        let can_execute = tools_on || !tools.is_empty();
-        let capabilities = ServerCapabilities {
-            list_tools_provider: can_execute,
-            list_resources_provider: resources_on || !resources.is_empty(),
-            list_prompts_provider: prompts_on || !prompts.is_empty(),
-            execution_provider: can_execute.then_some(ExecutionProvider { execute: true }),
+        let items = catalog::Items {
+            tools: self.tools,
+            resources: self.resources,
+            templates: self.templates,
+            prompts: self.prompts,
+            prompt_completers: self.prompt_completers,
         };
+        let catalog = Catalog::build(
+            items,
+            self.limits.tool_time_limit,
+            self.dialects.model_context(),
+        )?;
+        for (_, resource) in &catalog.resources {
+            resource.bind(&self.handle);
+        }
         let info = ServerInfo {
             name: self.name,
             version: self.version,
         };
-        let initialize_result = raw(&InitializeResult {
-            capabilities: capabilities.clone(),
-            server_info: info.clone(),
-        });
-        self.handle.registry().set_resource_ids(resource_ids);
+        let v1 = v1::Lists::build(&catalog, self.providers, &info);
+        let model_context = model_context::Lists::build(
+            &catalog,
+            self.providers,
+            &info,
+            self.instructions.as_deref(),
+            self.page_size,
+        );
+        self.handle
+            .registry()
+            .set_resource_ids(catalog.resource_index.keys().cloned().collect());
         Ok(Server {
             inner: Arc::new(ServerInner {
                 info,
-                capabilities,
-                initialize_result,
-                tool_list: raw(&definitions),
-                tools,
-                tool_index,
-                resources,
-                prompt_list: raw(&prompts),
+                catalog,
+                v1,
+                model_context,
+                dialects: self.dialects,
                 limits: self.limits,
                 handle: self.handle,
             }),
@@ -445,79 +463,9 @@ impl std::hash::Hasher for Fnv {
 }
 
 /// Serialises a fixed value once. The protocol types always serialise.
-fn raw<T: serde::Serialize>(value: &T) -> Box<RawValue> {
+pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|e| {
         tracing::error!("serialising a fixed list failed: {e}");
-        RawValue::from_string("null".into()).unwrap_or_default()
+        serde_json::value::RawValue::from_string("null".into()).unwrap_or_default()
     })
-}
-
-/// PROTOCOL.md §6: an mcpId is an absolute URI, unique within its kind.
-fn check_id(kind: &'static str, mcp_id: &str, taken: bool) -> Result<(), BuildError> {
-    if !is_absolute_uri(mcp_id) {
-        return Err(BuildError::MalformedMcpId {
-            kind,
-            mcp_id: mcp_id.to_owned(),
-        });
-    }
-    if taken {
-        return Err(BuildError::DuplicateMcpId {
-            kind,
-            mcp_id: mcp_id.to_owned(),
-        });
-    }
-    Ok(())
-}
-
-fn check_text(
-    kind: &'static str,
-    mcp_id: &str,
-    field: &'static str,
-    text: &str,
-) -> Result<(), BuildError> {
-    if text.trim().is_empty() {
-        return Err(BuildError::EmptyField {
-            kind,
-            mcp_id: mcp_id.to_owned(),
-            field,
-        });
-    }
-    Ok(())
-}
-
-/// `scheme ":" rest`, RFC 3986's scheme syntax, a non-empty rest without
-/// white space or control characters.
-fn is_absolute_uri(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !rest.is_empty()
-        && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn absolute_uris() {
-        for ok in ["mcp://a/b:v1", "urn:x", "mcp+x://a", "a.b-c:d"] {
-            assert!(is_absolute_uri(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "no-scheme",
-            "/abs/path",
-            "1mcp://a",
-            "mcp:",
-            "mcp://a b",
-            ":x",
-            "mc p://a",
-        ] {
-            assert!(!is_absolute_uri(bad), "{bad}");
-        }
-    }
 }

@@ -1,9 +1,12 @@
 //! Server-initiated notifications: the [`ServerHandle`] that fires them and
-//! the per-session queues that carry them to every ready session.
+//! the per-session queues that carry them to every ready session, where
+//! each session's dialect encodes them — `mcp/resourceDidChange` in MCP
+//! v1.0, `notifications/resources/updated` (to sessions that subscribed to
+//! the resource) in the Model Context Protocol.
 //!
-//! A session's queue coalesces: a notification already waiting to be sent
-//! is not queued twice, so a client that reads slowly gets one
-//! `mcp/resourceDidChange` per resource, never an unbounded backlog.
+//! A session's queue coalesces: a change already waiting to be sent is not
+//! queued twice, so a client that reads slowly gets one notification per
+//! resource, never an unbounded backlog.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -13,8 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::encode_notification;
-use crate::protocol::{ResourceDidChangeParams, methods};
+use super::shared::{About, Outgoing, Subscriptions};
+use crate::dialect::Dialect;
 
 /// A cloneable handle to a server, for announcing changes to every ready
 /// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
@@ -65,10 +68,12 @@ impl ServerHandle {
         &self.registry
     }
 
-    /// Announces that the content of resource `mcp_id` changed: every
-    /// session past its handshake receives `mcp/resourceDidChange`.
-    /// Sessions still in their handshake get nothing (PROTOCOL.md §5).
-    /// An id the server does not list is logged and ignored.
+    /// Announces that the content of resource `mcp_id` changed: every MCP
+    /// v1.0 session past its handshake receives `mcp/resourceDidChange`,
+    /// every Model Context Protocol session that subscribed to the URI
+    /// receives `notifications/resources/updated`. Sessions still in their
+    /// handshake get nothing (PROTOCOL.md §5). An id the server does not
+    /// list is logged and ignored.
     pub fn resource_changed(&self, mcp_id: &str) {
         if let Some(known) = self.registry.resource_ids.get()
             && !known.contains(mcp_id)
@@ -79,14 +84,8 @@ impl ServerHandle {
             );
             return;
         }
-        let message: Arc<[u8]> = encode_notification(
-            methods::RESOURCE_DID_CHANGE,
-            &ResourceDidChangeParams {
-                mcp_id: mcp_id.to_owned(),
-            },
-        )
-        .into();
-        self.registry.broadcast(&message);
+        let uri: Arc<str> = mcp_id.into();
+        self.registry.broadcast(&uri);
     }
 
     /// How many sessions currently receive notifications.
@@ -116,19 +115,25 @@ impl PushRegistry {
         self.sessions().len()
     }
 
-    fn broadcast(&self, message: &Arc<[u8]>) {
+    fn broadcast(&self, uri: &Arc<str>) {
         for queue in self.sessions().values() {
-            queue.push(message);
+            queue.push(uri);
         }
     }
 
     /// Registers a session that became ready and starts the task that
-    /// forwards its queue into `out`. The returned guard unregisters it.
-    pub(crate) fn subscribe(self: &Arc<Self>, out: mpsc::Sender<Vec<u8>>) -> Subscription {
+    /// forwards its queue, encoded by the session's dialect, into `out`.
+    /// The returned guard unregisters it.
+    pub(crate) fn subscribe(
+        self: &Arc<Self>,
+        out: mpsc::Sender<Outgoing>,
+        dialect: Dialect,
+        subscriptions: Arc<Subscriptions>,
+    ) -> Subscription {
         let number = self.next_session.fetch_add(1, Ordering::Relaxed);
         let queue = Arc::new(PushQueue::default());
         self.sessions().insert(number, queue.clone());
-        tokio::spawn(forward(queue.clone(), out));
+        tokio::spawn(forward(queue.clone(), out, dialect, subscriptions));
         Subscription {
             registry: self.clone(),
             number,
@@ -137,35 +142,47 @@ impl PushRegistry {
     }
 }
 
-/// A ready session's pending notifications.
+/// A ready session's pending changes (resource URIs).
 #[derive(Default)]
 struct PushQueue {
-    pending: Mutex<Vec<Arc<[u8]>>>,
+    pending: Mutex<Vec<Arc<str>>>,
     wake: Notify,
     closed: AtomicBool,
 }
 
 impl PushQueue {
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<[u8]>>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<str>>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, message: &Arc<[u8]>) {
+    fn push(&self, uri: &Arc<str>) {
         let mut pending = self.pending();
-        if !pending.iter().any(|m| **m == **message) {
-            pending.push(message.clone());
+        if !pending.iter().any(|u| **u == **uri) {
+            pending.push(uri.clone());
         }
         drop(pending);
         self.wake.notify_one();
     }
 }
 
-async fn forward(queue: Arc<PushQueue>, out: mpsc::Sender<Vec<u8>>) {
+async fn forward(
+    queue: Arc<PushQueue>,
+    out: mpsc::Sender<Outgoing>,
+    dialect: Dialect,
+    subscriptions: Arc<Subscriptions>,
+) {
     loop {
         queue.wake.notified().await;
         let batch = std::mem::take(&mut *queue.pending());
-        for message in batch {
-            if out.send(message.to_vec()).await.is_err() {
+        for uri in batch {
+            let Some(bytes) = dialect.resource_changed(&subscriptions, &uri) else {
+                continue;
+            };
+            let message = Outgoing {
+                bytes,
+                about: About::Session,
+            };
+            if out.send(message).await.is_err() {
                 return;
             }
         }

@@ -27,16 +27,13 @@ use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::{self, Step};
-use super::handshake::{Admission, Phase};
+use super::handshake::Phase;
 use super::job::{Handled, Job};
-use super::shared::Shared;
+use super::shared::{Outgoing, Shared};
 use super::{Server, ServerInner};
+use crate::dialect::{Admission, Control, Dialect, Step};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{
-    self, Incoming, Parsed, RequestId, encode_batch, encode_error, encode_result,
-};
-use crate::protocol::{CancelParams, InitializeParams, SetTraceParams, TraceValue, methods};
+use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
 use crate::tool::CancelReason;
 
 /// How many requests a full session holds parked (read but not started)
@@ -97,9 +94,6 @@ enum Ending {
     Stopped,
 }
 
-/// The `data` of a request refused during shutdown.
-const SHUTTING_DOWN: &str = "the server is shutting down and takes no new requests";
-
 /// A session's reader side. See the module docs.
 pub(crate) struct Session {
     shared: Arc<Shared>,
@@ -119,35 +113,37 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session that starts with a handshake, writing to `out`.
+    /// A session in `dialect` that starts with a handshake, writing to `out`.
     pub(crate) fn new(
         server: &Server,
-        out: mpsc::Sender<Vec<u8>>,
+        dialect: Dialect,
+        out: mpsc::Sender<Outgoing>,
         stop: Arc<CancellationToken>,
     ) -> Self {
-        Self::with_phase(server, out, stop, Phase::AwaitingInitialize)
+        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize)
     }
 
-    /// An implicit, already-initialized session that never receives
-    /// notifications (an HTTP single exchange).
+    /// An implicit, already-initialized MCP v1.0 session that never
+    /// receives notifications (an HTTP single exchange).
     pub(crate) fn implicit(
         server: &Server,
-        out: mpsc::Sender<Vec<u8>>,
+        out: mpsc::Sender<Outgoing>,
         stop: Arc<CancellationToken>,
     ) -> Self {
-        Self::with_phase(server, out, stop, Phase::Implicit)
+        Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit)
     }
 
     fn with_phase(
         server: &Server,
-        out: mpsc::Sender<Vec<u8>>,
+        dialect: Dialect,
+        out: mpsc::Sender<Outgoing>,
         stop: Arc<CancellationToken>,
         phase: Phase,
     ) -> Self {
         let inner: Arc<ServerInner> = server.inner().clone();
         let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
         Self {
-            shared: Arc::new(Shared::new(inner, out)),
+            shared: Arc::new(Shared::new(inner, out, dialect)),
             phase,
             permits,
             stop,
@@ -156,6 +152,12 @@ impl Session {
             parked: VecDeque::new(),
             parked_bytes: 0,
         }
+    }
+
+    /// The session's shared state, for a transport that reaches into it
+    /// (Streamable HTTP routes the client's responses there directly).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Reads `input` to its end, serving every message, then waits for the
@@ -198,6 +200,8 @@ impl Session {
                         Some(Err(e)) => tracing::warn!("reading the session's input failed: {e}"),
                         _ => tracing::debug!("session input ended"),
                     }
+                    // Nothing the client sends can be read any more.
+                    self.shared.peer.close();
                     // Parked requests and those in flight finish, unless
                     // shutdown begins (or the output goes) first.
                     let max = self.permits_total();
@@ -260,6 +264,7 @@ impl Session {
         tracing::debug!("output closed; the session stops reading");
         self.parked.clear();
         self.parked_bytes = 0;
+        self.shared.peer.close();
         self.shared.cancel_all(CancelReason::Gone);
     }
 
@@ -274,8 +279,18 @@ impl Session {
         tracing::debug!("session shutting down");
         self.draining = true;
         while let Some(parked) = self.parked.pop_front() {
-            let reply = encode_error(&parked.job.id, &RpcError::shutting_down(SHUTTING_DOWN));
-            deliver(&self.shared, parked.to, Handled { reply, trace: None }).await;
+            let id = parked.job.id;
+            let reply = Some(self.shared.dialect.shutting_down(&id));
+            deliver(
+                &self.shared,
+                parked.to,
+                Handled {
+                    id,
+                    reply,
+                    trace: None,
+                },
+            )
+            .await;
         }
         self.parked_bytes = 0;
         let max = self.permits_total();
@@ -353,12 +368,7 @@ impl Session {
                     job
                 } else {
                     match job.try_now(&self.shared) {
-                        Ok(handled) => {
-                            self.shared
-                                .send_with_trace(handled.reply, handled.trace)
-                                .await;
-                            return;
-                        }
+                        Ok(handled) => return self.shared.send_handled(handled).await,
                         Err(job) => job,
                     }
                 };
@@ -366,7 +376,7 @@ impl Session {
                 let shared = self.shared.clone();
                 tokio::spawn(async move {
                     let handled = running.await;
-                    shared.send_with_trace(handled.reply, handled.trace).await;
+                    shared.send_handled(handled).await;
                     drop(permit);
                 });
             }
@@ -382,23 +392,19 @@ impl Session {
     }
 
     async fn on_input(&mut self, input: Input) {
+        let dialect = self.shared.dialect;
         match input {
             Input::TooLarge { declared } => {
                 let limit = self.shared.server.limits.max_message_size;
-                let error = RpcError::new(
-                    ErrorCode::MESSAGE_TOO_LARGE,
-                    format!(
-                        "a message of at least {declared} bytes is over the limit of {limit} bytes; it was skipped"
-                    ),
-                );
+                let error = dialect.too_large(declared, limit);
                 self.shared
-                    .send(encode_error(&RequestId::Null, &error))
+                    .send_unrelated(dialect.error(None, &error))
                     .await;
             }
             Input::Unreadable(why) => {
                 let error = RpcError::parse_error(why);
                 self.shared
-                    .send(encode_error(&RequestId::Null, &error))
+                    .send_unrelated(dialect.error(None, &error))
                     .await;
             }
             Input::Message(body) => {
@@ -409,16 +415,17 @@ impl Session {
     }
 
     async fn on_message(&mut self, body: &[u8]) {
+        let dialect = self.shared.dialect;
         match jsonrpc::parse(body) {
             Parsed::Error(error) => {
                 self.not_json = error.code == ErrorCode::PARSE_ERROR;
                 self.shared
-                    .send(encode_error(&RequestId::Null, &error))
+                    .send_unrelated(dialect.error(None, &error))
                     .await;
             }
             Parsed::Single(message) => match self.step(message) {
                 Outcome::Nothing => {}
-                Outcome::Reply(h) => self.shared.send_with_trace(h.reply, h.trace).await,
+                Outcome::Reply(h) => self.shared.send_handled(h).await,
                 Outcome::Run(job) => self.admit(job, ReplyTo::Session, body.len()).await,
                 Outcome::Cancelled(replies) => {
                     for (to, handled) in replies {
@@ -426,6 +433,15 @@ impl Session {
                     }
                 }
             },
+            Parsed::Batch(_) if !dialect.allows_batches(&self.shared) => {
+                let error = RpcError::invalid_request(
+                    "a batch (a JSON array of messages) is not allowed in this protocol version; \
+                     send one message at a time",
+                );
+                self.shared
+                    .send_unrelated(dialect.error(None, &error))
+                    .await;
+            }
             Parsed::Batch(messages) => self.on_batch(messages, body.len()).await,
         }
     }
@@ -464,59 +480,61 @@ impl Session {
     }
 
     /// Handles one message: the handshake and notifications here, requests
-    /// through the method table.
+    /// through the dialect's method table.
     fn step(&mut self, message: Incoming<'_>) -> Outcome {
+        let dialect = self.shared.dialect;
         match message {
             Incoming::Request { id, .. } if self.draining => Outcome::Reply(Handled {
-                reply: encode_error(&id, &RpcError::shutting_down(SHUTTING_DOWN)),
+                reply: Some(dialect.shutting_down(&id)),
                 trace: None,
+                id,
             }),
             Incoming::Request { id, method, params } => {
                 // The clock is read only when trace lines need it.
                 let started = self.shared.trace_on().then(Instant::now);
-                let reply = match self.phase.admit(&method, &id) {
-                    Admission::Reject(error) => encode_error(&id, &error),
-                    Admission::Initialize => self.initialize(&id, params),
-                    Admission::Serve => {
-                        match dispatch::dispatch(&self.shared.server, &id, &method, params) {
-                            Step::Reply(reply) => reply,
-                            Step::Run(work) => {
-                                return Outcome::Run(Job::new(&self.shared, id, work, started));
-                            }
+                let reply = match dialect.admit(self.phase, &method, &id) {
+                    Admission::Reject(error) => dialect.error(Some(&id), &error),
+                    Admission::Initialize => match dialect.initialize(&self.shared, &id, params) {
+                        Ok(reply) => {
+                            self.phase = self.phase.after_initialize();
+                            reply
                         }
-                    }
+                        Err(reply) => reply,
+                    },
+                    Admission::Serve => match dialect.route(&self.shared, &id, &method, params) {
+                        Step::Reply(reply) => reply,
+                        Step::Run { work, progress } => {
+                            return Outcome::Run(Job::new(
+                                &self.shared,
+                                id,
+                                work,
+                                progress,
+                                started,
+                            ));
+                        }
+                    },
                 };
-                let trace = self.shared.trace_line(&method, &id, started, &reply);
-                Outcome::Reply(Handled { reply, trace })
+                let trace = self.shared.trace_line(&method, &id, started, Some(&reply));
+                Outcome::Reply(Handled {
+                    id,
+                    reply: Some(reply),
+                    trace,
+                })
             }
             Incoming::Notification { method, params } => self.notification(&method, params),
-            Incoming::Response => {
-                tracing::debug!("ignoring a response object from the client");
+            Incoming::Response { id, outcome } => {
+                self.shared.peer.answer(id.as_ref(), outcome);
                 Outcome::Nothing
             }
-            Incoming::Invalid { id, reason } => Outcome::Reply(Handled {
-                reply: encode_error(&id, &RpcError::invalid_request(reason)),
-                trace: None,
-            }),
-        }
-    }
-
-    fn initialize(&mut self, id: &RequestId, params: Option<&RawValue>) -> Vec<u8> {
-        let parsed = params
-            .filter(|raw| raw.get().starts_with('{'))
-            .ok_or_else(|| "initialize params must be an object with clientCapabilities".to_owned())
-            .and_then(|raw| {
-                serde_json::from_str::<InitializeParams>(raw.get())
-                    .map_err(|e| format!("initialize params: {e}"))
-            });
-        match parsed {
-            Ok(params) => {
-                self.phase = self.phase.after_initialize();
-                self.shared
-                    .set_trace(params.trace.unwrap_or(TraceValue::Off));
-                encode_result(id, &*self.shared.server.initialize_result)
+            Incoming::Invalid { id, reason } => {
+                let error = RpcError::invalid_request(reason);
+                let known = (id != RequestId::Null).then_some(&id);
+                Outcome::Reply(Handled {
+                    reply: Some(dialect.error(known, &error)),
+                    trace: None,
+                    id,
+                })
             }
-            Err(why) => encode_error(id, &RpcError::invalid_params(why)),
         }
     }
 
@@ -525,18 +543,16 @@ impl Session {
             tracing::debug!(method, "notification before initialize dropped");
             return Outcome::Nothing;
         }
-        let params_text = params.map_or("{}", |raw| raw.get());
-        match method {
-            methods::INITIALIZED => {
+        match self.shared.dialect.control(method, params) {
+            Control::Initialized => {
                 let before = self.phase;
                 self.phase = self.phase.after_initialized();
                 if before != self.phase {
-                    let subscription = self
-                        .shared
-                        .server
-                        .handle
-                        .registry()
-                        .subscribe(self.shared.out.clone());
+                    let subscription = self.shared.server.handle.registry().subscribe(
+                        self.shared.out.clone(),
+                        self.shared.dialect,
+                        self.shared.subscriptions.clone(),
+                    );
                     *self
                         .shared
                         .subscription
@@ -545,15 +561,9 @@ impl Session {
                     self.shared.set_ready();
                 }
             }
-            methods::CANCEL_REQUEST => match serde_json::from_str::<CancelParams>(params_text) {
-                Ok(p) => return Outcome::Cancelled(self.cancel(&p.id)),
-                Err(e) => tracing::warn!("ignoring $/cancelRequest with bad params: {e}"),
-            },
-            methods::SET_TRACE => match serde_json::from_str::<SetTraceParams>(params_text) {
-                Ok(p) => self.shared.set_trace(p.value),
-                Err(e) => tracing::warn!("ignoring $/setTrace with bad params: {e}"),
-            },
-            other => tracing::info!(method = other, "ignoring an unknown notification"),
+            Control::Cancel(id) => return Outcome::Cancelled(self.cancel(&id)),
+            Control::SetTrace(value) => self.shared.set_trace(value),
+            Control::Ignore => {}
         }
         Outcome::Nothing
     }
@@ -582,7 +592,7 @@ impl Session {
 /// Hands a reply to where it goes.
 async fn deliver(shared: &Shared, to: ReplyTo, handled: Handled) {
     match to {
-        ReplyTo::Session => shared.send_with_trace(handled.reply, handled.trace).await,
+        ReplyTo::Session => shared.send_handled(handled).await,
         ReplyTo::Batch(collector) => {
             let _ = collector.send(handled).await;
         }
@@ -606,13 +616,12 @@ async fn collect_batch(
 
 /// Writes a batch's replies as one array, then their trace lines.
 async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
-    let replies: Vec<Vec<u8>> = done
-        .iter_mut()
-        .map(|h| std::mem::take(&mut h.reply))
-        .collect();
-    shared.send(encode_batch(&replies)).await;
+    let replies: Vec<Vec<u8>> = done.iter_mut().filter_map(|h| h.reply.take()).collect();
+    if !replies.is_empty() {
+        shared.send_unrelated(encode_batch(&replies)).await;
+    }
     for trace in done.into_iter().filter_map(|h| h.trace) {
-        shared.send(trace).await;
+        shared.send_unrelated(trace).await;
     }
 }
 

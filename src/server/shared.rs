@@ -1,37 +1,111 @@
-//! What every task of one session shares: the output channel, the trace
-//! level, the handshake's "ready" flag, and the registry of requests in
-//! flight that `$/cancelRequest` reaches.
+//! What every task of one session shares: the output channel, the dialect
+//! and its per-session state (MCP v1.0's trace level; the Model Context
+//! Protocol's negotiated version, client capabilities, log level and
+//! subscriptions), the handshake's "ready" flag, the registry of requests in
+//! flight that a cancel reaches, and the peer for requests the server sends.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
+use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::peer::Peer;
 use super::push::Subscription;
 use super::{IdHasher, ServerInner};
+use crate::client::LogLevel;
+use crate::dialect::Dialect;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::protocol::{LogTraceParams, TraceValue, methods};
 use crate::tool::{CancelReason, Cancellation};
 
+/// One message for the transport to write, and what it is about — so that
+/// Streamable HTTP can put it on the right stream.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) about: About,
+}
+
+/// What an outgoing message is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum About {
+    /// The reply to this request.
+    Reply(RequestId),
+    /// A notification or request caused by this request (progress, a log
+    /// line, an elicitation), sent before its reply.
+    Related(RequestId),
+    /// Nothing in particular (a push, a batch's replies, an error about
+    /// unreadable input).
+    Session,
+    /// This request ended without a reply (a cancelled request of the Model
+    /// Context Protocol); `bytes` is empty.
+    Unanswered(RequestId),
+}
+
+/// The client, as its `initialize` described it (Model Context Protocol).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientInfo {
+    /// The negotiated protocol version.
+    pub(crate) version: &'static str,
+    /// The client's declared capabilities.
+    pub(crate) capabilities: Value,
+}
+
 /// What the whole session's tasks share.
-pub(super) struct Shared {
-    pub(super) server: Arc<ServerInner>,
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-    /// 0 off, 1 messages, 2 verbose.
+pub(crate) struct Shared {
+    pub(crate) server: Arc<ServerInner>,
+    pub(crate) out: mpsc::Sender<Outgoing>,
+    pub(crate) dialect: Dialect,
+    /// The session runs over HTTP (where 2024-11-05 is not served).
+    pub(crate) over_http: bool,
+    /// MCP v1.0: 0 off, 1 messages, 2 verbose.
     trace: AtomicU8,
-    /// Past `initialized`: server notifications may be sent.
+    /// Past the client's `initialized`: server notifications may be sent.
     ready: AtomicBool,
     /// Requests waiting for async work, by id (several may share an id),
     /// each with its registration number and cancellation token. A request
-    /// that completes on its first poll is never registered: no
-    /// `$/cancelRequest` can be read while it runs.
+    /// that completes on its first poll is never registered: no cancel can
+    /// be read while it runs.
     in_flight: Mutex<InFlight>,
     /// Numbers the registrations of `in_flight`.
     registrations: AtomicU64,
     /// Keeps the session registered for pushes until the last task is done.
     pub(super) subscription: Mutex<Option<Subscription>>,
+    /// The Model Context Protocol client, once initialized.
+    pub(crate) client: OnceLock<ClientInfo>,
+    /// The least severe [`LogLevel`] sent as `notifications/message`.
+    log_level: AtomicU8,
+    /// URIs whose `notifications/resources/updated` the client wants.
+    pub(crate) subscriptions: Arc<Subscriptions>,
+    /// Requests the server sent, waiting for the client's answer.
+    pub(crate) peer: Peer,
+}
+
+/// The resources a Model Context Protocol client subscribed to, by URI.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    /// Subscribes to, or unsubscribes from, a resource's updates.
+    pub(crate) fn set(&self, uri: &str, on: bool) {
+        let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if on {
+            uris.insert(uri.to_owned());
+        } else {
+            uris.remove(uri);
+        }
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub(crate) fn contains(&self, uri: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(uri)
+    }
 }
 
 /// Requests in flight by id.
@@ -44,29 +118,62 @@ pub(super) struct Registration {
 }
 
 impl Shared {
-    pub(super) fn new(server: Arc<ServerInner>, out: mpsc::Sender<Vec<u8>>) -> Self {
+    pub(super) fn new(
+        server: Arc<ServerInner>,
+        out: mpsc::Sender<Outgoing>,
+        dialect: Dialect,
+    ) -> Self {
         Self {
             server,
             out,
+            dialect,
+            over_http: false,
             trace: AtomicU8::new(0),
             ready: AtomicBool::new(false),
             in_flight: Mutex::new(HashMap::default()),
             registrations: AtomicU64::new(0),
             subscription: Mutex::new(None),
+            client: OnceLock::new(),
+            log_level: AtomicU8::new(LogLevel::Info as u8),
+            subscriptions: Arc::default(),
+            peer: Peer::default(),
         }
     }
 
-    pub(super) async fn send(&self, message: Vec<u8>) {
-        tracing::trace!("-> {}", String::from_utf8_lossy(&message));
+    /// Sends one message; dropped (and logged) when the transport is gone.
+    pub(crate) async fn send(&self, message: Outgoing) {
+        if tracing::enabled!(tracing::Level::TRACE) && !message.bytes.is_empty() {
+            tracing::trace!("-> {}", String::from_utf8_lossy(&message.bytes));
+        }
         if self.out.send(message).await.is_err() {
             tracing::debug!("the transport's writer is gone; a message was dropped");
         }
     }
 
-    pub(super) async fn send_with_trace(&self, reply: Vec<u8>, trace: Option<Vec<u8>>) {
-        self.send(reply).await;
-        if let Some(trace) = trace {
-            self.send(trace).await;
+    /// Sends a message about nothing in particular.
+    pub(crate) async fn send_unrelated(&self, bytes: Vec<u8>) {
+        self.send(Outgoing {
+            bytes,
+            about: About::Session,
+        })
+        .await;
+    }
+
+    /// Sends a request's reply (or says it has none), then its trace line.
+    pub(super) async fn send_handled(&self, handled: super::job::Handled) {
+        let message = match handled.reply {
+            Some(bytes) => Outgoing {
+                bytes,
+                about: About::Reply(handled.id),
+            },
+            None => Outgoing {
+                bytes: Vec::new(),
+                about: About::Unanswered(handled.id),
+            },
+        };
+        self.send(message).await;
+        if let Some(trace) = handled.trace {
+            self.send_unrelated(trace).await;
         }
     }
 
@@ -76,7 +183,7 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a request that waits, so `$/cancelRequest` can reach it.
+    /// Registers a request that waits, so a cancel can reach it.
     pub(super) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
         let number = self.registrations.fetch_add(1, Ordering::Relaxed);
         self.in_flight()
@@ -101,7 +208,7 @@ impl Shared {
 
     /// Stops every request in flight, for `reason` (the shutdown grace
     /// period is over, or the client is gone).
-    pub(super) fn cancel_all(&self, reason: CancelReason) {
+    pub(crate) fn cancel_all(&self, reason: CancelReason) {
         for entries in self.in_flight().values() {
             for (_, token) in entries {
                 token.cancel(reason);
@@ -127,7 +234,7 @@ impl Shared {
         self.trace.load(Ordering::Relaxed) > 0
     }
 
-    pub(super) fn set_trace(&self, value: TraceValue) {
+    pub(crate) fn set_trace(&self, value: TraceValue) {
         let level = match value {
             TraceValue::Off => 0,
             TraceValue::Messages | TraceValue::On => 1,
@@ -140,17 +247,32 @@ impl Shared {
         self.ready.store(true, Ordering::Release);
     }
 
-    /// The `$/logTrace` line for a handled request, when trace is on and the
-    /// handshake is complete.
+    /// Past the handshake: notifications of the server's own may be sent.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Sets the least severe level of log notifications sent.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// Whether a log notification at `level` is sent.
+    pub(crate) fn logs(&self, level: LogLevel) -> bool {
+        level as u8 >= self.log_level.load(Ordering::Relaxed)
+    }
+
+    /// The `$/logTrace` line for a handled request (MCP v1.0), when trace
+    /// is on and the handshake is complete.
     pub(super) fn trace_line(
         &self,
         method: &str,
         id: &RequestId,
         started: Option<Instant>,
-        reply: &[u8],
+        reply: Option<&[u8]>,
     ) -> Option<Vec<u8>> {
         let level = self.trace.load(Ordering::Relaxed);
-        if level == 0 || !self.ready.load(Ordering::Acquire) {
+        if level == 0 || !self.is_ready() {
             return None;
         }
         let params = LogTraceParams {
@@ -159,7 +281,7 @@ impl Shared {
                 started.map_or(0, |t| t.elapsed().as_micros())
             ),
             verbose: (level == 2).then(|| {
-                let text = String::from_utf8_lossy(reply);
+                let text = String::from_utf8_lossy(reply.unwrap_or_default());
                 let mut shown: String = text.chars().take(1000).collect();
                 if shown.len() < text.len() {
                     shown.push('…');

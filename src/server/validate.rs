@@ -5,7 +5,7 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-use crate::error::{BuildError, RpcError};
+use crate::error::BuildError;
 
 /// How much of a schema library's explanation goes into an error's `data`:
 /// its text quotes the offending value, which may be megabytes long.
@@ -30,9 +30,14 @@ pub(crate) fn compile(
     jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))
 }
 
+/// Whether a schema describes objects (`"type": "object"`).
+pub(crate) fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type") == Some(&Value::String("object".into()))
+}
+
 /// Checks that an input schema describes objects (`"type": "object"`).
 pub(crate) fn require_object_schema(mcp_id: &str, schema: &Value) -> Result<(), BuildError> {
-    if schema.get("type") == Some(&Value::String("object".into())) {
+    if is_object_schema(schema) {
         return Ok(());
     }
     Err(BuildError::InvalidSchema {
@@ -42,13 +47,13 @@ pub(crate) fn require_object_schema(mcp_id: &str, schema: &Value) -> Result<(), 
     })
 }
 
-/// Validates a tool's `arguments`: `-32602` with the exact texts of
-/// PROTOCOL.md §2 when they fail.
+/// Validates a tool's `arguments`: when they fail, the exact text of
+/// PROTOCOL.md §2 (answered `-32602` in MCP v1.0).
 pub(crate) fn check_arguments(
     validator: &Validator,
     arguments: &Value,
     mcp_id: &str,
-) -> Result<(), RpcError> {
+) -> Result<(), String> {
     if validator.is_valid(arguments) {
         return Ok(());
     }
@@ -78,15 +83,16 @@ pub(crate) fn check_arguments(
             format!("Invalid value at '': rejected by inputSchema in arguments for tool {mcp_id}")
         }
     };
-    Err(RpcError::invalid_params(data))
+    Err(data)
 }
 
-/// Validates a tool's output: `-32603` when the tool broke its own promise.
+/// Validates a tool's output: when the tool broke its own promise, the
+/// text (answered `-32603`).
 pub(crate) fn check_output(
     validator: &Validator,
     output: &Value,
     mcp_id: &str,
-) -> Result<(), RpcError> {
+) -> Result<(), String> {
     if validator.is_valid(output) {
         return Ok(());
     }
@@ -94,9 +100,9 @@ pub(crate) fn check_output(
         .iter_errors(output)
         .next()
         .map_or_else(|| "Invalid value at ''".to_owned(), |e| describe(&e));
-    Err(RpcError::internal(format!(
+    Err(format!(
         "{what} in output of tool {mcp_id} (it does not match the tool's outputSchema)"
-    )))
+    ))
 }
 
 /// `Invalid value at '/path': <reason>`. An unexpected property is pointed
@@ -145,9 +151,8 @@ mod tests {
     #[test]
     fn missing_required_argument_reads_as_in_the_reference() {
         let e = check_arguments(&writer(), &json!({"path": "p"}), ID).unwrap_err();
-        assert_eq!(e.code, crate::ErrorCode::INVALID_PARAMS);
         assert_eq!(
-            e.data,
+            e,
             "Missing required property: 'content' in arguments for tool mcp://t/tools/x:v1"
         );
     }
@@ -156,16 +161,11 @@ mod tests {
     fn other_violations_name_the_path() {
         let e =
             check_arguments(&writer(), &json!({"path": ["x"], "content": "c"}), ID).unwrap_err();
+        assert!(e.starts_with("Invalid value at '/path': "), "{}", e);
         assert!(
-            e.data.starts_with("Invalid value at '/path': "),
+            e.ends_with(" in arguments for tool mcp://t/tools/x:v1"),
             "{}",
-            e.data
-        );
-        assert!(
-            e.data
-                .ends_with(" in arguments for tool mcp://t/tools/x:v1"),
-            "{}",
-            e.data
+            e
         );
         let e = check_arguments(
             &writer(),
@@ -173,7 +173,7 @@ mod tests {
             ID,
         )
         .unwrap_err();
-        assert!(e.data.starts_with("Invalid value at '/n': "), "{}", e.data);
+        assert!(e.starts_with("Invalid value at '/n': "), "{}", e);
     }
 
     #[test]
@@ -185,10 +185,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.data
-                .starts_with("Invalid value at '/a~1b': property 'a/b' is not allowed"),
+            e.starts_with("Invalid value at '/a~1b': property 'a/b' is not allowed"),
             "{}",
-            e.data
+            e
         );
     }
 
@@ -201,7 +200,7 @@ mod tests {
             ID,
         )
         .unwrap_err();
-        assert!(e.data.len() < 1_000, "{} bytes", e.data.len());
+        assert!(e.len() < 1_000, "{} bytes", e.len());
     }
 
     #[test]
@@ -221,6 +220,9 @@ mod tests {
         )
         .unwrap();
         let e = check_output(&v, &json!({}), ID).unwrap_err();
-        assert_eq!(e.code, crate::ErrorCode::INTERNAL_ERROR);
+        assert!(
+            e.ends_with("(it does not match the tool's outputSchema)"),
+            "{e}"
+        );
     }
 }

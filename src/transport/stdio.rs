@@ -14,7 +14,7 @@ use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::frame::FrameCodec;
-use crate::server::{Server, Session};
+use crate::server::{Outgoing, Server, Session};
 
 /// How many outgoing messages may wait for the writer before request tasks
 /// wait for it in turn.
@@ -130,7 +130,7 @@ impl Server {
         let (out, outbox) = mpsc::channel(OUTBOX);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
-        let session = Session::new(self, out, stop.clone());
+        let session = Session::new(self, crate::dialect::Dialect::McpV1, out, stop.clone());
         let codec =
             FrameCodec::new(self.max_message_size()).with_max_header_size(self.max_header_size());
         let input = FramedRead::new(reader, codec);
@@ -168,7 +168,7 @@ impl Server {
 /// (dropping the outbox, which ends the session).
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut outbox: mpsc::Receiver<Vec<u8>>,
+    mut outbox: mpsc::Receiver<Outgoing>,
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let mut codec = FrameCodec::new(usize::MAX);
@@ -189,12 +189,15 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 ));
             }
         };
-        codec.encode(&message, &mut buf)?;
+        encode_one(&mut codec, &message, &mut buf)?;
         while buf.len() < WRITE_BATCH {
             match outbox.try_recv() {
-                Ok(message) => codec.encode(&message, &mut buf)?,
+                Ok(message) => encode_one(&mut codec, &message, &mut buf)?,
                 Err(_) => break,
             }
+        }
+        if buf.is_empty() {
+            continue; // only requests that end without a reply
         }
         tracing::trace!(bytes = buf.len(), "frames written");
         if let Err(e) = write_and_flush(&mut writer, &buf).await {
@@ -218,6 +221,14 @@ async fn output_closed(fd: std::os::fd::OwnedFd) {
     if pipe.ready(tokio::io::Interest::ERROR).await.is_err() {
         std::future::pending::<()>().await;
     }
+}
+
+/// Encodes a message (a request that ended without a reply has none).
+fn encode_one(codec: &mut FrameCodec, message: &Outgoing, buf: &mut BytesMut) -> io::Result<()> {
+    if message.bytes.is_empty() {
+        return Ok(());
+    }
+    codec.encode(&message.bytes, buf)
 }
 
 /// Stdin and stdout as non-blocking pipes on the reactor, if both are pipes,

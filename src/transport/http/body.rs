@@ -12,7 +12,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 
-use crate::server::Input;
+use crate::server::{Input, Outgoing};
 use crate::transport::json_stream::JsonStreamDecoder;
 
 /// How a streaming response gathers ready messages into one chunk.
@@ -94,7 +94,7 @@ pub struct McpBody {
 
 enum BodyKind {
     Full(Option<Bytes>),
-    Lines(mpsc::Receiver<Vec<u8>>),
+    Lines(mpsc::Receiver<Outgoing>),
 }
 
 impl Default for McpBody {
@@ -125,7 +125,7 @@ impl McpBody {
         }
     }
 
-    pub(super) fn stream(outbox: mpsc::Receiver<Vec<u8>>) -> Self {
+    pub(super) fn stream(outbox: mpsc::Receiver<Outgoing>) -> Self {
         Self {
             kind: BodyKind::Lines(outbox),
         }
@@ -142,23 +142,28 @@ impl Body for McpBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.get_mut().kind {
             BodyKind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            BodyKind::Lines(outbox) => match outbox.poll_recv(cx) {
-                Poll::Ready(Some(mut chunk)) => {
-                    chunk.push(b'\n');
-                    // Gather what else is ready into the same chunk.
-                    while chunk.len() < CHUNK_BATCH {
-                        match outbox.try_recv() {
-                            Ok(more) => {
-                                chunk.extend_from_slice(&more);
-                                chunk.push(b'\n');
+            BodyKind::Lines(outbox) => loop {
+                match outbox.poll_recv(cx) {
+                    Poll::Ready(Some(first)) if first.bytes.is_empty() => continue,
+                    Poll::Ready(Some(first)) => {
+                        let mut chunk = first.bytes;
+                        chunk.push(b'\n');
+                        // Gather what else is ready into the same chunk.
+                        while chunk.len() < CHUNK_BATCH {
+                            match outbox.try_recv() {
+                                Ok(more) if more.bytes.is_empty() => {}
+                                Ok(more) => {
+                                    chunk.extend_from_slice(&more.bytes);
+                                    chunk.push(b'\n');
+                                }
+                                Err(_) => break,
                             }
-                            Err(_) => break,
                         }
+                        return Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))));
                     }
-                    Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
                 }
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
             },
         }
     }

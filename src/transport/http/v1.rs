@@ -165,7 +165,12 @@ impl McpService {
             return (response, Leftover::Broken);
         };
         let (out, outbox) = mpsc::channel(OUTBOX);
-        let session = Session::new(&self.server, out, Arc::new(self.stop.child_token()));
+        let session = Session::new(
+            &self.server,
+            crate::dialect::Dialect::McpV1,
+            out,
+            Arc::new(self.stop.child_token()),
+        );
         let input = BodyInputs {
             body,
             buf,

@@ -1,0 +1,430 @@
+//! What tools return and resources hold, beyond plain JSON: rich content
+//! blocks (text, image, audio, an embedded resource, a resource link, each
+//! with optional [`Annotations`]), binary resource content, and
+//! [`ToolOutput`], which carries a tool's structured output, its content
+//! blocks, or both.
+//!
+//! The types are spelled as the Model Context Protocol's `schema.ts`
+//! spells them (`mimeType`, `resource_link`, …) and serialise to exactly
+//! that JSON. An MCP v1.0 session sees a tool's structured output as
+//! `output`; a tool that returns content blocks only is seen there as
+//! `{"content": [blocks]}`.
+//!
+//! ```
+//! use clawmcp::content::{Content, ToolOutput};
+//! use serde_json::json;
+//!
+//! // Structured output (what typed tools and `Ok(json!(..))` give).
+//! let sum: ToolOutput = json!({"sum": 5}).into();
+//! // Content blocks.
+//! let chart = ToolOutput::content([
+//!     Content::text("Sales by month:"),
+//!     Content::image(b"\x89PNG...", "image/png"),
+//! ]);
+//! assert_eq!(serde_json::to_value(&chart.blocks()[1]).unwrap()["type"], "image");
+//! # let _ = sum;
+//! ```
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who a piece of content is for, in [`Annotations`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Audience {
+    /// The human user.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// Hints for the client about a piece of content (`schema.ts`: `Annotations`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Audience>>,
+    /// How important it is, from 0 (optional) to 1 (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// When it last changed, as an ISO 8601 time (`2025-01-12T15:00:58Z`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// The body of a resource: text, or bytes (sent as base64).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceBody {
+    /// UTF-8 text.
+    Text(String),
+    /// Binary data.
+    Blob(Vec<u8>),
+}
+
+impl ResourceBody {
+    /// The body as MCP v1.0 shows a resource's `content`: the text, or the
+    /// bytes as base64.
+    pub fn as_v1_content(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Blob(bytes) => STANDARD.encode(bytes),
+        }
+    }
+}
+
+impl From<String> for ResourceBody {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&str> for ResourceBody {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_owned())
+    }
+}
+
+impl From<Vec<u8>> for ResourceBody {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::Blob(bytes)
+    }
+}
+
+/// The contents of one resource (`schema.ts`: `TextResourceContents` or
+/// `BlobResourceContents`): what `resources/read` returns, and what an
+/// embedded resource block carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceContents {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its media type, if known.
+    pub mime_type: Option<String>,
+    /// Its text or bytes.
+    pub body: ResourceBody,
+}
+
+impl ResourceContents {
+    /// Text contents.
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Text(text.into()),
+        }
+    }
+
+    /// Binary contents.
+    pub fn blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: Some(mime_type.into()),
+            body: ResourceBody::Blob(bytes.into()),
+        }
+    }
+}
+
+impl Serialize for ResourceContents {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("uri", &self.uri)?;
+        if let Some(mime_type) = &self.mime_type {
+            map.serialize_entry("mimeType", mime_type)?;
+        }
+        match &self.body {
+            ResourceBody::Text(text) => map.serialize_entry("text", text)?,
+            ResourceBody::Blob(bytes) => map.serialize_entry("blob", &STANDARD.encode(bytes))?,
+        }
+        map.end()
+    }
+}
+
+/// A link to a resource, in a tool's result (`schema.ts`: `ResourceLink`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// A display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Hints for the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+}
+
+impl ResourceLink {
+    /// A link to `uri` named `name`.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            annotations: None,
+        }
+    }
+}
+
+/// One content block (`schema.ts`: `ContentBlock`), in a tool's result or
+/// a prompt's message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Hints for the client.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// The image's bytes, base64.
+        data: String,
+        /// Its media type, e.g. `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Hints for the client.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// Audio, base64-encoded.
+    Audio {
+        /// The audio's bytes, base64.
+        data: String,
+        /// Its media type, e.g. `audio/wav`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Hints for the client.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A resource's contents, embedded.
+    Resource {
+        /// The contents.
+        resource: ResourceContents,
+        /// Hints for the client.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        annotations: Option<Annotations>,
+    },
+    /// A link to a resource.
+    ResourceLink(ResourceLink),
+}
+
+impl Content {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text {
+            text: text.into(),
+            annotations: None,
+        }
+    }
+
+    /// An image block from its bytes (encoded as base64 here).
+    pub fn image(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
+        Self::Image {
+            data: STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+
+    /// An audio block from its bytes (encoded as base64 here).
+    pub fn audio(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
+        Self::Audio {
+            data: STANDARD.encode(bytes),
+            mime_type: mime_type.into(),
+            annotations: None,
+        }
+    }
+
+    /// An embedded resource block.
+    pub fn resource(contents: ResourceContents) -> Self {
+        Self::Resource {
+            resource: contents,
+            annotations: None,
+        }
+    }
+
+    /// A resource link block.
+    pub fn resource_link(link: ResourceLink) -> Self {
+        Self::ResourceLink(link)
+    }
+
+    /// The same block with `annotations`.
+    #[must_use]
+    pub fn with_annotations(mut self, annotations: Annotations) -> Self {
+        match &mut self {
+            Self::Text { annotations: a, .. }
+            | Self::Image { annotations: a, .. }
+            | Self::Audio { annotations: a, .. }
+            | Self::Resource { annotations: a, .. } => *a = Some(annotations),
+            Self::ResourceLink(link) => link.annotations = Some(annotations),
+        }
+        self
+    }
+}
+
+/// What a tool returns: its structured output (checked against its
+/// `outputSchema`), its content blocks, or both.
+///
+/// - Model Context Protocol: `content` is the blocks — or, for structured
+///   output alone, one text block with the output as compact JSON — and
+///   `structuredContent` is the structured output when the tool lists an
+///   `outputSchema` (an object schema).
+/// - MCP v1.0: `output` is the structured output, or `{"content": [blocks]}`
+///   for blocks alone.
+///
+/// `Ok(json!(..))` in a tool is structured output: any `Value` converts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    structured: Option<Value>,
+    blocks: Vec<Content>,
+}
+
+impl ToolOutput {
+    /// Structured output only.
+    pub fn structured(value: Value) -> Self {
+        Self {
+            structured: Some(value),
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Content blocks only.
+    pub fn content(blocks: impl IntoIterator<Item = Content>) -> Self {
+        Self {
+            structured: None,
+            blocks: blocks.into_iter().collect(),
+        }
+    }
+
+    /// One text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::content([Content::text(text)])
+    }
+
+    /// The same output with `value` as its structured output.
+    #[must_use]
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+
+    /// The same output with `block` appended.
+    #[must_use]
+    pub fn with_block(mut self, block: Content) -> Self {
+        self.blocks.push(block);
+        self
+    }
+
+    /// The structured output, if any.
+    pub fn structured_value(&self) -> Option<&Value> {
+        self.structured.as_ref()
+    }
+
+    /// The content blocks (empty for structured output alone).
+    pub fn blocks(&self) -> &[Content] {
+        &self.blocks
+    }
+
+    /// The output as MCP v1.0's `output`, also what `outputSchema` checks:
+    /// the structured output, or `{"content": [blocks]}`.
+    pub(crate) fn v1_output(&self) -> std::borrow::Cow<'_, Value> {
+        match &self.structured {
+            Some(value) => std::borrow::Cow::Borrowed(value),
+            None => std::borrow::Cow::Owned(serde_json::json!({ "content": self.blocks })),
+        }
+    }
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        Self::structured(value)
+    }
+}
+
+impl From<Content> for ToolOutput {
+    fn from(block: Content) -> Self {
+        Self::content([block])
+    }
+}
+
+impl From<Vec<Content>> for ToolOutput {
+    fn from(blocks: Vec<Content>) -> Self {
+        Self::content(blocks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blocks_serialise_as_schema_ts_spells_them() {
+        let blocks = [
+            Content::text("hi"),
+            Content::image([1u8, 2, 3], "image/png"),
+            Content::audio([0u8], "audio/wav"),
+            Content::resource(ResourceContents::text("test://a", "text/plain", "A")),
+            Content::resource(ResourceContents::blob("test://b", "image/png", vec![255u8])),
+            Content::resource_link(ResourceLink::new("test://c", "c")),
+            Content::text("x").with_annotations(Annotations {
+                audience: Some(vec![Audience::User]),
+                priority: Some(0.5),
+                last_modified: None,
+            }),
+        ];
+        assert_eq!(
+            serde_json::to_value(blocks).unwrap(),
+            json!([
+                {"type": "text", "text": "hi"},
+                {"type": "image", "data": "AQID", "mimeType": "image/png"},
+                {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "test://a", "mimeType": "text/plain", "text": "A"}},
+                {"type": "resource", "resource": {"uri": "test://b", "mimeType": "image/png", "blob": "/w=="}},
+                {"type": "resource_link", "uri": "test://c", "name": "c"},
+                {"type": "text", "text": "x", "annotations": {"audience": ["user"], "priority": 0.5}},
+            ])
+        );
+    }
+
+    #[test]
+    fn v1_sees_structured_output_or_the_blocks() {
+        assert_eq!(
+            *ToolOutput::from(json!({"a": 1})).v1_output(),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            *ToolOutput::text("t").v1_output(),
+            json!({"content": [{"type": "text", "text": "t"}]})
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Wire dialects: MCP v1.0 ([`v1`]) and the Model Context Protocol
+//! ([`model_context`]), over one registry of tools, resources and prompts
+//! (MCP-DIALECT.md).
+//!
+//! A dialect is a method table with params readers and result encoders over
+//! the server's neutral operations ([`Work`] ending [`Done`] or
+//! [`Failure`]), its handshake and version rules, its notification names
+//! and its error table. A session is given a dialect when it starts (stdio:
+//! the first byte; HTTP: the request's headers and body) and speaks it to
+//! its end; nothing in a tool, a resource or a prompt knows which dialect
+//! called it. Adding a dialect means a module here and a variant below.
+
+pub(crate) mod model_context;
+pub(crate) mod v1;
+
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+
+use crate::error::RpcError;
+use crate::jsonrpc::RequestId;
+use crate::protocol::TraceValue;
+use crate::server::{Done, Failure, Phase, Shared, Subscriptions, Work};
+use crate::tool::CancelReason;
+
+/// Which wire dialects a server speaks
+/// ([`ServerBuilder::dialects`](crate::ServerBuilder::dialects)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialects {
+    /// Both, chosen per connection (MCP-DIALECT.md §1). The default.
+    #[default]
+    Both,
+    /// MCP v1.0 (Machine-to-Clawpedia Protocol) only.
+    McpV1,
+    /// The Model Context Protocol only.
+    ModelContext,
+}
+
+impl Dialects {
+    /// Whether MCP v1.0 is spoken.
+    pub fn mcp_v1(self) -> bool {
+        self != Self::ModelContext
+    }
+
+    /// Whether the Model Context Protocol is spoken.
+    pub fn model_context(self) -> bool {
+        self != Self::McpV1
+    }
+}
+
+/// The dialect one session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    McpV1,
+    ModelContext,
+}
+
+/// What to do with a request, given the session's phase.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Run the handshake: answer `initialize`.
+    Initialize,
+    /// Serve the request through the method table.
+    Serve,
+    /// Answer with this error and change nothing.
+    Reject(RpcError),
+}
+
+/// What a notification asks of the session.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// The handshake is complete.
+    Initialized,
+    /// Stop the requests with this id.
+    Cancel(RequestId),
+    /// MCP v1.0's trace level.
+    SetTrace(TraceValue),
+    /// Nothing (an unknown or malformed notification, logged).
+    Ignore,
+}
+
+/// How a request is served.
+pub(crate) enum Step {
+    /// The reply is known at once.
+    Reply(Vec<u8>),
+    /// The reply needs async work; `progress` is the request's
+    /// `_meta.progressToken`.
+    Run {
+        work: Work,
+        progress: Option<Box<RawValue>>,
+    },
+}
+
+/// How a request's work ended.
+pub(crate) enum Ended {
+    /// It finished.
+    Finished(Result<Done, Failure>),
+    /// It was stopped first.
+    Stopped(CancelReason),
+    /// It panicked, with this message.
+    Panicked(String),
+}
+
+/// What the encoder of a job's end needs to know besides the outcome.
+pub(crate) struct JobInfo {
+    /// The tool it ran, if any (an index into the catalog).
+    pub(crate) tool: Option<usize>,
+    /// Its time limit.
+    pub(crate) limit: Option<Duration>,
+}
+
+impl Dialect {
+    /// Whether a request is let through in `phase`.
+    pub(crate) fn admit(self, phase: Phase, method: &str, id: &RequestId) -> Admission {
+        match self {
+            Self::McpV1 => v1::admit(phase, method, id),
+            Self::ModelContext => model_context::admit(phase, method),
+        }
+    }
+
+    /// Answers `initialize`: `Ok` (the reply) when the handshake goes on.
+    pub(crate) fn initialize(
+        self,
+        session: &Shared,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<Vec<u8>, Vec<u8>> {
+        match self {
+            Self::McpV1 => v1::initialize(session, id, params),
+            Self::ModelContext => model_context::initialize(session, id, params),
+        }
+    }
+
+    /// Reads a request through the method table.
+    pub(crate) fn route(
+        self,
+        session: &Shared,
+        id: &RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Step {
+        match self {
+            Self::McpV1 => v1::route(&session.server, id, method, params),
+            Self::ModelContext => model_context::route(session, id, method, params),
+        }
+    }
+
+    /// Reads a notification.
+    pub(crate) fn control(self, method: &str, params: Option<&RawValue>) -> Control {
+        match self {
+            Self::McpV1 => v1::control(method, params),
+            Self::ModelContext => model_context::control(method, params),
+        }
+    }
+
+    /// The reply to a request whose work ended, or `None` when it gets
+    /// none (a request the Model Context Protocol client cancelled).
+    pub(crate) fn encode_end(
+        self,
+        session: &Shared,
+        id: &RequestId,
+        ended: Ended,
+        job: &JobInfo,
+    ) -> Option<Vec<u8>> {
+        match self {
+            Self::McpV1 => Some(v1::encode_end(&session.server, id, ended, job)),
+            Self::ModelContext => model_context::encode_end(&session.server, id, ended, job),
+        }
+    }
+
+    /// An error response in this dialect's table; `id` is `None` when the
+    /// message's id could not be read.
+    pub(crate) fn error(self, id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+        match self {
+            Self::McpV1 => v1::error(id, error),
+            Self::ModelContext => model_context::error(id, error),
+        }
+    }
+
+    /// The error for a message over the size limit.
+    pub(crate) fn too_large(self, declared: usize, limit: usize) -> RpcError {
+        match self {
+            Self::McpV1 => v1::too_large(declared, limit),
+            Self::ModelContext => model_context::too_large(declared, limit),
+        }
+    }
+
+    /// The error for a request refused because shutdown began.
+    pub(crate) fn shutting_down(self, id: &RequestId) -> Vec<u8> {
+        match self {
+            Self::McpV1 => v1::shutting_down(id),
+            Self::ModelContext => model_context::shutting_down(id),
+        }
+    }
+
+    /// The reply to a request cancelled before it ran (it was parked), if
+    /// it gets one.
+    pub(crate) fn cancelled_unstarted(self, id: &RequestId) -> Option<Vec<u8>> {
+        match self {
+            Self::McpV1 => Some(v1::cancelled(id)),
+            Self::ModelContext => None,
+        }
+    }
+
+    /// Whether a batch (a JSON array of messages) may be served.
+    pub(crate) fn allows_batches(self, session: &Shared) -> bool {
+        match self {
+            Self::McpV1 => true,
+            Self::ModelContext => model_context::allows_batches(session),
+        }
+    }
+
+    /// The notification announcing that resource `uri` changed, for this
+    /// session, or `None` when it does not want it.
+    pub(crate) fn resource_changed(
+        self,
+        subscriptions: &Subscriptions,
+        uri: &str,
+    ) -> Option<Vec<u8>> {
+        match self {
+            Self::McpV1 => Some(v1::resource_changed(uri)),
+            Self::ModelContext => model_context::resource_changed(subscriptions, uri),
+        }
+    }
+
+    /// The name of a request for MCP v1.0's trace lines.
+    pub(crate) fn trace_name(self, work: &Work) -> &'static str {
+        v1::trace_name(work)
+    }
+}

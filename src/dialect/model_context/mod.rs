@@ -1,0 +1,712 @@
+//! The Model Context Protocol (modelcontextprotocol.io), revisions of the
+//! 2025-11-25 family (MCP-DIALECT.md): `initialize` with version
+//! negotiation, `ping`, tools, resources (with templates and
+//! subscriptions), prompts with arguments, completion, logging, progress
+//! and cancellation; lists paginated with checked cursors. Errors follow
+//! the profile's §3 mapping: a tool's failure is a result with `isError`,
+//! a cancelled request gets no response at all.
+
+mod cursor;
+mod schema;
+
+use serde::Serialize;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::{Admission, Control, Ended, JobInfo, Step};
+use crate::completion::CompletionContext;
+use crate::content::{Content, ToolOutput};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{RequestId, encode_error_with, encode_notification, encode_result};
+use crate::protocol::ServerInfo;
+use crate::server::{
+    Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared, Subscriptions,
+    Work,
+};
+use crate::tool::CancelReason;
+use schema::{
+    CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
+    CompletionBody, GetPromptParams, GetPromptResult, InitializeParams, InitializeResult,
+    ListParams, ReadResourceResult, Reference, SetLevelParams, UriParams,
+};
+
+/// Method and notification names.
+pub(crate) mod methods {
+    /// The handshake request.
+    pub const INITIALIZE: &str = "initialize";
+    /// The client's notification that ends the handshake.
+    pub const INITIALIZED: &str = "notifications/initialized";
+    /// Liveness check, served in every phase.
+    pub const PING: &str = "ping";
+    /// The 2026-07-28 revision's discovery, not served yet (`-32601`).
+    pub const DISCOVER: &str = "server/discover";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const RESOURCES_LIST: &str = "resources/list";
+    pub const RESOURCES_READ: &str = "resources/read";
+    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    pub const PROMPTS_GET: &str = "prompts/get";
+    pub const COMPLETE: &str = "completion/complete";
+    pub const SET_LEVEL: &str = "logging/setLevel";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+    pub const MESSAGE: &str = "notifications/message";
+    pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    pub const ELICIT: &str = "elicitation/create";
+    pub const CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub const LIST_ROOTS: &str = "roots/list";
+}
+
+/// The versions served over any transport, newest first.
+pub(crate) const VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Served on stdio only: over HTTP it meant the retired HTTP+SSE transport.
+const STDIO_ONLY_VERSION: &str = "2024-11-05";
+/// The only version that allows batches.
+const BATCH_VERSION: &str = "2025-03-26";
+
+/// Whether `version` is one this server speaks over Streamable HTTP (the
+/// `MCP-Protocol-Version` header's check).
+pub(crate) fn supported_over_http(version: &str) -> bool {
+    VERSIONS.contains(&version)
+}
+
+/// Whether the first message of a body is this protocol's, by its method
+/// (MCP-DIALECT.md §1): every name of the table and any `notifications/…`.
+pub(crate) fn is_method(method: &str) -> bool {
+    [
+        "tools/",
+        "resources/",
+        "prompts/",
+        "notifications/",
+        "subscriptions/",
+        "completion/",
+    ]
+    .iter()
+    .any(|prefix| method.starts_with(prefix))
+        || matches!(
+            method,
+            methods::PING | methods::DISCOVER | methods::SET_LEVEL
+        )
+}
+
+/// What the server offers, from what is registered.
+#[derive(Debug, Clone, Copy)]
+struct Provides {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+    completions: bool,
+}
+
+/// The capabilities and the pages of every list, serialised once at build.
+pub(crate) struct Lists {
+    provides: Provides,
+    capabilities: Box<RawValue>,
+    server_info: Box<RawValue>,
+    instructions: Option<String>,
+    tools: Vec<Box<RawValue>>,
+    resources: Vec<Box<RawValue>>,
+    templates: Vec<Box<RawValue>>,
+    prompts: Vec<Box<RawValue>>,
+}
+
+impl Lists {
+    pub(crate) fn build(
+        catalog: &Catalog,
+        providers: Providers,
+        info: &ServerInfo,
+        instructions: Option<&str>,
+        page_size: usize,
+    ) -> Self {
+        let provides = Provides {
+            tools: providers.tools || !catalog.tools.is_empty(),
+            resources: providers.resources
+                || !catalog.resources.is_empty()
+                || !catalog.templates.is_empty(),
+            prompts: providers.prompts || !catalog.prompts.is_empty(),
+            completions: !catalog.completers.is_empty(),
+        };
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("logging".into(), json!({}));
+        if provides.completions {
+            capabilities.insert("completions".into(), json!({}));
+        }
+        if provides.prompts {
+            capabilities.insert("prompts".into(), json!({"listChanged": false}));
+        }
+        if provides.resources {
+            capabilities.insert(
+                "resources".into(),
+                json!({"subscribe": true, "listChanged": false}),
+            );
+        }
+        if provides.tools {
+            capabilities.insert("tools".into(), json!({"listChanged": false}));
+        }
+        let tools: Vec<schema::Tool<'_>> = catalog
+            .tools
+            .iter()
+            .map(|t| schema::Tool {
+                name: &t.definition.name,
+                description: &t.definition.description,
+                input_schema: &t.definition.input_schema,
+                output_schema: t.lists_output.then_some(&t.definition.output_schema),
+            })
+            .collect();
+        let resources: Vec<schema::Resource<'_>> = catalog
+            .resources
+            .iter()
+            .map(|(info, _)| schema::Resource {
+                uri: &info.mcp_id,
+                name: &info.name,
+                description: &info.description,
+                mime_type: &info.media_type,
+            })
+            .collect();
+        let templates: Vec<schema::ResourceTemplate<'_>> = catalog
+            .templates
+            .iter()
+            .map(|t| schema::ResourceTemplate {
+                uri_template: t.template.as_str(),
+                name: &t.name,
+                description: &t.description,
+                mime_type: &t.mime_type,
+            })
+            .collect();
+        let prompts: Vec<schema::Prompt<'_>> = catalog
+            .prompts
+            .iter()
+            .map(|p| schema::Prompt {
+                name: &p.definition.name,
+                description: p.definition.description.as_deref(),
+                arguments: &p.arguments,
+            })
+            .collect();
+        Self {
+            provides,
+            capabilities: crate::server::raw(&capabilities),
+            server_info: crate::server::raw(info),
+            instructions: instructions.map(str::to_owned),
+            tools: pages("tools", &tools, page_size),
+            resources: pages("resources", &resources, page_size),
+            templates: pages("resourceTemplates", &templates, page_size),
+            prompts: pages("prompts", &prompts, page_size),
+        }
+    }
+}
+
+/// A list cut into pages, each a whole result (`{"<key>": [...],
+/// "nextCursor": ...}`); an empty list is one empty page.
+fn pages<T: Serialize>(key: &str, items: &[T], page_size: usize) -> Vec<Box<RawValue>> {
+    let chunks: Vec<&[T]> = if items.is_empty() {
+        vec![&[]]
+    } else {
+        items.chunks(page_size).collect()
+    };
+    let count = chunks.len();
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut page = serde_json::Map::new();
+            page.insert(key.into(), serde_json::to_value(chunk).unwrap_or_default());
+            if i + 1 < count {
+                page.insert("nextCursor".into(), cursor::encode(key, i + 1).into());
+            }
+            crate::server::raw(&page)
+        })
+        .collect()
+}
+
+/// Before `initialize` only `ping` is served (MCP-DIALECT.md §2).
+pub(crate) fn admit(phase: Phase, method: &str) -> Admission {
+    let is_initialize = method == methods::INITIALIZE;
+    match phase {
+        Phase::AwaitingInitialize if is_initialize => Admission::Initialize,
+        Phase::AwaitingInitialize if method == methods::PING => Admission::Serve,
+        Phase::AwaitingInitialize => Admission::Reject(RpcError::invalid_request(format!(
+            "the session is not initialized: '{method}' must wait for initialize"
+        ))),
+        _ if is_initialize => Admission::Reject(RpcError::invalid_request(
+            "the session is already initialized",
+        )),
+        _ => Admission::Serve,
+    }
+}
+
+/// Answers `initialize`: negotiates the version and keeps the client's
+/// capabilities.
+pub(crate) fn initialize(
+    session: &Shared,
+    id: &RequestId,
+    params: Option<&RawValue>,
+) -> Result<Vec<u8>, Vec<u8>> {
+    let params: InitializeParams<'_> =
+        read(methods::INITIALIZE, params).map_err(|e| error(Some(id), &e))?;
+    let asked = params.protocol_version.as_ref();
+    let version = VERSIONS
+        .into_iter()
+        .chain((!session.over_http).then_some(STDIO_ONLY_VERSION))
+        .find(|v| *v == asked)
+        .unwrap_or(VERSIONS[0]);
+    let _ = session.client.set(crate::server::ClientInfo {
+        version,
+        capabilities: serde_json::Value::Object(params.capabilities),
+    });
+    let lists = &session.server.model_context;
+    Ok(encode_result(
+        id,
+        &InitializeResult {
+            protocol_version: version,
+            capabilities: &lists.capabilities,
+            server_info: &lists.server_info,
+            instructions: lists.instructions.as_deref(),
+        },
+    ))
+}
+
+/// Reads params into `T`: they must be an object.
+fn read<'a, T: serde::Deserialize<'a>>(
+    method: &str,
+    params: Option<&'a RawValue>,
+) -> Result<T, RpcError> {
+    let raw = params
+        .filter(|raw| raw.get().starts_with('{'))
+        .ok_or_else(|| RpcError::invalid_params(format!("{method} params must be an object")))?;
+    serde_json::from_str(raw.get())
+        .map_err(|e| RpcError::invalid_params(format!("{method} params: {e}")))
+}
+
+/// Reads optional params (absent or `null` means the default).
+fn read_optional<'a, T: serde::Deserialize<'a> + Default>(
+    method: &str,
+    params: Option<&'a RawValue>,
+) -> Result<T, RpcError> {
+    match params {
+        None => Ok(T::default()),
+        Some(raw) if raw.get() == "null" => Ok(T::default()),
+        Some(_) => read(method, params),
+    }
+}
+
+/// The empty result.
+const EMPTY: &str = "{}";
+
+/// Reads a request through the method table.
+pub(crate) fn route(
+    session: &Shared,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Step {
+    let server = &*session.server;
+    let lists = &server.model_context;
+    let provides = lists.provides;
+    let outcome = match method {
+        methods::PING => Ok(Step::Reply(empty(id))),
+        methods::SET_LEVEL => read::<SetLevelParams>(method, params).map(|p| {
+            session.set_log_level(p.level);
+            Step::Reply(empty(id))
+        }),
+        methods::TOOLS_LIST if provides.tools => page(id, method, params, "tools", &lists.tools),
+        methods::TOOLS_CALL if provides.tools => call_tool(&server.catalog, method, params),
+        methods::RESOURCES_LIST if provides.resources => {
+            page(id, method, params, "resources", &lists.resources)
+        }
+        methods::RESOURCES_TEMPLATES_LIST if provides.resources => {
+            page(id, method, params, "resourceTemplates", &lists.templates)
+        }
+        methods::RESOURCES_READ if provides.resources => {
+            read::<UriParams<'_>>(method, params).map(|p| {
+                if server.catalog.knows_uri(&p.uri) {
+                    Step::Run {
+                        work: Work::ReadResource {
+                            uri: p.uri.into_owned(),
+                        },
+                        progress: None,
+                    }
+                } else {
+                    Step::Reply(not_found(id, &p.uri))
+                }
+            })
+        }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if provides.resources => {
+            read::<UriParams<'_>>(method, params).map(|p| {
+                let on = method == methods::RESOURCES_SUBSCRIBE;
+                if on && !server.catalog.knows_uri(&p.uri) {
+                    return Step::Reply(not_found(id, &p.uri));
+                }
+                session.subscriptions.set(&p.uri, on);
+                Step::Reply(empty(id))
+            })
+        }
+        methods::PROMPTS_LIST if provides.prompts => {
+            page(id, method, params, "prompts", &lists.prompts)
+        }
+        methods::PROMPTS_GET if provides.prompts => get_prompt(&server.catalog, method, params),
+        methods::COMPLETE if provides.completions => complete(&server.catalog, id, method, params),
+        _ => Err(RpcError::method_not_found(method)),
+    };
+    outcome.unwrap_or_else(|e| Step::Reply(error(Some(id), &e)))
+}
+
+fn empty(id: &RequestId) -> Vec<u8> {
+    encode_result(id, &*raw_empty())
+}
+
+fn raw_empty() -> &'static RawValue {
+    static EMPTY_RAW: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
+    EMPTY_RAW.get_or_init(|| RawValue::from_string(EMPTY.into()).unwrap_or_default())
+}
+
+/// One page of a list, by the request's cursor.
+fn page(
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    list: &str,
+    pages: &[Box<RawValue>],
+) -> Result<Step, RpcError> {
+    let params: ListParams<'_> = read_optional(method, params)?;
+    let index = match params.cursor {
+        None => 0,
+        Some(cursor) => cursor::decode(&cursor, list, pages.len()).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "{method}: the cursor {cursor:?} is not one this server gave"
+            ))
+        })?,
+    };
+    let page = pages
+        .get(index)
+        .ok_or_else(|| RpcError::internal("a list without pages"))?;
+    Ok(Step::Reply(encode_result(id, &**page)))
+}
+
+fn call_tool(catalog: &Catalog, method: &str, params: Option<&RawValue>) -> Result<Step, RpcError> {
+    let params: CallToolParams<'_> = read(method, params)?;
+    let tool = *catalog
+        .tool_names
+        .get(params.name.as_ref())
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: '{}'", params.name)))?;
+    let arguments = match params.arguments {
+        None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
+        Some(arguments @ serde_json::Value::Object(_)) => arguments,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "tools/call arguments must be an object",
+            ));
+        }
+    };
+    let progress = params.meta.and_then(|m| m.progress_token);
+    if let Some(token) = progress
+        && !matches!(
+            token.get().as_bytes().first(),
+            Some(b'"' | b'-' | b'0'..=b'9')
+        )
+    {
+        return Err(RpcError::invalid_params(
+            "_meta.progressToken must be a string or a number",
+        ));
+    }
+    Ok(Step::Run {
+        work: Work::CallTool { tool, arguments },
+        progress: progress.map(ToOwned::to_owned),
+    })
+}
+
+fn get_prompt(
+    catalog: &Catalog,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<Step, RpcError> {
+    let params: GetPromptParams<'_> = read(method, params)?;
+    let prompt = *catalog
+        .prompt_names
+        .get(params.name.as_ref())
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{}'", params.name)))?;
+    let arguments = params.arguments.unwrap_or_default();
+    let compiled = catalog
+        .prompts
+        .get(prompt)
+        .ok_or_else(|| RpcError::internal("prompt index out of range"))?;
+    if let Some(missing) = compiled
+        .arguments
+        .iter()
+        .find(|a| a.required && !arguments.contains_key(&a.name))
+    {
+        return Err(RpcError::invalid_params(format!(
+            "Missing required argument '{}' for prompt {}",
+            missing.name, params.name
+        )));
+    }
+    Ok(Step::Run {
+        work: Work::GetPrompt { prompt, arguments },
+        progress: None,
+    })
+}
+
+fn complete(
+    catalog: &Catalog,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<Step, RpcError> {
+    let params: CompleteParams<'_> = read(method, params)?;
+    let argument = params.argument.name;
+    let target = match params.reference {
+        Reference::Prompt { name } => {
+            let declared = catalog
+                .prompt_names
+                .get(name.as_ref())
+                .and_then(|&i| catalog.prompts.get(i))
+                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?
+                .arguments
+                .iter()
+                .any(|a| a.name == argument);
+            if !declared {
+                return Err(RpcError::invalid_params(format!(
+                    "prompt '{name}' has no argument '{argument}'"
+                )));
+            }
+            CompletionRef::Prompt(name.into_owned(), argument)
+        }
+        Reference::Resource { uri } => {
+            let template = catalog
+                .templates
+                .iter()
+                .find(|t| t.template.as_str() == uri)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("Unknown resource template: '{uri}'"))
+                })?;
+            if !template.template.variables().any(|v| v == argument) {
+                return Err(RpcError::invalid_params(format!(
+                    "resource template '{uri}' has no variable '{argument}'"
+                )));
+            }
+            CompletionRef::Template(uri.into_owned(), argument)
+        }
+    };
+    let Some(completer) = catalog.completers.get(&target) else {
+        let body = CompleteResult {
+            completion: CompletionBody {
+                values: &[],
+                total: Some(0),
+                has_more: false,
+            },
+        };
+        return Ok(Step::Reply(encode_result(id, &body)));
+    };
+    Ok(Step::Run {
+        work: Work::Complete {
+            completer: completer.clone(),
+            value: params.argument.value,
+            context: CompletionContext {
+                arguments: params.context.unwrap_or_default().arguments,
+            },
+        },
+        progress: None,
+    })
+}
+
+/// Reads a notification.
+pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
+    match method {
+        methods::INITIALIZED => Control::Initialized,
+        methods::CANCELLED => match read::<CancelledParams>(method, params) {
+            Ok(p) => Control::Cancel(p.request_id),
+            Err(e) => {
+                tracing::warn!("ignoring notifications/cancelled: {}", e.data);
+                Control::Ignore
+            }
+        },
+        other => {
+            tracing::debug!(method = other, "ignoring a notification");
+            Control::Ignore
+        }
+    }
+}
+
+/// The reply to a request whose work ended (MCP-DIALECT.md §3), or none
+/// for a cancelled one.
+pub(crate) fn encode_end(
+    server: &ServerInner,
+    id: &RequestId,
+    ended: Ended,
+    job: &JobInfo,
+) -> Option<Vec<u8>> {
+    let tool = || job.tool.and_then(|i| server.catalog.tools.get(i));
+    Some(match ended {
+        Ended::Finished(Ok(done)) => match done {
+            Done::Tool(output) => tool_result(id, &output, tool().is_some_and(|t| t.lists_output)),
+            Done::Contents(contents) => encode_result(
+                id,
+                &ReadResourceResult {
+                    contents: [&contents],
+                },
+            ),
+            Done::Messages {
+                description,
+                messages,
+            } => encode_result(
+                id,
+                &GetPromptResult {
+                    description: description.as_deref(),
+                    messages: &messages,
+                },
+            ),
+            Done::Completion(completion) => {
+                let values = &completion.values
+                    [..completion.values.len().min(crate::completion::MAX_VALUES)];
+                encode_result(
+                    id,
+                    &CompleteResult {
+                        completion: CompletionBody {
+                            values,
+                            total: completion.total,
+                            has_more: completion.has_more || values.len() < completion.values.len(),
+                        },
+                    },
+                )
+            }
+            Done::Resources(_) => error(
+                Some(id),
+                &RpcError::internal("an operation this protocol does not have"),
+            ),
+        },
+        Ended::Finished(Err(failure)) => match failure {
+            Failure::InvalidArguments(text) => tool_error(id, &text),
+            Failure::Tool(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::TOOL_EXECUTION_FAILED | ErrorCode::INVALID_PARAMS
+                ) =>
+            {
+                tool_error(id, e.message())
+            }
+            Failure::Tool(e) => error(Some(id), &RpcError::new(e.code(), e.message())),
+            Failure::BadOutput(text) => error(Some(id), &RpcError::internal(text)),
+            Failure::ResourceNotFound(uri) => not_found(id, &uri),
+            Failure::Item { what, error: e } if e.code() == ErrorCode::INVALID_PARAMS => {
+                error(Some(id), &RpcError::invalid_params(e.message()))
+            }
+            Failure::Item { what, error: e } => {
+                error(Some(id), &RpcError::internal(format!("{what} failed: {e}")))
+            }
+        },
+        // The client cancelled it (or is gone): no response at all.
+        Ended::Stopped(CancelReason::Client | CancelReason::Gone) => return None,
+        Ended::Stopped(CancelReason::TimeLimit) => {
+            let name = tool().map_or("?", |t| t.definition.name.as_str());
+            tool_error(
+                id,
+                &format!(
+                    "tool {name} ran past its time limit of {:?} and was stopped",
+                    job.limit.unwrap_or_default()
+                ),
+            )
+        }
+        Ended::Stopped(CancelReason::Shutdown) => shutting_down(id),
+        Ended::Panicked(panic) => {
+            tracing::error!(%id, "a tool panicked: {panic}");
+            error(
+                Some(id),
+                &RpcError::internal(format!("the tool panicked: {panic}")),
+            )
+        }
+    })
+}
+
+/// A `tools/call` result: the blocks — or the structured output as one
+/// compact JSON text block — and `structuredContent` when the tool lists
+/// an output schema.
+fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
+    let structured = output.structured_value();
+    let text;
+    let blocks = match (output.blocks(), structured) {
+        ([], Some(value)) => {
+            text = [Content::text(value.to_string())];
+            &text[..]
+        }
+        (blocks, _) => blocks,
+    };
+    encode_result(
+        id,
+        &CallToolResult {
+            content: blocks,
+            structured_content: structured.filter(|v| lists_output && v.is_object()),
+            is_error: false,
+        },
+    )
+}
+
+/// A `tools/call` result with `isError: true` and `text`.
+fn tool_error(id: &RequestId, text: &str) -> Vec<u8> {
+    encode_result(
+        id,
+        &CallToolResult {
+            content: &[Content::text(text)],
+            structured_content: None,
+            is_error: true,
+        },
+    )
+}
+
+/// `-32002 Resource not found` with `data.uri`.
+fn not_found(id: &RequestId, uri: &str) -> Vec<u8> {
+    encode_error_with(
+        Some(id),
+        -32002,
+        "Resource not found",
+        &json!({ "uri": uri }),
+    )
+}
+
+/// The message of a code in this protocol's table.
+fn message(code: ErrorCode) -> &'static str {
+    match code.0 {
+        -32700 => "Parse error",
+        -32600 => "Invalid Request",
+        -32601 => "Method not found",
+        -32602 => "Invalid params",
+        -32603 => "Internal error",
+        -32002 => "Resource not found",
+        _ => "Server error",
+    }
+}
+
+/// An error response; the `id` member is left out when it could not be
+/// read (`schema.ts`: `JSONRPCErrorResponse.id` is optional, never null).
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+    let id = id.filter(|id| **id != RequestId::Null);
+    encode_error_with(id, error.code.0, message(error.code), &*error.data)
+}
+
+/// `-32600`: a message over the size limit, skipped.
+pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
+    RpcError::invalid_request(format!(
+        "a message of at least {declared} bytes is over the limit of {limit} bytes; it was skipped"
+    ))
+}
+
+/// `-32603` with `data` "server shutting down".
+pub(crate) fn shutting_down(id: &RequestId) -> Vec<u8> {
+    error(Some(id), &RpcError::internal("server shutting down"))
+}
+
+/// Batches only in a session that negotiated 2025-03-26.
+pub(crate) fn allows_batches(session: &Shared) -> bool {
+    session
+        .client
+        .get()
+        .is_some_and(|c| c.version == BATCH_VERSION)
+}
+
+/// `notifications/resources/updated`, to a session subscribed to `uri`.
+pub(crate) fn resource_changed(subscriptions: &Subscriptions, uri: &str) -> Option<Vec<u8>> {
+    subscriptions
+        .contains(uri)
+        .then(|| encode_notification(methods::RESOURCE_UPDATED, &json!({ "uri": uri })))
+}

@@ -1,0 +1,428 @@
+//! MCP v1.0, the Machine-to-Clawpedia Protocol (PROTOCOL.md): its
+//! handshake (`initialize` with id 1, `-32002` before it), its method
+//! table (`mcp/listTools`, `mcp/listResources`, `mcp/listPrompts`,
+//! `mcp/executeTool`), its notifications (`initialized`, `$/cancelRequest`,
+//! `$/setTrace`) and the error table of PROTOCOL.md §2.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{Admission, Control, Ended, JobInfo, Step};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{RequestId, encode_error, encode_notification, encode_result};
+use crate::protocol::{
+    CancelParams, ExecutionProvider, InitializeParams, InitializeResult, PromptDefinition,
+    ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
+    TraceValue, methods,
+};
+use crate::server::{Catalog, Done, Failure, Phase, ServerInner, Shared, Work};
+use crate::tool::CancelReason;
+
+/// MCP v1.0's capabilities and fixed lists, serialised once at build.
+pub(crate) struct Lists {
+    pub(crate) capabilities: ServerCapabilities,
+    /// The `initialize` result.
+    initialize_result: Box<RawValue>,
+    /// The `mcp/listTools` result.
+    tool_list: Box<RawValue>,
+    /// The `mcp/listPrompts` result.
+    prompt_list: Box<RawValue>,
+}
+
+impl Lists {
+    pub(crate) fn build(
+        catalog: &Catalog,
+        providers: crate::server::Providers,
+        info: &ServerInfo,
+    ) -> Self {
+        let can_execute = providers.tools || !catalog.tools.is_empty();
+        let capabilities = ServerCapabilities {
+            list_tools_provider: can_execute,
+            list_resources_provider: providers.resources || !catalog.resources.is_empty(),
+            list_prompts_provider: providers.prompts || !catalog.prompts.is_empty(),
+            execution_provider: can_execute.then_some(ExecutionProvider { execute: true }),
+        };
+        let tools: Vec<&ToolDefinition> = catalog.tools.iter().map(|t| &t.definition).collect();
+        let prompts: Vec<&PromptDefinition> =
+            catalog.prompts.iter().map(|p| &p.definition).collect();
+        Self {
+            initialize_result: crate::server::raw(&InitializeResult {
+                capabilities: capabilities.clone(),
+                server_info: info.clone(),
+            }),
+            capabilities,
+            tool_list: crate::server::raw(&tools),
+            prompt_list: crate::server::raw(&prompts),
+        }
+    }
+}
+
+/// PROTOCOL.md §3: before `initialize` (id 1) nothing is served.
+pub(crate) fn admit(phase: Phase, method: &str, id: &RequestId) -> Admission {
+    let is_initialize = method == methods::INITIALIZE;
+    match phase {
+        Phase::AwaitingInitialize if is_initialize && id.is_one() => Admission::Initialize,
+        Phase::AwaitingInitialize if is_initialize => Admission::Reject(RpcError::invalid_request(
+            format!("initialize must carry the integer id 1, not {id}"),
+        )),
+        Phase::AwaitingInitialize => Admission::Reject(RpcError::new(
+            ErrorCode::SERVER_NOT_INITIALIZED,
+            format!("'{method}' before initialize: the first request must be initialize"),
+        )),
+        Phase::InitializedSent | Phase::Ready if is_initialize => Admission::Reject(
+            RpcError::invalid_request("the session is already initialized"),
+        ),
+        Phase::Implicit if is_initialize => Admission::Reject(RpcError::invalid_request(
+            "initialize must be the first message of a session; this one is implicit \
+             (an HTTP exchange whose first message was not initialize)",
+        )),
+        Phase::InitializedSent | Phase::Ready | Phase::Implicit => Admission::Serve,
+    }
+}
+
+/// Answers `initialize`: `clientCapabilities` required, `trace` read.
+pub(crate) fn initialize(
+    session: &Shared,
+    id: &RequestId,
+    params: Option<&RawValue>,
+) -> Result<Vec<u8>, Vec<u8>> {
+    let parsed = params
+        .filter(|raw| raw.get().starts_with('{'))
+        .ok_or_else(|| "initialize params must be an object with clientCapabilities".to_owned())
+        .and_then(|raw| {
+            serde_json::from_str::<InitializeParams>(raw.get())
+                .map_err(|e| format!("initialize params: {e}"))
+        });
+    match parsed {
+        Ok(params) => {
+            session.set_trace(params.trace.unwrap_or(TraceValue::Off));
+            Ok(encode_result(id, &*session.server.v1.initialize_result))
+        }
+        Err(why) => Err(encode_error(id, &RpcError::invalid_params(why))),
+    }
+}
+
+/// An operation of MCP v1.0's method table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    ListTools,
+    ListResources,
+    ListPrompts,
+    ExecuteTool,
+}
+
+/// The method table. Names are case-sensitive; `rpc.*` and anything else
+/// unknown are not found.
+fn operation(method: &str) -> Option<Operation> {
+    match method {
+        methods::LIST_TOOLS => Some(Operation::ListTools),
+        methods::LIST_RESOURCES => Some(Operation::ListResources),
+        methods::LIST_PROMPTS => Some(Operation::ListPrompts),
+        methods::EXECUTE_TOOL => Some(Operation::ExecuteTool),
+        _ => None,
+    }
+}
+
+/// Whether the server declared the capability behind `op`.
+fn provides(caps: &ServerCapabilities, op: Operation) -> bool {
+    match op {
+        Operation::ListTools => caps.list_tools_provider,
+        Operation::ListResources => caps.list_resources_provider,
+        Operation::ListPrompts => caps.list_prompts_provider,
+        Operation::ExecuteTool => caps.execution_provider.as_ref().is_some_and(|e| e.execute),
+    }
+}
+
+/// Reads a request through the method table.
+pub(crate) fn route(
+    server: &ServerInner,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Step {
+    let lists = &server.v1;
+    let Some(op) = operation(method).filter(|op| provides(&lists.capabilities, *op)) else {
+        return Step::Reply(encode_error(id, &RpcError::method_not_found(method)));
+    };
+    let outcome =
+        match op {
+            Operation::ListTools => no_params(method, params)
+                .map(|()| Step::Reply(encode_result(id, &*lists.tool_list))),
+            Operation::ListPrompts => no_params(method, params)
+                .map(|()| Step::Reply(encode_result(id, &*lists.prompt_list))),
+            Operation::ListResources => no_params(method, params).map(|()| Step::Run {
+                work: Work::ListResources,
+                progress: None,
+            }),
+            Operation::ExecuteTool => execute_params(&server.catalog, params),
+        };
+    outcome.unwrap_or_else(|e| Step::Reply(encode_error(id, &e)))
+}
+
+/// The list methods take params absent, `null` or `{}`; anything else is `-32602`.
+fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
+    let Some(raw) = params else { return Ok(()) };
+    let empty = match raw.get().as_bytes().first() {
+        Some(b'n') => true,
+        Some(b'{') => serde_json::from_str::<serde_json::Map<String, Value>>(raw.get())
+            .is_ok_and(|m| m.is_empty()),
+        _ => false,
+    };
+    if empty {
+        Ok(())
+    } else {
+        Err(RpcError::invalid_params(format!(
+            "{method} takes no params: send them absent, null or {{}}"
+        )))
+    }
+}
+
+/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id borrowed.
+#[derive(Deserialize)]
+struct ExecuteParams<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(default)]
+    arguments: serde_json::Map<String, Value>,
+}
+
+/// `{"id": mcpId, "arguments": {...}}`, the tool looked up.
+fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, RpcError> {
+    const SHAPE: &str =
+        "mcp/executeTool params must be an object {\"id\": mcpId, \"arguments\": {...}}";
+    let raw = params
+        .filter(|raw| raw.get().starts_with('{'))
+        .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
+    let params: ExecuteParams<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| RpcError::invalid_params(format!("{SHAPE}: {e}")))?;
+    let tool = *catalog
+        .tool_index
+        .get(&*params.id)
+        .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.id))?;
+    Ok(Step::Run {
+        work: Work::CallTool {
+            tool,
+            arguments: Value::Object(params.arguments),
+        },
+        progress: None,
+    })
+}
+
+/// Reads a notification: `initialized`, `$/cancelRequest`, `$/setTrace`.
+pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
+    let params_text = params.map_or("{}", |raw| raw.get());
+    match method {
+        methods::INITIALIZED => Control::Initialized,
+        methods::CANCEL_REQUEST => match serde_json::from_str::<CancelParams>(params_text) {
+            Ok(p) => Control::Cancel(p.id),
+            Err(e) => {
+                tracing::warn!("ignoring $/cancelRequest with bad params: {e}");
+                Control::Ignore
+            }
+        },
+        methods::SET_TRACE => match serde_json::from_str::<SetTraceParams>(params_text) {
+            Ok(p) => Control::SetTrace(p.value),
+            Err(e) => {
+                tracing::warn!("ignoring $/setTrace with bad params: {e}");
+                Control::Ignore
+            }
+        },
+        other => {
+            tracing::info!(method = other, "ignoring an unknown notification");
+            Control::Ignore
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ExecuteResult<'a> {
+    output: &'a Value,
+}
+
+/// The reply to a request whose work ended (PROTOCOL.md §2).
+pub(crate) fn encode_end(
+    server: &ServerInner,
+    id: &RequestId,
+    ended: Ended,
+    job: &JobInfo,
+) -> Vec<u8> {
+    let error = match ended {
+        Ended::Finished(Ok(Done::Resources(list))) => return encode_result(id, &list),
+        Ended::Finished(Ok(Done::Tool(output))) => {
+            return encode_result(
+                id,
+                &ExecuteResult {
+                    output: &output.v1_output(),
+                },
+            );
+        }
+        Ended::Finished(Ok(_)) => RpcError::internal("an operation MCP v1.0 does not have"),
+        Ended::Finished(Err(failure)) => failure_error(failure),
+        Ended::Stopped(reason) => stopped_error(server, reason, job),
+        Ended::Panicked(panic) => {
+            tracing::error!(%id, "a tool panicked: {panic}");
+            RpcError::internal(format!("the tool panicked: {panic}"))
+        }
+    };
+    encode_error(id, &error)
+}
+
+fn failure_error(failure: Failure) -> RpcError {
+    match failure {
+        Failure::InvalidArguments(text) => RpcError::invalid_params(text),
+        Failure::Tool(e) => RpcError::new(e.code(), e.message()),
+        Failure::BadOutput(text) => RpcError::internal(text),
+        Failure::ResourceNotFound(uri) => RpcError::unknown_mcp_id("resource", &uri),
+        Failure::Item { what, error } => {
+            RpcError::internal(format!("{what} could not be read: {error}"))
+        }
+    }
+}
+
+/// The error for work stopped before it ended, by the reason it was.
+fn stopped_error(server: &ServerInner, reason: CancelReason, job: &JobInfo) -> RpcError {
+    match reason {
+        CancelReason::TimeLimit => {
+            let tool = job
+                .tool
+                .and_then(|i| server.catalog.tools.get(i))
+                .map_or("?", |t| t.mcp_id());
+            RpcError::new(
+                ErrorCode::REQUEST_TIMED_OUT,
+                format!(
+                    "tool {tool} ran past its time limit of {:?}",
+                    job.limit.unwrap_or_default()
+                ),
+            )
+        }
+        CancelReason::Shutdown => RpcError::shutting_down(
+            "the server is shutting down and the request did not finish within the grace period",
+        ),
+        CancelReason::Gone => RpcError::new(ErrorCode::REQUEST_CANCELLED, "the client is gone"),
+        CancelReason::Client => RpcError::new(
+            ErrorCode::REQUEST_CANCELLED,
+            "the request was cancelled by $/cancelRequest",
+        ),
+    }
+}
+
+/// The reply to a request cancelled before it started.
+pub(crate) fn cancelled(id: &RequestId) -> Vec<u8> {
+    encode_error(
+        id,
+        &RpcError::new(
+            ErrorCode::REQUEST_CANCELLED,
+            "the request was cancelled by $/cancelRequest",
+        ),
+    )
+}
+
+/// An error with the id, or `null` when it could not be read.
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+    encode_error(id.unwrap_or(&RequestId::Null), error)
+}
+
+/// `-32006`: a message over the size limit, skipped.
+pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
+    RpcError::new(
+        ErrorCode::MESSAGE_TOO_LARGE,
+        format!(
+            "a message of at least {declared} bytes is over the limit of {limit} bytes; it was skipped"
+        ),
+    )
+}
+
+/// `-32005` for a request that arrived after shutdown began.
+pub(crate) fn shutting_down(id: &RequestId) -> Vec<u8> {
+    encode_error(
+        id,
+        &RpcError::shutting_down("the server is shutting down and takes no new requests"),
+    )
+}
+
+/// `mcp/resourceDidChange`.
+pub(crate) fn resource_changed(mcp_id: &str) -> Vec<u8> {
+    encode_notification(
+        methods::RESOURCE_DID_CHANGE,
+        &ResourceDidChangeParams {
+            mcp_id: mcp_id.to_owned(),
+        },
+    )
+}
+
+/// The method a request's work answers, for `$/logTrace` lines.
+pub(crate) fn trace_name(work: &Work) -> &'static str {
+    match work {
+        Work::ListResources => methods::LIST_RESOURCES,
+        _ => methods::EXECUTE_TOOL,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Admission::*;
+    use super::Phase::*;
+    use super::*;
+
+    fn code(a: Admission) -> i32 {
+        match a {
+            Reject(e) => e.code.0,
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn initialize_with_id_1_starts_the_handshake() {
+        assert_eq!(
+            admit(AwaitingInitialize, "initialize", &RequestId::from(1)),
+            Initialize
+        );
+    }
+
+    #[test]
+    fn initialize_with_another_id_is_invalid_and_keeps_waiting() {
+        for id in [RequestId::from(2), RequestId::from("1"), RequestId::Null] {
+            assert_eq!(code(admit(AwaitingInitialize, "initialize", &id)), -32600);
+        }
+    }
+
+    #[test]
+    fn any_other_request_before_initialize_is_not_initialized() {
+        for method in ["mcp/listTools", "mcp/executeTool", "foo/bar", "rpc.x"] {
+            assert_eq!(
+                code(admit(AwaitingInitialize, method, &RequestId::from(3))),
+                -32002
+            );
+        }
+    }
+
+    #[test]
+    fn second_initialize_is_invalid_in_every_later_phase() {
+        for phase in [InitializedSent, Ready] {
+            assert_eq!(
+                code(admit(phase, "initialize", &RequestId::from(1))),
+                -32600
+            );
+        }
+    }
+
+    #[test]
+    fn requests_before_initialized_are_served() {
+        assert_eq!(
+            admit(InitializedSent, "mcp/listTools", &RequestId::from(2)),
+            Serve
+        );
+    }
+
+    #[test]
+    fn implicit_sessions_serve_at_once_but_refuse_initialize() {
+        assert_eq!(admit(Implicit, "mcp/listTools", &RequestId::from(2)), Serve);
+        assert_eq!(
+            code(admit(Implicit, "initialize", &RequestId::from(1))),
+            -32600
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! Everything a server serves, checked and compiled once by
+//! [`ServerBuilder::build`](super::ServerBuilder::build): tools with their
+//! validators, resources, resource templates, prompts and completers,
+//! indexed by what each dialect looks them up by. Dialect-neutral: each
+//! dialect builds its own cached lists from it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonschema::Validator;
+
+use super::{IdHasher, validate};
+use crate::completion::Complete;
+use crate::error::BuildError;
+use crate::prompt::{Prompt, PromptArgument};
+use crate::protocol::{PromptDefinition, ToolDefinition};
+use crate::resource::{Resource, ResourceInfo};
+use crate::template::{ResourceTemplate, Variables};
+use crate::tool::Tool;
+
+/// A registered tool with its compiled schemas.
+pub(crate) struct CompiledTool {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) time_limit: Option<Duration>,
+    pub(crate) may_block: bool,
+    pub(crate) input: Validator,
+    pub(crate) output: Validator,
+    /// Its `outputSchema` is an object schema: the Model Context Protocol
+    /// lists it and sends `structuredContent`.
+    pub(crate) lists_output: bool,
+}
+
+impl CompiledTool {
+    pub(crate) fn mcp_id(&self) -> &str {
+        &self.definition.mcp_id
+    }
+}
+
+/// A registered prompt.
+pub(crate) struct CompiledPrompt {
+    pub(crate) definition: PromptDefinition,
+    pub(crate) arguments: Vec<PromptArgument>,
+    pub(crate) prompt: Arc<dyn Prompt>,
+}
+
+/// What `completion/complete` can name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum CompletionRef {
+    /// A prompt's argument: (prompt name, argument).
+    Prompt(String, String),
+    /// A template's variable: (URI template, variable).
+    Template(String, String),
+}
+
+/// The items, as registered.
+pub(crate) struct Items {
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) resources: Vec<Arc<dyn Resource>>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) prompts: Vec<Arc<dyn Prompt>>,
+    pub(crate) prompt_completers: Vec<(String, String, Arc<dyn Complete>)>,
+}
+
+/// Every item, checked, compiled and indexed.
+pub(crate) struct Catalog {
+    pub(crate) tools: Vec<CompiledTool>,
+    /// Tools by mcpId (MCP v1.0).
+    pub(crate) tool_index: HashMap<String, usize, IdHasher>,
+    /// Tools by name (Model Context Protocol).
+    pub(crate) tool_names: HashMap<String, usize, IdHasher>,
+    pub(crate) resources: Vec<(ResourceInfo, Arc<dyn Resource>)>,
+    /// Resources by URI (mcpId).
+    pub(crate) resource_index: HashMap<String, usize, IdHasher>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) prompts: Vec<CompiledPrompt>,
+    /// Prompts by name (Model Context Protocol).
+    pub(crate) prompt_names: HashMap<String, usize, IdHasher>,
+    pub(crate) completers: HashMap<CompletionRef, Arc<dyn Complete>>,
+}
+
+impl Catalog {
+    /// Checks every item (PROTOCOL.md §6: absolute, unique mcpIds; valid
+    /// schemas, the input schema an object schema; MCP-DIALECT.md §3 when
+    /// `model_context` is on: tool names `[A-Za-z0-9_.-]{1,128}`, unique
+    /// tool, prompt and template names) and compiles the schemas.
+    pub(crate) fn build(
+        items: Items,
+        default_time_limit: Option<Duration>,
+        model_context: bool,
+    ) -> Result<Self, BuildError> {
+        let mut tools = Vec::with_capacity(items.tools.len());
+        let mut tool_index = HashMap::default();
+        let mut tool_names = HashMap::default();
+        for tool in items.tools {
+            let definition = tool.definition();
+            let id = &definition.mcp_id;
+            check_id("tool", id, tool_index.contains_key(id))?;
+            check_text("tool", id, "name", &definition.name)?;
+            check_text("tool", id, "description", &definition.description)?;
+            if model_context {
+                check_tool_name(&definition.name, tool_names.contains_key(&definition.name))?;
+            }
+            validate::require_object_schema(id, &definition.input_schema)?;
+            let input = validate::compile(id, "inputSchema", &definition.input_schema)?;
+            let output = validate::compile(id, "outputSchema", &definition.output_schema)?;
+            tool_index.insert(id.clone(), tools.len());
+            tool_names.insert(definition.name.clone(), tools.len());
+            tools.push(CompiledTool {
+                lists_output: validate::is_object_schema(&definition.output_schema),
+                time_limit: tool.time_limit().or(default_time_limit),
+                may_block: tool.may_block(),
+                tool,
+                input,
+                output,
+                definition,
+            });
+        }
+
+        let mut resources = Vec::with_capacity(items.resources.len());
+        let mut resource_index = HashMap::default();
+        for resource in items.resources {
+            let info = resource.info();
+            check_id(
+                "resource",
+                &info.mcp_id,
+                resource_index.contains_key(&info.mcp_id),
+            )?;
+            check_text("resource", &info.mcp_id, "name", &info.name)?;
+            check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
+            resource_index.insert(info.mcp_id.clone(), resources.len());
+            resources.push((info, resource));
+        }
+
+        let mut completers = HashMap::new();
+        let mut template_names = HashSet::new();
+        for template in &items.templates {
+            let uri = template.template.as_str();
+            check_text("resource template", uri, "name", &template.name)?;
+            if !template_names.insert(template.template.as_str().to_owned()) {
+                return Err(BuildError::InvalidName {
+                    kind: "resource template",
+                    name: uri.to_owned(),
+                    problem: "is registered twice",
+                });
+            }
+            for (variable, completer) in &template.completers {
+                if !template.template.variables().any(|v| v == variable) {
+                    return Err(BuildError::UnknownCompletionTarget {
+                        target: format!("variable {variable:?} of {uri:?}"),
+                        problem: "the template has no such variable",
+                    });
+                }
+                completers.insert(
+                    CompletionRef::Template(uri.to_owned(), variable.clone()),
+                    completer.clone(),
+                );
+            }
+        }
+
+        let mut prompts = Vec::with_capacity(items.prompts.len());
+        let mut prompt_ids = HashSet::new();
+        let mut prompt_names = HashMap::default();
+        for prompt in items.prompts {
+            let definition = prompt.definition();
+            let id = &definition.mcp_id;
+            check_id("prompt", id, prompt_ids.contains(id))?;
+            check_text("prompt", id, "name", &definition.name)?;
+            if model_context && prompt_names.contains_key(&definition.name) {
+                return Err(BuildError::InvalidName {
+                    kind: "prompt",
+                    name: definition.name.clone(),
+                    problem: "is the name of another prompt (the Model Context Protocol finds \
+                              prompts by name)",
+                });
+            }
+            prompt_ids.insert(id.clone());
+            prompt_names.insert(definition.name.clone(), prompts.len());
+            prompts.push(CompiledPrompt {
+                arguments: prompt.arguments(),
+                definition,
+                prompt,
+            });
+        }
+        for (prompt_name, argument, completer) in items.prompt_completers {
+            let declared = prompt_names
+                .get(&prompt_name)
+                .and_then(|&i| prompts.get(i))
+                .is_some_and(|p: &CompiledPrompt| p.arguments.iter().any(|a| a.name == argument));
+            if !declared {
+                return Err(BuildError::UnknownCompletionTarget {
+                    target: format!("argument {argument:?} of prompt {prompt_name:?}"),
+                    problem: "no prompt of that name declares that argument",
+                });
+            }
+            completers.insert(CompletionRef::Prompt(prompt_name, argument), completer);
+        }
+
+        Ok(Self {
+            tools,
+            tool_index,
+            tool_names,
+            resources,
+            resource_index,
+            templates: items.templates,
+            prompts,
+            prompt_names,
+            completers,
+        })
+    }
+
+    /// The first template `uri` matches, with its variables.
+    pub(crate) fn template_for(&self, uri: &str) -> Option<(&ResourceTemplate, Variables)> {
+        self.templates
+            .iter()
+            .find_map(|t| t.template.matches(uri).map(|v| (t, v)))
+    }
+
+    /// Whether `uri` names a resource: a registered one or one a template
+    /// matches.
+    pub(crate) fn knows_uri(&self, uri: &str) -> bool {
+        self.resource_index.contains_key(uri) || self.template_for(uri).is_some()
+    }
+}
+
+/// PROTOCOL.md §6: an mcpId is an absolute URI, unique within its kind.
+fn check_id(kind: &'static str, mcp_id: &str, taken: bool) -> Result<(), BuildError> {
+    if !is_absolute_uri(mcp_id) {
+        return Err(BuildError::MalformedMcpId {
+            kind,
+            mcp_id: mcp_id.to_owned(),
+        });
+    }
+    if taken {
+        return Err(BuildError::DuplicateMcpId {
+            kind,
+            mcp_id: mcp_id.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// MCP-DIALECT.md §3: a tool name is `[A-Za-z0-9_.-]{1,128}`, unique.
+fn check_tool_name(name: &str, taken: bool) -> Result<(), BuildError> {
+    let problem = if name.is_empty() || name.len() > 128 {
+        Some("must be 1 to 128 characters long (the Model Context Protocol's rule)")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    {
+        Some(
+            "may hold only letters, digits, '_', '.' and '-' (the Model Context Protocol's rule; \
+             restrict the server to MCP v1.0 with ServerBuilder::dialects to keep it)",
+        )
+    } else if taken {
+        Some("is the name of another tool (the Model Context Protocol calls tools by name)")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(BuildError::InvalidName {
+            kind: "tool",
+            name: name.to_owned(),
+            problem,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn check_text(
+    kind: &'static str,
+    mcp_id: &str,
+    field: &'static str,
+    text: &str,
+) -> Result<(), BuildError> {
+    if text.trim().is_empty() {
+        return Err(BuildError::EmptyField {
+            kind,
+            mcp_id: mcp_id.to_owned(),
+            field,
+        });
+    }
+    Ok(())
+}
+
+/// `scheme ":" rest`, RFC 3986's scheme syntax, a non-empty rest without
+/// white space or control characters.
+fn is_absolute_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+        && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_uris() {
+        for ok in ["mcp://a/b:v1", "urn:x", "mcp+x://a", "a.b-c:d"] {
+            assert!(is_absolute_uri(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "no-scheme",
+            "/abs/path",
+            "1mcp://a",
+            "mcp:",
+            "mcp://a b",
+            ":x",
+            "mc p://a",
+        ] {
+            assert!(!is_absolute_uri(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tool_names_follow_the_model_context_rule() {
+        for ok in ["echo", "file-writer", "a.b_c-9", &"x".repeat(128)] {
+            assert!(check_tool_name(ok, false).is_ok(), "{ok}");
+        }
+        for bad in ["", "has space", "x?v=1", "é", &"x".repeat(129)] {
+            assert!(check_tool_name(bad, false).is_err(), "{bad}");
+        }
+        assert!(check_tool_name("echo", true).is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! The server's operations, independent of how any dialect names them on
+//! the wire: the async [`Work`] a request needs, and what it ends with —
+//! [`Done`] or a [`Failure`]. A dialect reads params into `Work` and
+//! encodes the outcome; tools, resources and prompts never know which
+//! dialect called them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::ServerInner;
+use super::validate::{check_arguments, check_output};
+use crate::completion::{Complete, Completion, CompletionContext};
+use crate::content::{ResourceContents, ToolOutput};
+use crate::error::{ErrorCode, ToolError};
+use crate::prompt::{PromptArguments, PromptMessage};
+use crate::protocol::ResourceDefinition;
+use crate::tool::ToolContext;
+
+/// Async work for one request.
+pub(crate) enum Work {
+    /// MCP v1.0's `mcp/listResources`: every resource with its content.
+    ListResources,
+    /// Reads one resource, registered or matched by a template.
+    ReadResource { uri: String },
+    /// Runs tool `tool` (an index into the catalog).
+    CallTool { tool: usize, arguments: Value },
+    /// Renders prompt `prompt` with its arguments (every required one present).
+    GetPrompt {
+        prompt: usize,
+        arguments: PromptArguments,
+    },
+    /// Asks a completer.
+    Complete {
+        completer: Arc<dyn Complete>,
+        value: String,
+        context: CompletionContext,
+    },
+}
+
+/// What finished work produced.
+pub(crate) enum Done {
+    Resources(Vec<ResourceDefinition>),
+    Contents(ResourceContents),
+    Tool(ToolOutput),
+    Messages {
+        description: Option<String>,
+        messages: Vec<PromptMessage>,
+    },
+    Completion(Completion),
+}
+
+/// Why work failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The arguments failed the tool's `inputSchema` (the exact text).
+    InvalidArguments(String),
+    /// The tool returned an error.
+    Tool(ToolError),
+    /// The tool's output failed its own `outputSchema` (the exact text).
+    BadOutput(String),
+    /// No resource has this URI.
+    ResourceNotFound(String),
+    /// A resource, prompt or completer failed (its error, with what failed).
+    Item { what: String, error: ToolError },
+}
+
+impl Work {
+    /// How long the work may run.
+    pub(crate) fn time_limit(&self, server: &ServerInner) -> Option<std::time::Duration> {
+        match self {
+            Self::CallTool { tool, .. } => {
+                server.catalog.tools.get(*tool).and_then(|t| t.time_limit)
+            }
+            _ => None,
+        }
+    }
+
+    /// The index of the tool the work runs, if any.
+    pub(crate) fn tool_index(&self) -> Option<usize> {
+        match self {
+            Self::CallTool { tool, .. } => Some(*tool),
+            _ => None,
+        }
+    }
+
+    /// Whether the work may hold its thread ([`Tool::may_block`](crate::Tool::may_block)).
+    pub(crate) fn may_block(&self, server: &ServerInner) -> bool {
+        match self {
+            Self::CallTool { tool, .. } => {
+                server.catalog.tools.get(*tool).is_some_and(|t| t.may_block)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Performs the work. Time limits, cancellation and panics are the job's
+/// (`Job::run`).
+pub(crate) async fn perform(
+    server: Arc<ServerInner>,
+    work: Work,
+    ctx: ToolContext,
+) -> Result<Done, Failure> {
+    match work {
+        Work::ListResources => list_resources(&server).await.map(Done::Resources),
+        Work::ReadResource { uri } => read_resource(&server, uri).await.map(Done::Contents),
+        Work::CallTool { tool, arguments } => call_tool(&server, tool, arguments, ctx)
+            .await
+            .map(Done::Tool),
+        Work::GetPrompt { prompt, arguments } => {
+            let Some(compiled) = server.catalog.prompts.get(prompt) else {
+                return Err(internal("prompt index out of range"));
+            };
+            let messages = compiled
+                .prompt
+                .messages(&arguments)
+                .await
+                .map_err(|error| Failure::Item {
+                    what: format!("prompt {}", compiled.definition.name),
+                    error,
+                })?;
+            Ok(Done::Messages {
+                description: compiled.definition.description.clone(),
+                messages,
+            })
+        }
+        Work::Complete {
+            completer,
+            value,
+            context,
+        } => completer
+            .complete(&value, &context)
+            .await
+            .map(Done::Completion)
+            .map_err(|error| Failure::Item {
+                what: "the completer".into(),
+                error,
+            }),
+    }
+}
+
+fn internal(why: &str) -> Failure {
+    Failure::Item {
+        what: "the server".into(),
+        error: ToolError::with_code(ErrorCode::INTERNAL_ERROR, why),
+    }
+}
+
+async fn list_resources(server: &ServerInner) -> Result<Vec<ResourceDefinition>, Failure> {
+    let mut list = Vec::with_capacity(server.catalog.resources.len());
+    for (info, resource) in &server.catalog.resources {
+        let content = resource.content().await.map_err(|error| Failure::Item {
+            what: format!("resource {}", info.mcp_id),
+            error,
+        })?;
+        list.push(ResourceDefinition {
+            mcp_id: info.mcp_id.clone(),
+            name: info.name.clone(),
+            description: info.description.clone(),
+            media_type: info.media_type.clone(),
+            content,
+        });
+    }
+    Ok(list)
+}
+
+async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceContents, Failure> {
+    let catalog = &server.catalog;
+    if let Some((info, resource)) = catalog
+        .resource_index
+        .get(&uri)
+        .and_then(|&i| catalog.resources.get(i))
+    {
+        let body = resource.read().await.map_err(|error| Failure::Item {
+            what: format!("resource {uri}"),
+            error,
+        })?;
+        return Ok(ResourceContents {
+            uri,
+            mime_type: Some(info.media_type.clone()),
+            body,
+        });
+    }
+    let Some((template, variables)) = catalog.template_for(&uri) else {
+        return Err(Failure::ResourceNotFound(uri));
+    };
+    let body = template
+        .reader
+        .read(&uri, &variables)
+        .await
+        .map_err(|error| Failure::Item {
+            what: format!("resource {uri}"),
+            error,
+        })?;
+    Ok(ResourceContents {
+        mime_type: Some(template.mime_type.clone()),
+        uri,
+        body,
+    })
+}
+
+async fn call_tool(
+    server: &ServerInner,
+    index: usize,
+    arguments: Value,
+    ctx: ToolContext,
+) -> Result<ToolOutput, Failure> {
+    let Some(tool) = server.catalog.tools.get(index) else {
+        return Err(internal("tool index out of range"));
+    };
+    check_arguments(&tool.input, &arguments, tool.mcp_id()).map_err(Failure::InvalidArguments)?;
+    let span = ctx.span().clone();
+    let output = tool
+        .tool
+        .call(arguments, ctx)
+        .instrument(span)
+        .await
+        .map_err(Failure::Tool)?;
+    check_output(&tool.output, &output.v1_output(), tool.mcp_id()).map_err(Failure::BadOutput)?;
+    Ok(output)
+}

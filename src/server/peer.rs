@@ -1,0 +1,356 @@
+//! Requests the server sends to the client from inside a tool (Model
+//! Context Protocol): each gets an id of the session's own, a pending entry
+//! that the client's response completes, a time limit, and a guard that
+//! removes the entry however the wait ends. Responses are routed here by
+//! the session reader as they are read — they never wait for an in-flight
+//! slot — and every pending request fails with
+//! [`ClientError::Gone`] when the session's input ends or its output goes.
+//!
+//! Also here: the [`ToolContext`] calls that reach the client (progress,
+//! log lines, elicitation, sampling, roots).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+use super::shared::{About, Outgoing, Shared};
+use crate::client::{
+    ClientError, ElicitResult, Elicitation, LogLevel, Root, Sampling, SamplingResult,
+};
+use crate::dialect::Dialect;
+use crate::dialect::model_context::methods;
+use crate::jsonrpc::{RequestId, encode_notification, encode_request};
+use crate::tool::{Cancellation, ToolContext};
+
+/// An answer the client gave: a result, or why there is none.
+type Answer = Result<Value, ClientError>;
+
+/// The requests a session sent and waits on.
+#[derive(Default)]
+pub(crate) struct Peer {
+    next_id: AtomicU64,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// The client can no longer answer: new requests fail at once.
+    closed: bool,
+    waiting: HashMap<u64, oneshot::Sender<Answer>>,
+}
+
+impl Peer {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh id and the receiver of its answer.
+    fn start(&self) -> Result<(u64, oneshot::Receiver<Answer>), ClientError> {
+        let mut pending = self.pending();
+        if pending.closed {
+            return Err(ClientError::Gone);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (answer, receiver) = oneshot::channel();
+        pending.waiting.insert(id, answer);
+        Ok((id, receiver))
+    }
+
+    fn forget(&self, id: u64) {
+        self.pending().waiting.remove(&id);
+    }
+
+    /// The client can no longer answer: every pending request fails with
+    /// [`ClientError::Gone`], and so does every later one.
+    pub(crate) fn close(&self) {
+        let waiting = {
+            let mut pending = self.pending();
+            pending.closed = true;
+            std::mem::take(&mut pending.waiting)
+        };
+        for (_, answer) in waiting {
+            let _ = answer.send(Err(ClientError::Gone));
+        }
+    }
+
+    /// Completes the request `id` with the client's response.
+    pub(crate) fn answer(&self, id: Option<&RequestId>, outcome: Result<&RawValue, &RawValue>) {
+        let number = match id {
+            Some(RequestId::Number(digits)) => digits.parse::<u64>().ok(),
+            _ => None,
+        };
+        let Some(answer) = number.and_then(|n| self.pending().waiting.remove(&n)) else {
+            tracing::debug!(?id, "a response to no request of ours; ignored");
+            return;
+        };
+        let answer_value = match outcome {
+            Ok(result) => serde_json::from_str::<Value>(result.get())
+                .map_err(|e| ClientError::Malformed(e.to_string())),
+            Err(error) => Err(refusal(error)),
+        };
+        let _ = answer.send(answer_value);
+    }
+}
+
+/// The client's error object as a [`ClientError::Refused`].
+fn refusal(error: &RawValue) -> ClientError {
+    #[derive(serde::Deserialize)]
+    struct ErrorObject {
+        code: i64,
+        #[serde(default)]
+        message: String,
+        #[serde(default)]
+        data: Option<Value>,
+    }
+    match serde_json::from_str::<ErrorObject>(error.get()) {
+        Ok(e) => ClientError::Refused {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        },
+        Err(e) => ClientError::Malformed(format!("an error object that is not one: {e}")),
+    }
+}
+
+/// Removes a pending request however its wait ends.
+struct Forget<'a> {
+    peer: &'a Peer,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.peer.forget(self.id);
+    }
+}
+
+impl Shared {
+    /// Sends request `method` to the client on behalf of request `related`
+    /// and waits for the answer, the client request timeout, or `cancel`.
+    async fn ask<P: Serialize + ?Sized>(
+        &self,
+        related: &RequestId,
+        method: &str,
+        params: &P,
+        cancel: &Cancellation,
+    ) -> Answer {
+        let (id, answer) = self.peer.start()?;
+        let _forget = Forget {
+            peer: &self.peer,
+            id,
+        };
+        self.send(Outgoing {
+            bytes: encode_request(id, method, params),
+            about: About::Related(related.clone()),
+        })
+        .await;
+        let timeout = self.server.limits.client_request_timeout;
+        let outcome = tokio::select! {
+            answer = answer => answer.unwrap_or(Err(ClientError::Gone)),
+            () = tokio::time::sleep(timeout) => Err(ClientError::TimedOut(timeout)),
+            () = cancel.cancelled() => Err(ClientError::Cancelled),
+        };
+        if let Err(ClientError::TimedOut(_) | ClientError::Cancelled) = &outcome {
+            // Tell the client to stop asking its user (best effort).
+            let notice = encode_notification(
+                methods::CANCELLED,
+                &serde_json::json!({"requestId": id, "reason": "the server stopped waiting"}),
+            );
+            let _ = self.out.try_send(Outgoing {
+                bytes: notice,
+                about: About::Related(related.clone()),
+            });
+        }
+        outcome
+    }
+
+    /// The client's capability `name`, when it declared it.
+    fn capability(&self, name: &str) -> Option<Value> {
+        self.client.get()?.capabilities.get(name).cloned()
+    }
+}
+
+/// A tool execution's way back to its session.
+#[derive(Debug)]
+pub(crate) struct Link {
+    shared: Weak<Shared>,
+    /// `_meta.progressToken` of the request, with the last progress sent.
+    progress: Option<(Box<RawValue>, Mutex<Option<f64>>)>,
+}
+
+impl Link {
+    pub(crate) fn new(shared: &Arc<Shared>, progress: Option<Box<RawValue>>) -> Self {
+        Self {
+            shared: Arc::downgrade(shared),
+            progress: progress.map(|token| (token, Mutex::new(None))),
+        }
+    }
+
+    /// The session, if it still exists and speaks the Model Context
+    /// Protocol.
+    fn model_context(&self) -> Option<Arc<Shared>> {
+        self.shared
+            .upgrade()
+            .filter(|s| s.dialect == Dialect::ModelContext)
+    }
+}
+
+impl ToolContext {
+    /// Reports progress (`notifications/progress`) when the request asked
+    /// for it (`_meta.progressToken`); otherwise, and in MCP v1.0, does
+    /// nothing. `progress` must grow with each call: a value not above the
+    /// last one sent is dropped.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(link) = self.link() else { return };
+        let Some((token, last)) = &link.progress else {
+            return;
+        };
+        let Some(shared) = link.model_context() else {
+            return;
+        };
+        {
+            let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+            if last.is_some_and(|l| progress <= l) || !progress.is_finite() {
+                tracing::debug!(progress, "progress that does not grow is not sent");
+                return;
+            }
+            *last = Some(progress);
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params<'a> {
+            progress_token: &'a RawValue,
+            progress: f64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            total: Option<f64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            message: Option<&'a str>,
+        }
+        let params = Params {
+            progress_token: token,
+            progress,
+            total,
+            message,
+        };
+        shared
+            .send(Outgoing {
+                bytes: encode_notification(methods::PROGRESS, &params),
+                about: About::Related(self.request_id().clone()),
+            })
+            .await;
+    }
+
+    /// Sends a log line to the client (`notifications/message`) when its
+    /// level is at least the session's (`logging/setLevel`; `info` until
+    /// the client sets one). In MCP v1.0 it does nothing: log through
+    /// `tracing` as well for the server's own log.
+    pub async fn log(&self, level: LogLevel, data: impl Serialize) {
+        let Some(shared) = self.link().and_then(Link::model_context) else {
+            return;
+        };
+        if !shared.logs(level) {
+            return;
+        }
+        #[derive(Serialize)]
+        struct Params<D> {
+            level: LogLevel,
+            logger: &'static str,
+            data: D,
+        }
+        let params = Params {
+            level,
+            logger: "tool",
+            data,
+        };
+        shared
+            .send(Outgoing {
+                bytes: encode_notification(methods::MESSAGE, &params),
+                about: About::Related(self.request_id().clone()),
+            })
+            .await;
+    }
+
+    /// Asks the user to fill in a form (`elicitation/create`, form mode).
+    ///
+    /// # Errors
+    /// See [`ClientError`]; [`ClientError::Invalid`] when a field is not a
+    /// primitive schema the protocol allows.
+    pub async fn elicit(&self, form: Elicitation) -> Result<ElicitResult, ClientError> {
+        let shared = self.session_for("elicitation")?;
+        let params = form.params()?;
+        let answer = shared
+            .ask(
+                self.request_id(),
+                methods::ELICIT,
+                &params,
+                &self.cancellation_token(),
+            )
+            .await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    ///
+    /// # Errors
+    /// See [`ClientError`].
+    pub async fn sample(&self, request: Sampling) -> Result<SamplingResult, ClientError> {
+        let shared = self.session_for("sampling")?;
+        let answer = shared
+            .ask(
+                self.request_id(),
+                methods::CREATE_MESSAGE,
+                &request,
+                &self.cancellation_token(),
+            )
+            .await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// The client's roots (`roots/list`).
+    ///
+    /// # Errors
+    /// See [`ClientError`].
+    pub async fn roots(&self) -> Result<Vec<Root>, ClientError> {
+        let shared = self.session_for("roots")?;
+        let answer = shared
+            .ask(
+                self.request_id(),
+                methods::LIST_ROOTS,
+                &serde_json::json!({}),
+                &self.cancellation_token(),
+            )
+            .await?;
+        #[derive(serde::Deserialize)]
+        struct Roots {
+            roots: Vec<Root>,
+        }
+        serde_json::from_value::<Roots>(answer)
+            .map(|r| r.roots)
+            .map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// The capabilities the client declared in `initialize` (Model Context
+    /// Protocol); `None` in MCP v1.0 and before `initialize`.
+    pub fn client_capabilities(&self) -> Option<Value> {
+        let shared = self.link()?.model_context()?;
+        shared.client.get().map(|c| c.capabilities.clone())
+    }
+
+    /// The session, when it can carry a request needing `capability`.
+    fn session_for(&self, capability: &'static str) -> Result<Arc<Shared>, ClientError> {
+        let link = self.link().ok_or(ClientError::Unsupported)?;
+        let shared = link.shared.upgrade().ok_or(ClientError::Gone)?;
+        if shared.dialect != Dialect::ModelContext || shared.client.get().is_none() {
+            return Err(ClientError::Unsupported);
+        }
+        if shared.capability(capability).is_none() {
+            return Err(ClientError::CapabilityMissing(capability));
+        }
+        Ok(shared)
+    }
+}
