@@ -46,6 +46,17 @@ impl Dialects {
     pub fn model_context(self) -> bool {
         self != Self::McpV1
     }
+
+    /// The dialect of a stdio session whose first non-blank byte is
+    /// `first` (`None`: the input ended first).
+    pub(crate) fn for_stdio(self, first: Option<u8>) -> Dialect {
+        match self {
+            Self::McpV1 => Dialect::McpV1,
+            Self::ModelContext => Dialect::ModelContext,
+            Self::Both if matches!(first, Some(b'{' | b'[')) => Dialect::ModelContext,
+            Self::Both => Dialect::McpV1,
+        }
+    }
 }
 
 /// The dialect one session speaks.

@@ -5,9 +5,11 @@ mod frame;
 #[cfg(feature = "http")]
 mod http;
 mod json_stream;
+mod ndjson;
 mod stdio;
 
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 #[cfg(feature = "http")]
 pub use http::{HttpConfig, McpBody, McpService};
 pub use json_stream::JsonStreamDecoder;
+pub use ndjson::LineCodec;

@@ -1,6 +1,8 @@
-//! The stdio transport (PROTOCOL.md §7): `Content-Length` frames over any
-//! `AsyncRead` + `AsyncWrite` pair — the process's stdin and stdout, or an
-//! in-memory pipe in tests.
+//! The stdio transport over any `AsyncRead` + `AsyncWrite` pair — the
+//! process's stdin and stdout, or an in-memory pipe in tests: MCP v1.0's
+//! `Content-Length` frames (PROTOCOL.md §7) or the Model Context
+//! Protocol's newline-delimited JSON (MCP-DIALECT.md §4), chosen by the
+//! first byte the client sends.
 
 use std::future::Future;
 use std::io;
@@ -8,12 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::frame::FrameCodec;
+use super::ndjson::LineCodec;
+use crate::dialect::Dialect;
 use crate::server::{Outgoing, Server, Session};
 
 /// How many outgoing messages may wait for the writer before request tasks
@@ -115,10 +119,14 @@ impl Server {
     }
 
     /// Serves one session; `output_gone` completes when the transport learns
-    /// that nobody reads `writer` any more (before a write fails).
+    /// that nobody reads `writer` any more (before a write fails). The
+    /// session's dialect — and so its framing — follows from the first
+    /// non-blank byte (MCP-DIALECT.md §1): `{` or `[` is the Model Context
+    /// Protocol (newline-delimited JSON), anything else MCP v1.0
+    /// (`Content-Length` frames).
     async fn serve_framed<R, W>(
         &self,
-        reader: R,
+        mut reader: R,
         writer: W,
         shutdown: impl Future<Output = ()>,
         output_gone: impl Future<Output = ()>,
@@ -127,13 +135,62 @@ impl Server {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
+        tokio::pin!(shutdown);
+        let mut head = BytesMut::new();
+        let first = tokio::select! {
+            first = first_byte(&mut reader, &mut head) => first?,
+            () = &mut shutdown => return Ok(()),
+        };
+        let dialect = self.inner().dialects.for_stdio(first);
+        let reader = std::io::Cursor::new(head).chain(reader);
+        match dialect {
+            Dialect::McpV1 => {
+                let codec = FrameCodec::new(self.max_message_size())
+                    .with_max_header_size(self.max_header_size());
+                let input = FramedRead::new(reader, codec);
+                self.serve_session(
+                    dialect,
+                    input,
+                    writer,
+                    Framing::Frames,
+                    shutdown,
+                    output_gone,
+                )
+                .await
+            }
+            Dialect::ModelContext => {
+                let input = FramedRead::new(reader, LineCodec::new(self.max_message_size()));
+                self.serve_session(
+                    dialect,
+                    input,
+                    writer,
+                    Framing::Lines,
+                    shutdown,
+                    output_gone,
+                )
+                .await
+            }
+        }
+    }
+
+    /// Runs one session over `input`, writing its messages to `writer`.
+    async fn serve_session<S, W>(
+        &self,
+        dialect: Dialect,
+        input: S,
+        writer: W,
+        framing: Framing,
+        shutdown: impl Future<Output = ()>,
+        output_gone: impl Future<Output = ()>,
+    ) -> io::Result<()>
+    where
+        S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
+        W: AsyncWrite + Unpin,
+    {
         let (out, outbox) = mpsc::channel(OUTBOX);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
-        let session = Session::new(self, crate::dialect::Dialect::McpV1, out, stop.clone());
-        let codec =
-            FrameCodec::new(self.max_message_size()).with_max_header_size(self.max_header_size());
-        let input = FramedRead::new(reader, codec);
+        let session = Session::new(self, dialect, out, stop.clone());
         let run = async {
             session.run(input).await;
             ended.cancel();
@@ -144,8 +201,14 @@ impl Server {
                 () = ended.cancelled() => {}
             }
         };
-        let served =
-            async { tokio::join!(run, write_frames(writer, outbox, output_gone), watch).1 };
+        let served = async {
+            tokio::join!(
+                run,
+                write_messages(writer, outbox, framing, output_gone),
+                watch
+            )
+            .1
+        };
         // Once shutdown begins, a client that stops reading cannot hold the
         // server past the grace period (and a little time to write).
         let give_up = async {
@@ -162,16 +225,60 @@ impl Server {
     }
 }
 
-/// Writes every message of `outbox` as a frame, gathering the messages that
-/// are ready into one write and one flush; returns when every sender is gone,
+/// Reads until the first byte that is not blank (space, tab, CR, LF) and
+/// returns it (`None` at the end of input); the bytes from it on are left
+/// in `head`, the blanks before it dropped.
+async fn first_byte<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    head: &mut BytesMut,
+) -> io::Result<Option<u8>> {
+    loop {
+        if let Some(i) = head
+            .iter()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            let _ = head.split_to(i);
+            return Ok(head.first().copied());
+        }
+        head.clear();
+        if reader.read_buf(head).await? == 0 {
+            return Ok(None);
+        }
+    }
+}
+
+/// How messages are framed on the output.
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    /// `Content-Length` frames (MCP v1.0).
+    Frames,
+    /// One JSON line each (the Model Context Protocol).
+    Lines,
+}
+
+impl Framing {
+    /// Appends a message (a request that ended without a reply has none).
+    fn encode(self, message: &Outgoing, buf: &mut BytesMut) -> io::Result<()> {
+        if message.bytes.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Self::Frames => FrameCodec::new(usize::MAX).encode(&message.bytes, buf),
+            Self::Lines => LineCodec::new(usize::MAX).encode(&message.bytes, buf),
+        }
+    }
+}
+
+/// Writes every message of `outbox`, gathering the messages that are
+/// ready into one write and one flush; returns when every sender is gone,
 /// or with `BrokenPipe` as soon as `output_gone` completes or a write fails
 /// (dropping the outbox, which ends the session).
-async fn write_frames<W: AsyncWrite + Unpin>(
+async fn write_messages<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut outbox: mpsc::Receiver<Outgoing>,
+    framing: Framing,
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let mut codec = FrameCodec::new(usize::MAX);
     let mut buf = BytesMut::with_capacity(WRITE_BATCH);
     tokio::pin!(output_gone);
     loop {
@@ -189,10 +296,10 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 ));
             }
         };
-        encode_one(&mut codec, &message, &mut buf)?;
+        framing.encode(&message, &mut buf)?;
         while buf.len() < WRITE_BATCH {
             match outbox.try_recv() {
-                Ok(message) => encode_one(&mut codec, &message, &mut buf)?,
+                Ok(message) => framing.encode(&message, &mut buf)?,
                 Err(_) => break,
             }
         }
@@ -221,14 +328,6 @@ async fn output_closed(fd: std::os::fd::OwnedFd) {
     if pipe.ready(tokio::io::Interest::ERROR).await.is_err() {
         std::future::pending::<()>().await;
     }
-}
-
-/// Encodes a message (a request that ended without a reply has none).
-fn encode_one(codec: &mut FrameCodec, message: &Outgoing, buf: &mut BytesMut) -> io::Result<()> {
-    if message.bytes.is_empty() {
-        return Ok(());
-    }
-    codec.encode(&message.bytes, buf)
 }
 
 /// Stdin and stdout as non-blocking pipes on the reactor, if both are pipes,

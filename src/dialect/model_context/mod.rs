@@ -200,7 +200,7 @@ impl Lists {
 
 /// A list cut into pages, each a whole result (`{"<key>": [...],
 /// "nextCursor": ...}`); an empty list is one empty page.
-fn pages<T: Serialize>(key: &str, items: &[T], page_size: usize) -> Vec<Box<RawValue>> {
+fn pages<T: Serialize>(key: &'static str, items: &[T], page_size: usize) -> Vec<Box<RawValue>> {
     let chunks: Vec<&[T]> = if items.is_empty() {
         vec![&[]]
     } else {
@@ -210,15 +210,33 @@ fn pages<T: Serialize>(key: &str, items: &[T], page_size: usize) -> Vec<Box<RawV
     chunks
         .into_iter()
         .enumerate()
-        .map(|(i, chunk)| {
-            let mut page = serde_json::Map::new();
-            page.insert(key.into(), serde_json::to_value(chunk).unwrap_or_default());
-            if i + 1 < count {
-                page.insert("nextCursor".into(), cursor::encode(key, i + 1).into());
-            }
-            crate::server::raw(&page)
+        .map(|(i, items)| {
+            crate::server::raw(&Page {
+                key,
+                items,
+                next_cursor: (i + 1 < count).then(|| cursor::encode(key, i + 1)),
+            })
         })
         .collect()
+}
+
+/// One page of a list.
+struct Page<'a, T> {
+    key: &'static str,
+    items: &'a [T],
+    next_cursor: Option<String>,
+}
+
+impl<T: Serialize> Serialize for Page<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(self.key, self.items)?;
+        if let Some(cursor) = &self.next_cursor {
+            map.serialize_entry("nextCursor", cursor)?;
+        }
+        map.end()
+    }
 }
 
 /// Before `initialize` only `ping` is served (MCP-DIALECT.md §2).
