@@ -118,7 +118,27 @@ async fn another_method_on_the_endpoint_is_405_with_allow_post() {
         let label = request.method().to_string();
         let reply = client.exchange(request).await;
         assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{label}");
-        assert_eq!(reply.header("allow"), Some("POST"), "{label}");
+        // With the Model Context Protocol on (the default), `Allow` lists
+        // its methods too (MCP-DIALECT.md §1); `POST` alone for an MCP v1.0
+        // server: `allow_is_post_only_on_an_mcp_v1_server`.
+        assert_eq!(reply.header("allow"), Some("GET, POST, DELETE"), "{label}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_is_post_only_on_an_mcp_v1_server() {
+    let server = TestServer::start_with(HttpConfig::default(), |b| {
+        b.dialects(clawmcp::Dialects::McpV1)
+    })
+    .await;
+    let mut client = server.client().await;
+    for request in [
+        bare(Method::GET, "/mcp", &[("accept", "text/event-stream")], ""),
+        bare(Method::DELETE, "/mcp", &[("mcp-session-id", "x")], ""),
+    ] {
+        let reply = client.exchange(request).await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(reply.header("allow"), Some("POST"));
     }
 }
 

@@ -363,6 +363,31 @@ fn server() -> Server {
         },
         |args: Value, _ctx: ToolContext| async move { Ok(args) },
     );
+    // MCP v1.0 only: its framing is what these properties are about (a
+    // server speaking both would read input starting with `{` as the Model
+    // Context Protocol's newline-delimited JSON; see
+    // `ndjson_any_input_yields_only_json_lines`).
+    Server::builder()
+        .name("props")
+        .dialects(clawmcp::Dialects::McpV1)
+        .tool(echo)
+        .max_message_size(LIMIT)
+        .build()
+        .expect("the test server builds")
+}
+
+/// The same echo tool on a server of both dialects.
+fn both_dialects() -> Server {
+    let echo = tool_fn(
+        ToolDefinition {
+            mcp_id: ECHO.into(),
+            name: "echo".into(),
+            description: "Returns its arguments.".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({}),
+        },
+        |args: Value, _ctx: ToolContext| async move { Ok(args) },
+    );
     Server::builder()
         .name("props")
         .tool(echo)
@@ -371,15 +396,48 @@ fn server() -> Server {
         .expect("the test server builds")
 }
 
+/// Pieces of newline-delimited input: valid messages of the Model Context
+/// Protocol, near misses, garbage, lines over the limit.
+fn ndjson_input() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        prop::sample::select(vec![
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":\"p\",\"version\":\"1\"}}}\n"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"p\",\"version\":\"1\"}}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":1}}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"tools/list\",\"params\":{\"cursor\":\"bad\"}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\r\n",
+            b"[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}\n",
+            b"\n",
+            b"garbage\n",
+            b"{\"jsonrpc\":\"1.0\",\"id\":true}\n",
+        ])
+        .prop_map(<[u8]>::to_vec),
+        (LIMIT..LIMIT + 64).prop_map(|n| {
+            let mut line = vec![b'x'; n];
+            line.push(b'\n');
+            line
+        }),
+        prop::collection::vec(any::<u8>(), 0..64),
+    ];
+    prop::collection::vec(piece, 0..12).prop_map(|pieces| pieces.concat())
+}
+
 /// Writes `input` to a fresh stdio session, closes the input, and reads the
 /// output to its end (concurrently, so neither side can block the other).
 fn run_session(input: &[u8]) -> (io::Result<()>, Vec<u8>) {
+    run_session_on(server(), input)
+}
+
+fn run_session_on(server: Server, input: &[u8]) -> (io::Result<()>, Vec<u8>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let server = server();
         let (client, server_end) = tokio::io::duplex(8 * 1024);
         let (server_read, server_write) = tokio::io::split(server_end);
         let (mut from_server, mut to_server) = tokio::io::split(client);
@@ -506,6 +564,26 @@ fn garbage() -> impl Strategy<Value = Vec<u8>> {
 
 proptest! {
     #![proptest_config(config())]
+
+    /// Any bytes into a session that starts with `{` or `[` on a server of
+    /// both dialects: the Model Context Protocol over newline-delimited
+    /// JSON, so the output is only lines of compact JSON-RPC, and
+    /// `serve_io` returns `Ok` (MCP-DIALECT.md §1, §4).
+    #[test]
+    fn ndjson_any_input_yields_only_json_lines(
+        blanks in prop::sample::select(vec!["", " ", "\r\n", "\n\t "]),
+        opener in prop::sample::select(vec!["{", "["]),
+        input in ndjson_input(),
+    ) {
+        let mut all = Vec::from(blanks.as_bytes());
+        all.extend_from_slice(opener.as_bytes());
+        all.extend_from_slice(&input);
+        let (served, output) = run_session_on(both_dialects(), &all);
+        prop_assert!(served.is_ok(), "serve_io failed: {served:?}");
+        if let Err(e) = stdio_output::check_line_output(&output) {
+            prop_assert!(false, "{e}\ninput: {:?}\noutput: {}", String::from_utf8_lossy(&all), String::from_utf8_lossy(&output));
+        }
+    }
 
     /// Any bytes into a session: the output is only well-formed frames of
     /// JSON-RPC responses and notifications, and `serve_io` returns `Ok`.

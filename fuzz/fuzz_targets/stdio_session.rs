@@ -33,6 +33,7 @@ fn server(max_message_size: usize) -> Server {
     );
     Server::builder()
         .name("fuzz")
+        .dialects(clawmcp::Dialects::McpV1)
         .tool(echo)
         .max_message_size(max_message_size)
         .build()

@@ -234,6 +234,12 @@ impl Dialect {
         }
     }
 
+    /// Whether `null` is a valid request id (JSON-RPC 2.0, MCP v1.0); the
+    /// Model Context Protocol allows only strings and numbers.
+    pub(crate) fn allows_null_ids(self) -> bool {
+        self == Self::McpV1
+    }
+
     /// The name of a request for MCP v1.0's trace lines.
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
         v1::trace_name(work)

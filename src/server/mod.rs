@@ -15,7 +15,7 @@ mod validate;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use catalog::{Catalog, CompiledTool, CompletionRef};
+pub(crate) use catalog::{Catalog, CompletionRef};
 pub(crate) use handshake::Phase;
 pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;

@@ -154,6 +154,15 @@ impl Session {
         }
     }
 
+    /// Marks the session as served over HTTP (where the Model Context
+    /// Protocol's 2024-11-05 is not offered).
+    pub(crate) fn over_http(mut self) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.over_http = true;
+        }
+        self
+    }
+
     /// The session's shared state, for a transport that reaches into it
     /// (Streamable HTTP routes the client's responses there directly).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -484,6 +493,17 @@ impl Session {
     fn step(&mut self, message: Incoming<'_>) -> Outcome {
         let dialect = self.shared.dialect;
         match message {
+            Incoming::Request {
+                id: RequestId::Null,
+                ..
+            } if !dialect.allows_null_ids() => {
+                let error = RpcError::invalid_request("id must be a string or a number");
+                Outcome::Reply(Handled {
+                    reply: Some(dialect.error(None, &error)),
+                    trace: None,
+                    id: RequestId::Null,
+                })
+            }
             Incoming::Request { id, .. } if self.draining => Outcome::Reply(Handled {
                 reply: Some(dialect.shutting_down(&id)),
                 trace: None,

@@ -1,7 +1,8 @@
 //! The checker of stdio output shared by the property tests
 //! (tests/properties.rs) and the fuzz targets (fuzz/src/lib.rs), which
 //! include this file by path: PROTOCOL.md §7, nothing but
-//! `Content-Length: N\r\n\r\n` + N bytes of compact JSON-RPC.
+//! `Content-Length: N\r\n\r\n` + N bytes of compact JSON-RPC; and
+//! MCP-DIALECT.md §4, nothing but lines of compact JSON-RPC.
 
 use std::collections::BTreeMap;
 
@@ -33,11 +34,33 @@ pub fn check_stdio_output(output: &[u8]) -> Result<Vec<&[u8]>, String> {
             return Err(format!("frame of {n} bytes cut short: {:?}", shown(rest)));
         }
         let (body, tail) = body_start.split_at(n);
-        check_body(body)?;
+        check_body(body, false)?;
         frames.push(body);
         rest = tail;
     }
     Ok(frames)
+}
+
+/// Checks newline-delimited output (the Model Context Protocol on stdio):
+/// nothing but lines of compact UTF-8 JSON ending `\n`, each a JSON-RPC
+/// response (an error about an unreadable message has no `id`; no `id` is
+/// ever `null`), a notification, or a request the server sends. Returns the
+/// lines.
+pub fn check_line_output(output: &[u8]) -> Result<Vec<&[u8]>, String> {
+    if output.is_empty() {
+        return Ok(Vec::new());
+    }
+    let body = output
+        .strip_suffix(b"\n")
+        .ok_or_else(|| format!("output does not end with a newline: {:?}", shown(output)))?;
+    body.split(|b| *b == b'\n')
+        .map(|line| {
+            if line.is_empty() {
+                return Err("an empty line".to_owned());
+            }
+            check_body(line, true).map(|()| line)
+        })
+        .collect()
 }
 
 fn shown(bytes: &[u8]) -> String {
@@ -47,9 +70,10 @@ fn shown(bytes: &[u8]) -> String {
 type Members = BTreeMap<String, Box<RawValue>>;
 
 /// One outgoing body: compact UTF-8 JSON, a response, a notification or a
-/// non-empty batch of responses. Read through `RawValue`, so that echoed
-/// integer ids of any length are checked as written.
-fn check_body(body: &[u8]) -> Result<(), String> {
+/// non-empty batch of responses (`lines`: the Model Context Protocol's
+/// rules for ids). Read through `RawValue`, so that echoed integer ids of
+/// any length are checked as written.
+fn check_body(body: &[u8], lines: bool) -> Result<(), String> {
     let text = std::str::from_utf8(body).map_err(|e| format!("not UTF-8: {e}"))?;
     if !is_compact(body) {
         return Err(format!("not compact: {text}"));
@@ -60,21 +84,40 @@ fn check_body(body: &[u8]) -> Result<(), String> {
         if items.is_empty() {
             return Err("an empty batch reply".into());
         }
-        return items.iter().try_for_each(check_response);
+        return items.iter().try_for_each(|r| check_response(r, lines));
     }
     let object: Members =
         serde_json::from_str(text).map_err(|e| format!("not a JSON object {text}: {e}"))?;
-    if object.contains_key("method") {
-        check_notification(&object)
-    } else {
-        check_response(&object)
+    match (object.contains_key("method"), object.contains_key("id")) {
+        (true, true) if lines => check_request(&object),
+        (true, _) => check_notification(&object),
+        (false, _) => check_response(&object, lines),
     }
 }
 
-fn check_response(object: &Members) -> Result<(), String> {
+/// A request the server sends (Model Context Protocol): an integer id.
+fn check_request(object: &Members) -> Result<(), String> {
+    let raw = |k: &str| object.get(k).map(|v| v.get());
+    let integer =
+        raw("id").is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
+    if raw("jsonrpc") != Some("\"2.0\"") || !integer {
+        return Err(format!("bad request from the server: {object:?}"));
+    }
+    Ok(())
+}
+
+fn check_response(object: &Members, lines: bool) -> Result<(), String> {
     let raw = |k: &str| object.get(k).map(|v| v.get());
     if raw("jsonrpc") != Some("\"2.0\"") {
         return Err(format!("jsonrpc is not \"2.0\": {object:?}"));
+    }
+    if lines && raw("id") == Some("null") {
+        return Err(format!(
+            "a null id (the Model Context Protocol omits it): {object:?}"
+        ));
+    }
+    if lines && raw("id").is_none() && raw("error").is_some() {
+        return check_error_object(raw("error").unwrap_or_default());
     }
     let id = raw("id").ok_or_else(|| format!("a response without id: {object:?}"))?;
     let integer = id.strip_prefix('-').unwrap_or(id);
@@ -92,22 +135,24 @@ fn check_response(object: &Members) -> Result<(), String> {
     }
     match (raw("result"), raw("error")) {
         (Some(_), None) => Ok(()),
-        (None, Some(error)) => {
-            #[derive(Deserialize)]
-            #[serde(deny_unknown_fields)]
-            #[allow(dead_code)]
-            struct ErrorObject {
-                code: i64,
-                message: String,
-                #[serde(default)]
-                data: Option<Box<RawValue>>,
-            }
-            serde_json::from_str::<ErrorObject>(error)
-                .map(drop)
-                .map_err(|e| format!("bad error object {error}: {e}"))
-        }
+        (None, Some(error)) => check_error_object(error),
         _ => Err(format!("not exactly one of result and error: {object:?}")),
     }
+}
+
+fn check_error_object(error: &str) -> Result<(), String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ErrorObject {
+        code: i64,
+        message: String,
+        #[serde(default)]
+        data: Option<Box<RawValue>>,
+    }
+    serde_json::from_str::<ErrorObject>(error)
+        .map(drop)
+        .map_err(|e| format!("bad error object {error}: {e}"))
 }
 
 fn check_notification(object: &Members) -> Result<(), String> {

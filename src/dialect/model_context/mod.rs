@@ -265,6 +265,12 @@ pub(crate) fn initialize(
     let params: InitializeParams<'_> =
         read(methods::INITIALIZE, params).map_err(|e| error(Some(id), &e))?;
     let asked = params.protocol_version.as_ref();
+    tracing::debug!(
+        client = %params.client_info.name,
+        client_version = %params.client_info.version,
+        asked,
+        "initialize"
+    );
     let version = VERSIONS
         .into_iter()
         .chain((!session.over_http).then_some(STDIO_ONLY_VERSION))
@@ -372,7 +378,7 @@ pub(crate) fn route(
 }
 
 fn empty(id: &RequestId) -> Vec<u8> {
-    encode_result(id, &*raw_empty())
+    encode_result(id, raw_empty())
 }
 
 fn raw_empty() -> &'static RawValue {
@@ -607,7 +613,7 @@ pub(crate) fn encode_end(
             Failure::Tool(e) => error(Some(id), &RpcError::new(e.code(), e.message())),
             Failure::BadOutput(text) => error(Some(id), &RpcError::internal(text)),
             Failure::ResourceNotFound(uri) => not_found(id, &uri),
-            Failure::Item { what, error: e } if e.code() == ErrorCode::INVALID_PARAMS => {
+            Failure::Item { error: e, .. } if e.code() == ErrorCode::INVALID_PARAMS => {
                 error(Some(id), &RpcError::invalid_params(e.message()))
             }
             Failure::Item { what, error: e } => {

@@ -33,10 +33,8 @@ pub(super) struct InitializeParams<'a> {
 #[derive(Deserialize)]
 pub(super) struct Implementation<'a> {
     #[serde(borrow)]
-    #[allow(dead_code)]
     pub(super) name: Cow<'a, str>,
     #[serde(borrow)]
-    #[allow(dead_code)]
     pub(super) version: Cow<'a, str>,
 }
 

@@ -1,16 +1,21 @@
 //! The bodies of the HTTP transport: a streaming request body read as
 //! session inputs ([`BodyInputs`]) and the endpoint's response body
-//! ([`McpBody`]): one JSON value, or JSON lines as they are ready.
+//! ([`McpBody`]): one JSON value, JSON lines as they are ready (an MCP
+//! v1.0 streaming session), or server-sent events (Streamable HTTP).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
-use tokio::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::codec::Decoder;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::server::{Input, Outgoing};
 use crate::transport::json_stream::JsonStreamDecoder;
@@ -95,6 +100,26 @@ pub struct McpBody {
 enum BodyKind {
     Full(Option<Bytes>),
     Lines(mpsc::Receiver<Outgoing>),
+    Events(Box<Events>),
+}
+
+/// A server-sent event stream: each message one `message` event, comment
+/// lines to keep an idle stream alive; it ends when its messages end or the
+/// server stops.
+struct Events {
+    first: Option<Vec<u8>>,
+    messages: mpsc::Receiver<Vec<u8>>,
+    keep_alive: tokio::time::Interval,
+    stop: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// The stream slot it holds (a `GET` stream), freed when it ends.
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+/// Appends one SSE `message` event carrying `json` (compact JSON: one line).
+fn event(chunk: &mut Vec<u8>, json: &[u8]) {
+    chunk.extend_from_slice(b"event: message\ndata: ");
+    chunk.extend_from_slice(json);
+    chunk.extend_from_slice(b"\n\n");
 }
 
 impl Default for McpBody {
@@ -108,6 +133,7 @@ impl std::fmt::Debug for McpBody {
         match &self.kind {
             BodyKind::Full(bytes) => f.debug_tuple("McpBody::Full").field(bytes).finish(),
             BodyKind::Lines(_) => f.write_str("McpBody::Lines"),
+            BodyKind::Events(_) => f.write_str("McpBody::Events"),
         }
     }
 }
@@ -128,6 +154,31 @@ impl McpBody {
     pub(super) fn stream(outbox: mpsc::Receiver<Outgoing>) -> Self {
         Self {
             kind: BodyKind::Lines(outbox),
+        }
+    }
+
+    /// Server-sent events: `first`, then each of `messages` as it comes,
+    /// with a comment line after `keep_alive` of silence; ends when
+    /// `messages` ends or `stop` fires.
+    pub(super) fn sse(
+        first: Option<Vec<u8>>,
+        messages: mpsc::Receiver<Vec<u8>>,
+        keep_alive: Duration,
+        stop: CancellationToken,
+        slot: Option<OwnedSemaphorePermit>,
+    ) -> Self {
+        let start = tokio::time::Instant::now() + keep_alive;
+        let mut keep_alive =
+            tokio::time::interval_at(start, keep_alive.max(Duration::from_millis(1)));
+        keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            kind: BodyKind::Events(Box::new(Events {
+                first,
+                messages,
+                keep_alive,
+                stop: Box::pin(stop.cancelled_owned()),
+                _slot: slot,
+            })),
         }
     }
 }
@@ -165,6 +216,7 @@ impl Body for McpBody {
                     Poll::Pending => return Poll::Pending,
                 }
             },
+            BodyKind::Events(events) => events.poll_chunk(cx),
         }
     }
 
@@ -177,7 +229,49 @@ impl Body for McpBody {
             BodyKind::Full(bytes) => {
                 SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
             }
-            BodyKind::Lines(_) => SizeHint::default(),
+            BodyKind::Lines(_) | BodyKind::Events(_) => SizeHint::default(),
         }
     }
+}
+
+impl Events {
+    fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let mut chunk = Vec::new();
+        if let Some(first) = self.first.take() {
+            event(&mut chunk, &first);
+        }
+        if self.stop.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(ready_chunk(chunk));
+        }
+        loop {
+            match self.messages.poll_recv(cx) {
+                Poll::Ready(Some(message)) => {
+                    event(&mut chunk, &message);
+                    if chunk.len() >= CHUNK_BATCH {
+                        break;
+                    }
+                }
+                Poll::Ready(None) => return Poll::Ready(ready_chunk(chunk)),
+                Poll::Pending => break,
+            }
+        }
+        if !chunk.is_empty() {
+            self.keep_alive.reset();
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))));
+        }
+        match self.keep_alive.poll_tick(cx) {
+            Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                b": keep-alive\n\n",
+            ))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The last chunk of a stream that ends: what is left, then the end.
+fn ready_chunk(chunk: Vec<u8>) -> Option<Result<Frame<Bytes>, Infallible>> {
+    (!chunk.is_empty()).then(|| Ok(Frame::data(Bytes::from(chunk))))
 }

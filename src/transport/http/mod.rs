@@ -3,14 +3,21 @@
 //! an existing app ([`McpService`]) or a standalone server
 //! ([`Server::serve_http`]).
 //!
+//! Both dialects share the endpoint (MCP-DIALECT.md §1): a request whose
+//! headers or first message are the Model Context Protocol's is served as
+//! Streamable HTTP, any other as MCP v1.0.
+//!
 //! - `guard`: `Host`, `Origin` and bearer-token checks;
 //! - `v1`: the MCP v1.0 exchanges (single and streaming);
-//! - `body`: request bodies read as session input, the response body;
+//! - `streamable`, `sessions`: Streamable HTTP and its sessions;
+//! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
 
 mod body;
 mod guard;
 mod serve;
+mod sessions;
+mod streamable;
 mod v1;
 
 use std::convert::Infallible;
@@ -30,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 pub use body::McpBody;
 use body::next_data;
 use guard::{HostRule, Refusal, Rules};
+use sessions::Sessions;
 
 use crate::server::Server;
 
@@ -47,7 +55,10 @@ use crate::server::Server;
 ///     .header_read_timeout(Duration::from_secs(5))
 ///     .body_timeout(Duration::from_secs(20))
 ///     .max_connections(256)
-///     .max_streams(64);
+///     .max_streams(64)
+///     .max_sessions(100)
+///     .session_idle_timeout(Duration::from_secs(600))
+///     .sse_keep_alive(Duration::from_secs(20));
 /// # let _ = config;
 /// ```
 #[derive(Debug, Clone)]
@@ -60,6 +71,9 @@ pub struct HttpConfig {
     body_timeout: Duration,
     max_connections: usize,
     max_streams: usize,
+    max_sessions: usize,
+    session_idle_timeout: Duration,
+    sse_keep_alive: Duration,
 }
 
 impl Default for HttpConfig {
@@ -72,6 +86,9 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
             max_streams: 512,
+            max_sessions: 1024,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            sse_keep_alive: Duration::from_secs(15),
         }
     }
 }
@@ -153,12 +170,36 @@ impl HttpConfig {
         self
     }
 
-    /// How many long-lived streams (MCP v1.0 streaming sessions) may be
-    /// open at once (default 512, half the connection limit, so that idle
-    /// streams cannot take every connection from single exchanges); past it
-    /// a new one gets `503` with `Retry-After`.
+    /// How many long-lived streams (MCP v1.0 streaming sessions, Model
+    /// Context Protocol `GET` streams) may be open at once (default 512,
+    /// half the connection limit, so that idle streams cannot take every
+    /// connection from single exchanges); past it a new one gets `503` with
+    /// `Retry-After`.
     pub fn max_streams(mut self, streams: usize) -> Self {
         self.max_streams = streams.max(1);
+        self
+    }
+
+    /// How many Model Context Protocol sessions (`Mcp-Session-Id`) may live
+    /// at once (default 1024); past it `initialize` gets `503` with
+    /// `Retry-After` until one ends (`DELETE`) or expires.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions.max(1);
+        self
+    }
+
+    /// How long a Model Context Protocol session may stay idle — no request,
+    /// nothing in flight, no `GET` stream open — before it ends (default
+    /// 30 minutes); a later request with its id gets `404`.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// After how long without a message a server-sent event stream gets a
+    /// keep-alive comment line (default 15 s).
+    pub fn sse_keep_alive(mut self, interval: Duration) -> Self {
+        self.sse_keep_alive = interval.max(Duration::from_millis(10));
         self
     }
 }
@@ -174,6 +215,8 @@ pub struct McpService {
     host_rule: HostRule,
     /// Free slots for long-lived streams.
     streams: Arc<Semaphore>,
+    /// The Model Context Protocol's sessions.
+    sessions: Arc<Sessions>,
     /// Cancelled when a standalone server shuts down (or the server's
     /// handle does): sessions drain and end once their replies are written.
     stop: Arc<CancellationToken>,
@@ -208,6 +251,10 @@ impl Server {
         McpService {
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
+            sessions: Arc::new(Sessions::new(
+                config.max_sessions,
+                config.session_idle_timeout,
+            )),
             config: Arc::new(config),
             host_rule,
             stop: Arc::new(self.handle().stop_token().child_token()),
@@ -292,15 +339,35 @@ impl McpService {
         {
             return (refused(refusal), Leftover::Unread(body));
         }
-        if parts.method != Method::POST {
-            let mut response = plain(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "the MCP endpoint takes POST",
-            );
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("POST"));
-            return (response, Leftover::Unread(body));
+        let dialects = self.server.inner().dialects;
+        let streamable =
+            dialects.model_context() && (!dialects.mcp_v1() || streamable::by_headers(parts));
+        match parts.method {
+            Method::POST => {}
+            Method::GET if streamable => {
+                return (self.streamable_get(parts), Leftover::Unread(body));
+            }
+            Method::DELETE
+                if dialects.model_context()
+                    && parts.headers.contains_key(streamable::SESSION_ID) =>
+            {
+                return (self.streamable_delete(parts), Leftover::Unread(body));
+            }
+            _ => {
+                let allow = if dialects.model_context() {
+                    "GET, POST, DELETE"
+                } else {
+                    "POST"
+                };
+                let mut response = plain(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &format!("the MCP endpoint takes {allow}"),
+                );
+                response
+                    .headers_mut()
+                    .insert(ALLOW, HeaderValue::from_static(allow));
+                return (response, Leftover::Unread(body));
+            }
         }
         if !is_json(parts.headers.get(CONTENT_TYPE)) {
             let response = plain(
@@ -309,7 +376,7 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        self.exchange(body).await
+        self.exchange(parts, body, streamable).await
     }
 
     /// Reads what is left of a body the response did not need, so that the

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::request::Parts;
 use http::{Response, StatusCode};
 use http_body::Body;
 use serde::de::IgnoredAny;
@@ -25,12 +26,17 @@ const OUTBOX: usize = 256;
 
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
-    /// as a streaming session (first message `initialize`) or a single
-    /// exchange. The body is read whole for a single exchange: within the
-    /// body timeout in all, stalling no longer than the header-read timeout.
+    /// as Streamable HTTP (the request's headers, or its first message, are
+    /// the Model Context Protocol's: `streamable` or MCP-DIALECT.md §1), an
+    /// MCP v1.0 streaming session (first message `initialize`) or a single
+    /// exchange. The body is read whole but for a streaming session: within
+    /// the body timeout in all, stalling no longer than the header-read
+    /// timeout.
     pub(super) async fn exchange<B>(
         &self,
+        parts: &Parts,
         mut body: Pin<Box<B>>,
+        streamable: bool,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -60,7 +66,10 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
         };
-        if first.is_some_and(|end| opens_session(&buf[..end])) {
+        let model_context = streamable
+            || (self.server.inner().dialects.model_context()
+                && first.is_some_and(|end| super::streamable::by_message(&buf[..end])));
+        if !model_context && first.is_some_and(|end| opens_session(&buf[..end])) {
             return self.stream(body, buf, ended);
         }
         while !ended {
@@ -72,6 +81,12 @@ impl McpService {
             if buf.len() > limit {
                 return (too_large(limit), Leftover::Broken);
             }
+        }
+        if model_context {
+            return (
+                self.streamable_post(parts, buf.freeze()).await,
+                Leftover::Done,
+            );
         }
         (self.single(buf.freeze(), first).await, Leftover::Done)
     }

@@ -1,0 +1,389 @@
+//! Streamable HTTP, the Model Context Protocol's HTTP transport
+//! (MCP-DIALECT.md §5), on the same endpoint as MCP v1.0: which dialect a
+//! request speaks follows from its headers and its first message (§1).
+//!
+//! - `POST`: one message. A request is answered `application/json` when its
+//!   reply is the first thing it produces, `text/event-stream` when a
+//!   notification or a request to the client comes first (the stream ends
+//!   after the reply); a notification or a response: 202.
+//! - `GET` with `Accept: text/event-stream`: the session's stream of
+//!   messages tied to no request (one per session, keep-alive comments).
+//! - `DELETE`: ends the session.
+//!
+//! Checks, in order: Origin and Host (403, shared with MCP v1.0), `Accept`
+//! (406), the session id (400 when missing, 404 when unknown), the
+//! `MCP-Protocol-Version` header (400 when unsupported).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
+use http::request::Parts;
+use http::{Response, StatusCode};
+
+use super::body::McpBody;
+use super::sessions::{First, HttpSession, Refused};
+use super::{McpService, json, plain};
+use crate::dialect::model_context::{self, methods};
+use crate::error::RpcError;
+use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
+
+/// `Mcp-Session-Id`.
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28).
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+
+/// Whether a request's headers say it speaks the Model Context Protocol
+/// (MCP-DIALECT.md §1): a session id, a protocol version or a method
+/// header, or an `Accept` that lists `text/event-stream`.
+pub(super) fn by_headers(parts: &Parts) -> bool {
+    let headers = &parts.headers;
+    headers.contains_key(SESSION_ID)
+        || headers.contains_key(PROTOCOL_VERSION)
+        || headers.contains_key(MCP_METHOD)
+        || accepts(parts, "text/event-stream")
+}
+
+/// Whether a body's first message is the Model Context Protocol's:
+/// `initialize` with `params.protocolVersion`, or a method of its table.
+pub(super) fn by_message(first: &[u8]) -> bool {
+    let is_ours = |message: &Incoming<'_>| match message {
+        Incoming::Request { method, params, .. } if method == methods::INITIALIZE => params
+            .is_some_and(|p| {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get())
+                    .is_ok_and(|m| m.contains_key("protocolVersion"))
+            }),
+        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+            model_context::is_method(method)
+        }
+        _ => false,
+    };
+    match jsonrpc::parse(first) {
+        Parsed::Single(message) => is_ours(&message),
+        Parsed::Batch(messages) => messages.first().is_some_and(is_ours),
+        Parsed::Error(_) => false,
+    }
+}
+
+/// Whether `Accept` lists `media` (or a wildcard that covers it).
+fn accepts(parts: &Parts, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    parts
+        .headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|item| item.split(';').next())
+        .map(str::trim)
+        .any(|listed| {
+            listed.eq_ignore_ascii_case(media)
+                || listed == "*/*"
+                || listed
+                    .strip_suffix("/*")
+                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+        })
+}
+
+/// The `Mcp-Session-Id` header: `Ok(None)` when absent, `Err` when repeated
+/// or not visible ASCII.
+fn session_header(parts: &Parts) -> Result<Option<&str>, ()> {
+    let mut values = parts.headers.get_all(SESSION_ID).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(());
+    }
+    match first {
+        None => Ok(None),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+            .map(Some)
+            .ok_or(()),
+    }
+}
+
+impl McpService {
+    /// A `POST` of the Model Context Protocol, its body read whole.
+    pub(super) async fn streamable_post(&self, parts: &Parts, body: Bytes) -> Response<McpBody> {
+        if !(accepts(parts, "application/json") && accepts(parts, "text/event-stream")) {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "Accept must list application/json and text/event-stream",
+            );
+        }
+        let message = match jsonrpc::parse(&body) {
+            Parsed::Single(message) => message,
+            Parsed::Batch(_) => {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    &RpcError::invalid_request("a POST carries one JSON-RPC message, not a batch"),
+                );
+            }
+            Parsed::Error(error) => return rpc_error(StatusCode::BAD_REQUEST, None, &error),
+        };
+        let Ok(session_id) = session_header(parts) else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "Mcp-Session-Id must be one visible-ASCII value",
+            );
+        };
+        let session = match (&message, session_id) {
+            (Incoming::Request { id, method, .. }, None) if method == methods::DISCOVER => {
+                // The 2026-07-28 revision comes later: the client falls back.
+                return rpc_error(
+                    StatusCode::OK,
+                    Some(id),
+                    &RpcError::method_not_found(method),
+                );
+            }
+            (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
+                return self.open_session(id, body).await;
+            }
+            (_, None) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "Mcp-Session-Id is required: send initialize first",
+                );
+            }
+            (_, Some(id)) => match self.sessions.get(id) {
+                Some(session) => session,
+                None => return unknown_session(),
+            },
+        };
+        if let Some(refusal) = check_version(parts) {
+            return refusal;
+        }
+        match message {
+            Incoming::Request { id, .. } => self.request(&session, id, body, false).await,
+            Incoming::Notification { .. } => {
+                if session.send(body).await {
+                    accepted()
+                } else {
+                    unknown_session()
+                }
+            }
+            Incoming::Response { id, outcome } => {
+                // Answers to the server's requests go straight to the
+                // waiting tool: they never wait for an in-flight slot.
+                match session.shared() {
+                    Some(shared) => {
+                        shared.peer.answer(id.as_ref(), outcome);
+                        accepted()
+                    }
+                    None => unknown_session(),
+                }
+            }
+            Incoming::Invalid { id, reason } => rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(&id),
+                &RpcError::invalid_request(reason),
+            ),
+        }
+    }
+
+    /// `initialize` without a session id: a new session.
+    async fn open_session(&self, id: &RequestId, body: Bytes) -> Response<McpBody> {
+        let session = match self.sessions.create(&self.server, &self.stop) {
+            Ok(session) => session,
+            Err(Refused::Full) => {
+                let mut response = plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions are open; try again later",
+                );
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+                return response;
+            }
+            Err(Refused::NoRandom) => {
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "no session id can be issued: the system's random source failed",
+                );
+            }
+        };
+        let mut response = self.request(&session, id.clone(), body, true).await;
+        if response.status() == StatusCode::OK {
+            if let Ok(value) = HeaderValue::from_str(&session.id) {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+        } else {
+            self.sessions.remove(&session.id);
+        }
+        response
+    }
+
+    /// A request: waits for what it produces first, then answers JSON (its
+    /// reply) or SSE (everything up to its reply). For `initialize`, a
+    /// reply that is an error is a 200 without a session (`opening`).
+    async fn request(
+        &self,
+        session: &Arc<HttpSession>,
+        id: RequestId,
+        body: Bytes,
+        opening: bool,
+    ) -> Response<McpBody> {
+        let Ok(first) = session.expect(&id) else {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Some(&id),
+                &RpcError::invalid_request(format!(
+                    "a request with id {id} is already in flight in this session"
+                )),
+            );
+        };
+        if !session.send(body).await {
+            session.forget(&id);
+            return unknown_session();
+        }
+        match first.await {
+            Ok(First::Reply(reply)) => {
+                // A failed initialize opens no session.
+                let status = if opening && is_error(&reply) {
+                    StatusCode::BAD_REQUEST
+                } else {
+                    StatusCode::OK
+                };
+                json(status, reply)
+            }
+            Ok(First::Stream(first, rest)) => sse(McpBody::sse(
+                Some(first),
+                rest,
+                self.config.sse_keep_alive,
+                self.stop.as_ref().clone(),
+                None,
+            )),
+            Ok(First::Unanswered) => sse(McpBody::empty()),
+            Err(_) => unknown_session(),
+        }
+    }
+
+    /// `GET`: the session's stream of messages tied to no request.
+    pub(super) fn streamable_get(&self, parts: &Parts) -> Response<McpBody> {
+        if !accepts(parts, "text/event-stream") {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "Accept must list text/event-stream",
+            );
+        }
+        let session = match session_header(parts) {
+            Ok(Some(id)) => match self.sessions.get(id) {
+                Some(session) => session,
+                None => return unknown_session(),
+            },
+            Ok(None) => {
+                return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
+            }
+            Err(()) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "Mcp-Session-Id must be one visible-ASCII value",
+                );
+            }
+        };
+        if let Some(refusal) = check_version(parts) {
+            return refusal;
+        }
+        if self.stop.is_cancelled() {
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            );
+        }
+        let Ok(slot) = self.streams.clone().try_acquire_owned() else {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many streams are open; try again later",
+            );
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        };
+        let Some(events) = session.open_get() else {
+            return plain(
+                StatusCode::CONFLICT,
+                "this session's stream is already open",
+            );
+        };
+        sse(McpBody::sse(
+            None,
+            events,
+            self.config.sse_keep_alive,
+            self.stop.as_ref().clone(),
+            Some(slot),
+        ))
+    }
+
+    /// `DELETE`: ends the session; its requests in flight are cancelled.
+    pub(super) fn streamable_delete(&self, parts: &Parts) -> Response<McpBody> {
+        match session_header(parts) {
+            Ok(Some(id)) if self.sessions.remove(id) => Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(McpBody::empty())
+                .unwrap_or_default(),
+            Ok(Some(_)) => unknown_session(),
+            _ => plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
+        }
+    }
+}
+
+/// 400 when `MCP-Protocol-Version` names a version not served over HTTP.
+fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
+    let value = parts.headers.get(PROTOCOL_VERSION)?;
+    let supported = value
+        .to_str()
+        .is_ok_and(|v| model_context::supported_over_http(v.trim()));
+    (!supported).then(|| {
+        plain(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "unsupported MCP-Protocol-Version {value:?}: this server speaks {}",
+                model_context::VERSIONS.join(", ")
+            ),
+        )
+    })
+}
+
+/// Whether a reply is an error response.
+fn is_error(reply: &[u8]) -> bool {
+    matches!(
+        jsonrpc::parse(reply),
+        Parsed::Single(Incoming::Response {
+            outcome: Err(_),
+            ..
+        })
+    )
+}
+
+fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<McpBody> {
+    json(status, model_context::error(id, error))
+}
+
+fn accepted() -> Response<McpBody> {
+    Response::builder()
+        .status(StatusCode::ACCEPTED)
+        .body(McpBody::empty())
+        .unwrap_or_default()
+}
+
+fn unknown_session() -> Response<McpBody> {
+    plain(
+        StatusCode::NOT_FOUND,
+        "no such session (unknown, expired or deleted): send initialize to open a new one",
+    )
+}
+
+fn sse(body: McpBody) -> Response<McpBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(CONTENT_TYPE, "text/event-stream")
+        .header(CACHE_CONTROL, "no-cache")
+        .body(body)
+        .unwrap_or_default()
+}
