@@ -1,5 +1,7 @@
 //! The reference server: every kind of item, with the ids and behaviours the
-//! conformance checks rely on.
+//! conformance checks rely on, served over both wire dialects — MCP v1.0
+//! and the Model Context Protocol (chosen per connection: on stdio by the
+//! first byte, over HTTP by each request's headers and first message).
 //!
 //! ```sh
 //! cargo run --example reference                  # stdio, file-writer root in a fresh temp folder
@@ -26,6 +28,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
 use clawmcp::protocol::{PromptDefinition, Role};
 use clawmcp::transport::HttpConfig;
 use clawmcp::typed::typed_tool;
@@ -36,6 +39,7 @@ use serde_json::{Number, json};
 
 const BASE: &str = "mcp://clawmcp/examples";
 const LAST_WRITE: &str = "mcp://clawmcp/examples/resources/last-write.txt";
+const SUMMARIZE: &str = "Summarize the following text in three sentences or fewer.";
 
 /// Exit codes: 0 after a clean end (stdin EOF, SIGINT, SIGTERM), 1 when the
 /// server could not start or run, 2 for bad arguments, and
@@ -206,6 +210,11 @@ fn build(
         .max_message_size(max_message_size.unwrap_or(clawmcp::server::DEFAULT_MAX_MESSAGE_SIZE))
         .name("clawmcp-reference")
         .version(env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "A reference server: echo, add and divide compute, sleep waits (and can be \
+             cancelled), file-writer writes files under the server's root folder; the \
+             last-write resource shows the latest write.",
+        )
         .tool(typed_tool(
             format!("{BASE}/tools/file-writer:v1"),
             "file-writer",
@@ -273,13 +282,22 @@ fn build(
                       tool each step uses, then carry the steps out in order."
                 .into(),
         })
-        .prompt(PromptDefinition {
-            mcp_id: format!("{BASE}/prompts/summarize:v1"),
-            name: "summarize".into(),
-            description: Some("Asks for a short summary of the text that follows.".into()),
-            role: Role::User,
-            content: "Summarize the following text in three sentences or fewer.".into(),
-        })
+        // MCP v1.0 lists the instruction; the Model Context Protocol's
+        // `prompts/get` fills the declared `text` argument after it.
+        .prompt(prompt_fn(
+            PromptDefinition {
+                mcp_id: format!("{BASE}/prompts/summarize:v1"),
+                name: "summarize".into(),
+                description: Some("Asks for a short summary of the text that follows.".into()),
+                role: Role::User,
+                content: SUMMARIZE.into(),
+            },
+            [PromptArgument::required("text", "The text to summarize.")],
+            |args| async move {
+                let text = args.get("text").map_or("", String::as_str);
+                Ok(vec![PromptMessage::user(format!("{SUMMARIZE}\n\n{text}"))])
+            },
+        ))
         .build()
 }
 

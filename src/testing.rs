@@ -1,6 +1,10 @@
 //! An in-process test client: connects to a [`Server`] over an in-memory
-//! pipe (no process, no socket), speaks stdio framing, and offers both
-//! typed calls and raw `send`/`recv` for protocol-level tests.
+//! pipe (no process, no socket), speaks either dialect's stdio framing —
+//! MCP v1.0's `Content-Length` frames ([`TestClient::connect`],
+//! [`TestClient::initialized`]) or the Model Context Protocol's
+//! newline-delimited JSON ([`TestClient::connect_model_context`],
+//! [`TestClient::model_context`]) — and offers both typed calls and raw
+//! `send`/`recv` for protocol-level tests.
 //!
 //! ```
 //! use clawmcp::testing::TestClient;
@@ -35,12 +39,43 @@ use tokio_util::codec::{Encoder, FramedRead};
 use crate::error::{ErrorCode, RpcError};
 use crate::protocol::{PromptDefinition, ResourceDefinition, ToolDefinition};
 use crate::server::{Input, Server};
-use crate::transport::FrameCodec;
+use crate::transport::{FrameCodec, LineCodec};
+
+/// The protocol version a Model Context Protocol test client asks for.
+pub const MODEL_CONTEXT_VERSION: &str = "2025-11-25";
+
+/// How the client frames messages: as the dialect it speaks does.
+#[derive(Debug)]
+enum Framing {
+    Frames(FrameCodec),
+    Lines(LineCodec),
+}
+
+impl tokio_util::codec::Decoder for Framing {
+    type Item = Input;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> std::io::Result<Option<Input>> {
+        match self {
+            Self::Frames(codec) => codec.decode(src),
+            Self::Lines(codec) => codec.decode(src),
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> std::io::Result<Option<Input>> {
+        match self {
+            Self::Frames(codec) => codec.decode_eof(src),
+            Self::Lines(codec) => codec.decode_eof(src),
+        }
+    }
+}
 
 /// A client connected to a server over an in-memory pipe.
 pub struct TestClient {
     writer: Option<WriteHalf<DuplexStream>>,
-    reader: FramedRead<ReadHalf<DuplexStream>, FrameCodec>,
+    reader: FramedRead<ReadHalf<DuplexStream>, Framing>,
+    /// Speaks the Model Context Protocol (else MCP v1.0).
+    model_context: bool,
     /// Messages received but not yet asked for.
     inbox: VecDeque<Value>,
     next_id: i64,
@@ -49,21 +84,69 @@ pub struct TestClient {
 }
 
 impl TestClient {
-    /// Connects without a handshake (for handshake tests).
+    /// Connects with MCP v1.0's framing, without a handshake (for
+    /// handshake tests).
     pub async fn connect(server: &Server) -> Self {
+        Self::connect_with(server, false)
+    }
+
+    /// Connects with the Model Context Protocol's framing
+    /// (newline-delimited JSON), without a handshake.
+    pub async fn connect_model_context(server: &Server) -> Self {
+        Self::connect_with(server, true)
+    }
+
+    fn connect_with(server: &Server, model_context: bool) -> Self {
         let (client, server_end) = tokio::io::duplex(256 * 1024);
         let (server_read, server_write) = tokio::io::split(server_end);
         let server = server.clone();
         let serving = tokio::spawn(async move { server.serve_io(server_read, server_write).await });
         let (read, write) = tokio::io::split(client);
+        let framing = if model_context {
+            Framing::Lines(LineCodec::new(usize::MAX))
+        } else {
+            Framing::Frames(FrameCodec::new(usize::MAX))
+        };
         Self {
             writer: Some(write),
-            reader: FramedRead::new(read, FrameCodec::new(usize::MAX)),
+            reader: FramedRead::new(read, framing),
+            model_context,
             inbox: VecDeque::new(),
             next_id: 2,
             timeout: Duration::from_secs(10),
             serving,
         }
+    }
+
+    /// Connects and completes the Model Context Protocol's handshake
+    /// (`initialize` for [`MODEL_CONTEXT_VERSION`] with `capabilities`, then
+    /// `notifications/initialized`). Declare `{"elicitation": {}}`,
+    /// `{"sampling": {}}` or `{"roots": {}}` to let tools ask for them.
+    pub async fn model_context(server: &Server, capabilities: Value) -> Self {
+        let mut client = Self::connect_model_context(server).await;
+        client
+            .initialize_model_context(json!({
+                "protocolVersion": MODEL_CONTEXT_VERSION,
+                "capabilities": capabilities,
+                "clientInfo": {"name": "clawmcp-test-client", "version": "1.0.0"},
+            }))
+            .await;
+        client
+    }
+
+    /// Sends the Model Context Protocol's `initialize` (id 1) with `params`,
+    /// checks it succeeded, then sends `notifications/initialized`; returns
+    /// the `initialize` result.
+    pub async fn initialize_model_context(&mut self, params: Value) -> Value {
+        let reply = self
+            .call_with_id(json!(1), "initialize", Some(params))
+            .await;
+        let result = match reply {
+            Ok(result) => result,
+            Err(e) => panic!("initialize failed: {e}"),
+        };
+        self.notify("notifications/initialized", json!({})).await;
+        result
     }
 
     /// Connects and completes the handshake (`initialize` with id 1, then
@@ -93,12 +176,17 @@ impl TestClient {
         self.timeout = timeout;
     }
 
-    /// Sends one JSON value (a message or a batch) as a frame.
+    /// Sends one JSON value (a message or a batch) as a frame (MCP v1.0)
+    /// or a line (the Model Context Protocol).
     pub async fn send(&mut self, message: &Value) {
         let body = message.to_string();
-        let mut frame = BytesMut::new();
-        let _ = FrameCodec::new(usize::MAX).encode(body.as_bytes(), &mut frame);
-        self.send_raw(&frame).await;
+        let mut framed = BytesMut::new();
+        let _ = if self.model_context {
+            LineCodec::new(usize::MAX).encode(body.as_bytes(), &mut framed)
+        } else {
+            FrameCodec::new(usize::MAX).encode(body.as_bytes(), &mut framed)
+        };
+        self.send_raw(&framed).await;
     }
 
     /// Sends bytes as they are: frames, partial frames or garbage.
@@ -159,18 +247,48 @@ impl TestClient {
         }
     }
 
-    /// The next server notification, skipping (and keeping) replies.
+    /// The next notification the server sent — the whole message
+    /// (`{"jsonrpc", "method", "params"}`) — skipping (and keeping) replies
+    /// and requests; `None` when the server closed its output.
     pub async fn next_notification(&mut self) -> Option<Value> {
-        if let Some(i) = self.inbox.iter().position(|m| m.get("method").is_some()) {
+        self.next_matching(|m| m.get("method").is_some() && m.get("id").is_none())
+            .await
+    }
+
+    /// The next request the server sent (elicitation, sampling, roots: the
+    /// whole message, with its `id`), skipping (and keeping) the rest;
+    /// `None` when the server closed its output. Answer it with
+    /// [`respond`](Self::respond).
+    pub async fn next_request(&mut self) -> Option<Value> {
+        self.next_matching(|m| m.get("method").is_some() && m.get("id").is_some())
+            .await
+    }
+
+    async fn next_matching(&mut self, wanted: impl Fn(&Value) -> bool) -> Option<Value> {
+        if let Some(i) = self.inbox.iter().position(&wanted) {
             return self.inbox.remove(i);
         }
         loop {
             let message = self.read_one().await?;
-            if message.get("method").is_some() {
+            if wanted(&message) {
                 return Some(message);
             }
             self.inbox.push_back(message);
         }
+    }
+
+    /// Answers a request of the server's with `result`.
+    pub async fn respond(&mut self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .await;
+    }
+
+    /// Answers a request of the server's with an error.
+    pub async fn respond_error(&mut self, id: &Value, code: i64, message: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
+        .await;
     }
 
     /// Sends a request with a fresh integer id and waits for its reply:
@@ -208,6 +326,33 @@ impl TestClient {
     /// `mcp/listPrompts`.
     pub async fn list_prompts(&mut self) -> Result<Vec<PromptDefinition>, RpcError> {
         typed(self.call("mcp/listPrompts", None).await?)
+    }
+
+    /// `tools/call` (Model Context Protocol): the whole result
+    /// (`content`, `structuredContent`, `isError`), or the JSON-RPC error.
+    pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<Value, RpcError> {
+        self.call(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments})),
+        )
+        .await
+    }
+
+    /// `resources/read` (Model Context Protocol): the first of `contents`.
+    pub async fn read_resource(&mut self, uri: &str) -> Result<Value, RpcError> {
+        let result = self
+            .call("resources/read", Some(json!({"uri": uri})))
+            .await?;
+        Ok(result["contents"][0].clone())
+    }
+
+    /// `prompts/get` (Model Context Protocol): the whole result.
+    pub async fn get_prompt(&mut self, name: &str, arguments: Value) -> Result<Value, RpcError> {
+        self.call(
+            "prompts/get",
+            Some(json!({"name": name, "arguments": arguments})),
+        )
+        .await
     }
 
     /// `mcp/executeTool`: the tool's `output`, or the error.
@@ -266,9 +411,14 @@ fn decode(input: Input) -> Value {
 fn into_result(reply: Value) -> Result<Value, RpcError> {
     if let Some(error) = reply.get("error") {
         let code = error["code"].as_i64().unwrap_or(0);
+        let data = match &error["data"] {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
         return Err(RpcError::new(
             ErrorCode(i32::try_from(code).unwrap_or(0)),
-            error["data"].as_str().unwrap_or_default(),
+            data,
         ));
     }
     Ok(reply.get("result").cloned().unwrap_or(Value::Null))

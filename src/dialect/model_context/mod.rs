@@ -244,7 +244,11 @@ pub(crate) fn admit(phase: Phase, method: &str) -> Admission {
     let is_initialize = method == methods::INITIALIZE;
     match phase {
         Phase::AwaitingInitialize if is_initialize => Admission::Initialize,
-        Phase::AwaitingInitialize if method == methods::PING => Admission::Serve,
+        // `server/discover` goes to the table, which does not have it: `-32601`,
+        // so that a client probing for 2026-07-28 falls back to initialize.
+        Phase::AwaitingInitialize if matches!(method, methods::PING | methods::DISCOVER) => {
+            Admission::Serve
+        }
         Phase::AwaitingInitialize => Admission::Reject(RpcError::invalid_request(format!(
             "the session is not initialized: '{method}' must wait for initialize"
         ))),
