@@ -117,15 +117,30 @@ fn refusal(error: &RawValue) -> ClientError {
     }
 }
 
-/// Removes a pending request however its wait ends.
-struct Forget<'a> {
-    peer: &'a Peer,
+/// Removes a pending request however its wait ends; when the wait is
+/// abandoned before an answer (a time limit, a cancel, the tool's future
+/// dropped), tells the client to stop working on it (best effort).
+struct Waiting<'a> {
+    session: &'a Shared,
     id: u64,
+    related: &'a RequestId,
+    answered: bool,
 }
 
-impl Drop for Forget<'_> {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.peer.forget(self.id);
+        self.session.peer.forget(self.id);
+        if self.answered {
+            return;
+        }
+        let notice = encode_notification(
+            methods::CANCELLED,
+            &serde_json::json!({"requestId": self.id, "reason": "the server stopped waiting"}),
+        );
+        let _ = self.session.out.try_send(Outgoing {
+            bytes: notice,
+            about: About::Related(self.related.clone()),
+        });
     }
 }
 
@@ -140,9 +155,11 @@ impl Shared {
         cancel: &Cancellation,
     ) -> Answer {
         let (id, answer) = self.peer.start()?;
-        let _forget = Forget {
-            peer: &self.peer,
+        let mut waiting = Waiting {
+            session: self,
             id,
+            related,
+            answered: false,
         };
         self.send(Outgoing {
             bytes: encode_request(id, method, params),
@@ -155,17 +172,10 @@ impl Shared {
             () = tokio::time::sleep(timeout) => Err(ClientError::TimedOut(timeout)),
             () = cancel.cancelled() => Err(ClientError::Cancelled),
         };
-        if let Err(ClientError::TimedOut(_) | ClientError::Cancelled) = &outcome {
-            // Tell the client to stop asking its user (best effort).
-            let notice = encode_notification(
-                methods::CANCELLED,
-                &serde_json::json!({"requestId": id, "reason": "the server stopped waiting"}),
-            );
-            let _ = self.out.try_send(Outgoing {
-                bytes: notice,
-                about: About::Related(related.clone()),
-            });
-        }
+        waiting.answered = !matches!(
+            outcome,
+            Err(ClientError::TimedOut(_) | ClientError::Cancelled)
+        );
         outcome
     }
 
