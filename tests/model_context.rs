@@ -804,3 +804,35 @@ async fn at_the_end_of_input_requests_in_flight_finish_and_the_call_returns() {
     assert_eq!(rest[0]["result"]["structuredContent"], Value::Null);
     assert_eq!(rest[0]["id"], 3);
 }
+
+#[tokio::test]
+async fn a_change_a_request_causes_reaches_its_session_before_the_reply_and_others_as_pushes() {
+    let (server, ..) = server();
+    let mut caller = TestClient::model_context(&server, json!({})).await;
+    let mut watcher = TestClient::model_context(&server, json!({})).await;
+    for client in [&mut caller, &mut watcher] {
+        assert_eq!(
+            client
+                .call("resources/subscribe", Some(json!({"uri": STATUS})))
+                .await,
+            Ok(json!({}))
+        );
+    }
+    caller
+        .send(&json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "touch"}}))
+        .await;
+    let first = caller.recv().await.unwrap();
+    assert_eq!(
+        first["method"], "notifications/resources/updated",
+        "{first}"
+    );
+    let second = caller.recv().await.unwrap();
+    assert_eq!(second["id"], 77, "the reply comes after: {second}");
+    assert_eq!(
+        caller.collect(QUIET).await,
+        Vec::<Value>::new(),
+        "exactly once"
+    );
+    let pushed = watcher.next_notification().await.unwrap();
+    assert_eq!(pushed["params"]["uri"], STATUS);
+}

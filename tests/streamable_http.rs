@@ -734,6 +734,27 @@ async fn a_subscribed_resource_update_arrives_on_the_get_stream() {
 }
 
 #[tokio::test]
+async fn without_a_get_stream_a_change_a_request_causes_goes_on_its_own_stream_before_the_reply() {
+    // MCP-DIALECT.md §5: the GET stream when one is open; else the stream
+    // of the request that caused it.
+    let server = McServer::default().await;
+    let session = server.session().await;
+    let subscribed = server
+        .exchange(post(
+            Some(&session),
+            &rpc(json!(2), "resources/subscribe", json!({"uri": STATUS})),
+        ))
+        .await;
+    assert!(assert_json_reply(&subscribed).get("error").is_none());
+    let mut stream = open_sse(&server, post(Some(&session), &call(3, "touch", json!({})))).await;
+    let messages = stream.rest().await;
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/resources/updated");
+    assert_eq!(messages[0]["params"]["uri"], STATUS);
+    assert!(is_response_to(&messages[1], &json!(3)), "{messages:?}");
+}
+
+#[tokio::test]
 async fn an_idle_get_stream_carries_keep_alive_comments() {
     let server =
         McServer::start(HttpConfig::default().sse_keep_alive(Duration::from_millis(100))).await;

@@ -240,6 +240,13 @@ impl Dialect {
         self == Self::McpV1
     }
 
+    /// Whether the changes a request fires are sent as caused by it, before
+    /// its reply (the Model Context Protocol's stream rule); MCP v1.0 sends
+    /// them to every session alike.
+    pub(crate) fn captures_causes(self) -> bool {
+        self == Self::ModelContext
+    }
+
     /// The name of a request for MCP v1.0's trace lines.
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
         v1::trace_name(work)

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 
 use super::operation::{self, Done, Failure, Work};
 use super::peer::Link;
+use super::push::Cause;
 use super::shared::Shared;
 use crate::dialect::{Ended, JobInfo};
 use crate::jsonrpc::RequestId;
@@ -34,15 +35,31 @@ pub(super) struct Job {
     /// The work may hold its thread: never run it on the reader.
     pub(super) may_block: bool,
     info: JobInfo,
+    /// What the work causes, captured (Model Context Protocol sessions that
+    /// subscribed to resources).
+    cause: Option<Arc<Cause>>,
     running: Running,
 }
 
-/// A handled request: its reply (none for a request the dialect does not
-/// answer) and, if trace is on, its trace line.
+/// A handled request: the notifications it caused, its reply (none for a
+/// request the dialect does not answer) and, if trace is on, its trace line.
 pub(crate) struct Handled {
     pub(crate) id: RequestId,
+    pub(crate) caused: Vec<Vec<u8>>,
     pub(crate) reply: Option<Vec<u8>>,
     pub(crate) trace: Option<Vec<u8>>,
+}
+
+impl Handled {
+    /// A reply known at once.
+    pub(crate) fn reply(id: RequestId, reply: Option<Vec<u8>>) -> Self {
+        Self {
+            id,
+            caused: Vec::new(),
+            reply,
+            trace: None,
+        }
+    }
 }
 
 impl Job {
@@ -71,12 +88,25 @@ impl Job {
             span,
             Some(Link::new(shared, progress)),
         );
-        Job {
-            method: shared.dialect.trace_name(&work),
-            may_block: work.may_block(server),
-            running: Box::pin(CatchUnwind {
-                inner: operation::perform(server.clone(), work, ctx),
+        let method = shared.dialect.trace_name(&work);
+        let may_block = work.may_block(server);
+        let perform = operation::perform(server.clone(), work, ctx);
+        // A change a tool of this session fires goes on the request's
+        // stream (MCP-DIALECT.md §5): capture it, when the session could
+        // want it at all.
+        let cause = (shared.dialect.captures_causes() && !shared.subscriptions.is_empty())
+            .then(|| Cause::new(shared.push_number()));
+        let running: Running = match &cause {
+            Some(cause) => Box::pin(CatchUnwind {
+                inner: cause.scope(perform),
             }),
+            None => Box::pin(CatchUnwind { inner: perform }),
+        };
+        Job {
+            method,
+            may_block,
+            running,
+            cause,
             info,
             id,
             cancel,
@@ -88,6 +118,9 @@ impl Job {
     /// tools finish without waiting, and then cost no task, no timer and no
     /// registration for cancellation), or the job to [`run`](Self::run) in a
     /// task of its own. Only for work that does not block its thread.
+    // The job comes back by value: boxing it would cost an allocation on
+    // the path that already spawns a task.
+    #[allow(clippy::result_large_err)]
     pub(super) fn try_now(mut self, shared: &Shared) -> Result<Handled, Self> {
         let mut cx = Context::from_waker(Waker::noop());
         match self.running.as_mut().poll(&mut cx) {
@@ -143,8 +176,16 @@ impl Job {
             .dialect
             .encode_end(shared, &self.id, ended, &self.info);
         let trace = shared.trace_line(self.method, &self.id, self.started, reply.as_deref());
+        let caused = self
+            .cause
+            .map(|cause| cause.take())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|uri| shared.dialect.resource_changed(&shared.subscriptions, uri))
+            .collect();
         Handled {
             id: self.id,
+            caused,
             reply,
             trace,
         }
@@ -153,11 +194,10 @@ impl Job {
     /// Answers a request that was cancelled before it started (it was
     /// parked): its work never runs.
     pub(super) fn cancel_unstarted(self, shared: &Shared) -> Handled {
-        Handled {
-            reply: shared.dialect.cancelled_unstarted(&self.id),
-            trace: None,
-            id: self.id,
-        }
+        Handled::reply(
+            self.id.clone(),
+            shared.dialect.cancelled_unstarted(&self.id),
+        )
     }
 
     /// Registers the job for cancellation now, and returns it running,

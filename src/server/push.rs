@@ -85,7 +85,16 @@ impl ServerHandle {
             return;
         }
         let uri: Arc<str> = mcp_id.into();
-        self.registry.broadcast(&uri);
+        // Fired by a request of a session that captures what its requests
+        // cause: that session hears of it on the request's own stream.
+        let causing = CAUSE
+            .try_with(|cause| {
+                cause.capture(&uri);
+                cause.session
+            })
+            .ok()
+            .flatten();
+        self.registry.broadcast(&uri, causing);
     }
 
     /// How many sessions currently receive notifications.
@@ -115,9 +124,12 @@ impl PushRegistry {
         self.sessions().len()
     }
 
-    fn broadcast(&self, uri: &Arc<str>) {
-        for queue in self.sessions().values() {
-            queue.push(uri);
+    /// Queues a change for every ready session but `skip`.
+    fn broadcast(&self, uri: &Arc<str>, skip: Option<u64>) {
+        for (number, queue) in self.sessions().iter() {
+            if Some(*number) != skip {
+                queue.push(uri);
+            }
         }
     }
 
@@ -192,12 +204,63 @@ async fn forward(
     }
 }
 
+tokio::task_local! {
+    /// The request whose work is running (Model Context Protocol sessions
+    /// with subscriptions): the changes it fires are captured for its reply.
+    static CAUSE: Arc<Cause>;
+}
+
+/// What a running request caused (MCP-DIALECT.md §5: a notification caused
+/// by a request goes on that request's stream when no `GET` stream is open).
+#[derive(Debug, Default)]
+pub(crate) struct Cause {
+    /// The push number of the request's session, once it is ready.
+    session: Option<u64>,
+    changed: Mutex<Vec<Arc<str>>>,
+}
+
+impl Cause {
+    pub(crate) fn new(session: Option<u64>) -> Arc<Self> {
+        Arc::new(Self {
+            session,
+            changed: Mutex::default(),
+        })
+    }
+
+    fn capture(&self, uri: &Arc<str>) {
+        let mut changed = self.changed.lock().unwrap_or_else(PoisonError::into_inner);
+        if !changed.iter().any(|u| **u == **uri) {
+            changed.push(uri.clone());
+        }
+    }
+
+    /// The changes captured so far.
+    pub(crate) fn take(&self) -> Vec<Arc<str>> {
+        std::mem::take(&mut *self.changed.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Runs `work` with its changes captured here.
+    pub(crate) fn scope<F: std::future::Future>(
+        self: &Arc<Self>,
+        work: F,
+    ) -> tokio::task::futures::TaskLocalFuture<Arc<Cause>, F> {
+        CAUSE.scope(self.clone(), work)
+    }
+}
+
 /// Keeps a session registered for notifications; dropping it unregisters
 /// the session and lets its forwarder send what is queued, then stop.
 pub(crate) struct Subscription {
     registry: Arc<PushRegistry>,
     number: u64,
     queue: Arc<PushQueue>,
+}
+
+impl Subscription {
+    /// The session's number in the registry.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
 }
 
 impl Drop for Subscription {

@@ -290,16 +290,7 @@ impl Session {
         while let Some(parked) = self.parked.pop_front() {
             let id = parked.job.id;
             let reply = Some(self.shared.dialect.shutting_down(&id));
-            deliver(
-                &self.shared,
-                parked.to,
-                Handled {
-                    id,
-                    reply,
-                    trace: None,
-                },
-            )
-            .await;
+            deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
         }
         self.parked_bytes = 0;
         let max = self.permits_total();
@@ -498,17 +489,15 @@ impl Session {
                 ..
             } if !dialect.allows_null_ids() => {
                 let error = RpcError::invalid_request("id must be a string or a number");
-                Outcome::Reply(Handled {
-                    reply: Some(dialect.error(None, &error)),
-                    trace: None,
-                    id: RequestId::Null,
-                })
+                Outcome::Reply(Handled::reply(
+                    RequestId::Null,
+                    Some(dialect.error(None, &error)),
+                ))
             }
-            Incoming::Request { id, .. } if self.draining => Outcome::Reply(Handled {
-                reply: Some(dialect.shutting_down(&id)),
-                trace: None,
-                id,
-            }),
+            Incoming::Request { id, .. } if self.draining => {
+                let reply = Some(dialect.shutting_down(&id));
+                Outcome::Reply(Handled::reply(id, reply))
+            }
             Incoming::Request { id, method, params } => {
                 // The clock is read only when trace lines need it.
                 let started = self.shared.trace_on().then(Instant::now);
@@ -536,9 +525,8 @@ impl Session {
                 };
                 let trace = self.shared.trace_line(&method, &id, started, Some(&reply));
                 Outcome::Reply(Handled {
-                    id,
-                    reply: Some(reply),
                     trace,
+                    ..Handled::reply(id, Some(reply))
                 })
             }
             Incoming::Notification { method, params } => self.notification(&method, params),
@@ -549,11 +537,8 @@ impl Session {
             Incoming::Invalid { id, reason } => {
                 let error = RpcError::invalid_request(reason);
                 let known = (id != RequestId::Null).then_some(&id);
-                Outcome::Reply(Handled {
-                    reply: Some(dialect.error(known, &error)),
-                    trace: None,
-                    id,
-                })
+                let reply = Some(dialect.error(known, &error));
+                Outcome::Reply(Handled::reply(id, reply))
             }
         }
     }

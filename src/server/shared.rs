@@ -37,6 +37,10 @@ pub(crate) enum About {
     /// A notification or request caused by this request (progress, a log
     /// line, an elicitation), sent before its reply.
     Related(RequestId),
+    /// A notification this request caused without being about it (a
+    /// resource it changed): on the `GET` stream when one is open, else on
+    /// the request's own stream.
+    CausedBy(RequestId),
     /// Nothing in particular (a push, a batch's replies, an error about
     /// unreadable input).
     Session,
@@ -89,6 +93,14 @@ pub(crate) struct Shared {
 pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
 
 impl Subscriptions {
+    /// Whether the client subscribed to nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
     /// Subscribes to, or unsubscribes from, a resource's updates.
     pub(crate) fn set(&self, uri: &str, on: bool) {
         let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -159,8 +171,16 @@ impl Shared {
         .await;
     }
 
-    /// Sends a request's reply (or says it has none), then its trace line.
+    /// Sends what a request caused, its reply (or says it has none), then
+    /// its trace line.
     pub(super) async fn send_handled(&self, handled: super::job::Handled) {
+        for notice in handled.caused {
+            self.send(Outgoing {
+                bytes: notice,
+                about: About::CausedBy(handled.id.clone()),
+            })
+            .await;
+        }
         let message = match handled.reply {
             Some(bytes) => Outgoing {
                 bytes,
@@ -250,6 +270,15 @@ impl Shared {
     /// Past the handshake: notifications of the server's own may be sent.
     pub(crate) fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// The session's number among those receiving pushes, once ready.
+    pub(super) fn push_number(&self) -> Option<u64> {
+        self.subscription
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(Subscription::number)
     }
 
     /// Sets the least severe level of log notifications sent.

@@ -131,6 +131,11 @@ impl HttpSession {
         Some(receiver)
     }
 
+    /// Whether the `GET` stream is open.
+    fn get_is_open(&self) -> bool {
+        self.routes().get.as_ref().is_some_and(|g| !g.is_closed())
+    }
+
     /// Ends the session: its requests in flight are cancelled (they get no
     /// reply), its reader ends, its streams close.
     pub(super) fn end(&self) {
@@ -335,7 +340,8 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
                     let _ = first.send(First::Unanswered);
                 }
             }
-            About::Related(id) => {
+            About::CausedBy(_) if session.get_is_open() => to_get_stream(&session, bytes),
+            About::Related(id) | About::CausedBy(id) => {
                 let stream = {
                     let mut routes = session.routes();
                     match routes.requests.remove(&id) {
