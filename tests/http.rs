@@ -1104,3 +1104,17 @@ async fn max_connections_holds_further_connections_until_one_closes() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(result(&reply.json(), 2)["output"]["message"], "second");
 }
+
+/// MCP-DIALECT.md §1: only an `Accept` that lists `text/event-stream` by
+/// name makes a request Streamable HTTP; curl's default `*/*` is MCP v1.0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_exchange_with_curls_default_accept_stays_mcp_v1() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client().await;
+    let body = serde_json::to_vec(&echo(1, "curl")).expect("serialisable");
+    let reply = client
+        .exchange(post_with(&[("accept", "*/*")], full(body)))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(result(&reply.json(), 1)["output"]["message"], "curl");
+}

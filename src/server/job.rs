@@ -17,7 +17,7 @@ use super::operation::{self, Done, Failure, Work};
 use super::peer::Link;
 use super::push::Cause;
 use super::shared::Shared;
-use crate::dialect::{Ended, JobInfo};
+use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation, ToolContext};
 
@@ -81,12 +81,15 @@ impl Job {
             Some(tool) => tracing::debug_span!("tool", request_id = %id, tool = %tool.mcp_id()),
             None => tracing::Span::none(),
         };
+        // Only a Model Context Protocol session can carry progress, log
+        // lines or requests to the client.
+        let link = (shared.dialect == Dialect::ModelContext).then(|| Link::new(shared, progress));
         let ctx = ToolContext::new(
             id.clone(),
             cancel.clone(),
             server.handle.clone(),
             span,
-            Some(Link::new(shared, progress)),
+            link,
         );
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(server);

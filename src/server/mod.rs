@@ -121,9 +121,22 @@ impl Server {
         body: impl Into<bytes::Bytes>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
     ) -> (Option<Vec<u8>>, bool) {
+        let body = body.into();
+        self.handle_parsed_until(&body, crate::jsonrpc::parse(&body), stop)
+            .await
+    }
+
+    /// [`handle_message_until`](Self::handle_message_until) for a body its
+    /// transport already parsed.
+    pub(crate) async fn handle_parsed_until(
+        &self,
+        body: &[u8],
+        parsed: crate::jsonrpc::Parsed<'_>,
+        stop: &Arc<tokio_util::sync::CancellationToken>,
+    ) -> (Option<Vec<u8>>, bool) {
         let (out, mut replies) = tokio::sync::mpsc::channel(2);
         let not_json = Session::implicit(self, out, stop.clone())
-            .run_one(Input::Message(body.into()))
+            .run_parsed(body, parsed)
             .await;
         let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
         while let Some(extra) = replies.recv().await {

@@ -187,12 +187,17 @@ impl Session {
         let gone = shared.out.closed();
         tokio::pin!(stopped, gone);
         loop {
+            if self.shared.out.is_closed() {
+                return self.output_gone();
+            }
             self.start_parked().await;
             let may_read = self.may_read();
+            // Input first: while it flows, the other futures are not polled
+            // (the closed output is caught above); they wake an idle reader.
             let item = tokio::select! {
                 biased;
                 () = &mut stopped => break,
-                () = &mut gone => return self.output_gone(),
+                item = crate::poll::next(&mut input), if may_read => item,
                 permit = self.permits.clone().acquire_owned(), if !self.parked.is_empty() => {
                     match permit {
                         Ok(permit) => self.start_next(permit).await,
@@ -200,7 +205,7 @@ impl Session {
                     }
                     continue;
                 }
-                item = crate::poll::next(&mut input), if may_read => item,
+                () = &mut gone => return self.output_gone(),
             };
             match item {
                 Some(Ok(item)) => self.on_input(item).await,
@@ -238,9 +243,19 @@ impl Session {
     /// Serves one input, waits for the requests it started, and ends the
     /// session (an HTTP single exchange). Returns whether the input was not
     /// JSON at all (answered `-32700`).
-    pub(crate) async fn run_one(mut self, input: Input) -> bool {
+    /// Serves one parsed body, waits for the requests it started, and ends
+    /// the session (an HTTP single exchange, parsed once by its transport to
+    /// find its dialect). Returns whether the body was not JSON at all
+    /// (answered `-32700`).
+    pub(crate) async fn run_parsed(mut self, body: &[u8], parsed: Parsed<'_>) -> bool {
         self.draining = self.stop.is_cancelled();
-        self.on_input(input).await;
+        tracing::trace!("<- {}", String::from_utf8_lossy(body));
+        self.on_parsed(parsed, body.len()).await;
+        self.finish_one().await
+    }
+
+    /// Waits for what the one input started, then ends the session.
+    async fn finish_one(mut self) -> bool {
         let max = self.permits_total();
         if self.parked.is_empty() && self.permits.available_permits() == max as usize {
             return self.not_json; // everything finished inline
@@ -415,8 +430,13 @@ impl Session {
     }
 
     async fn on_message(&mut self, body: &[u8]) {
+        self.on_parsed(jsonrpc::parse(body), body.len()).await;
+    }
+
+    /// Serves one parsed body of `bytes` bytes.
+    async fn on_parsed(&mut self, parsed: Parsed<'_>, bytes: usize) {
         let dialect = self.shared.dialect;
-        match jsonrpc::parse(body) {
+        match parsed {
             Parsed::Error(error) => {
                 self.not_json = error.code == ErrorCode::PARSE_ERROR;
                 self.shared
@@ -426,7 +446,7 @@ impl Session {
             Parsed::Single(message) => match self.step(message) {
                 Outcome::Nothing => {}
                 Outcome::Reply(h) => self.shared.send_handled(h).await,
-                Outcome::Run(job) => self.admit(job, ReplyTo::Session, body.len()).await,
+                Outcome::Run(job) => self.admit(job, ReplyTo::Session, bytes).await,
                 Outcome::Cancelled(replies) => {
                     for (to, handled) in replies {
                         deliver(&self.shared, to, handled).await;
@@ -442,7 +462,7 @@ impl Session {
                     .send_unrelated(dialect.error(None, &error))
                     .await;
             }
-            Parsed::Batch(messages) => self.on_batch(messages, body.len()).await,
+            Parsed::Batch(messages) => self.on_batch(messages, bytes).await,
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::frame::FrameCodec;
@@ -262,10 +262,23 @@ impl Framing {
         if message.bytes.is_empty() {
             return Ok(());
         }
+        let body = &message.bytes;
         match self {
-            Self::Frames => FrameCodec::new(usize::MAX).encode(&message.bytes, buf),
-            Self::Lines => LineCodec::new(usize::MAX).encode(&message.bytes, buf),
+            Self::Frames => {
+                let mut digits = itoa::Buffer::new();
+                let length = digits.format(body.len());
+                buf.reserve(20 + length.len() + body.len());
+                buf.extend_from_slice(b"Content-Length: ");
+                buf.extend_from_slice(length.as_bytes());
+                buf.extend_from_slice(b"\r\n\r\n");
+            }
+            Self::Lines => buf.reserve(body.len() + 1),
         }
+        buf.extend_from_slice(body);
+        if let Self::Lines = self {
+            buf.extend_from_slice(b"\n");
+        }
+        Ok(())
     }
 }
 

@@ -48,16 +48,48 @@ pub(super) struct Rules {
     pub(super) bearer_token: Option<String>,
 }
 
+/// How many accepted `Host` (and `Origin`) values are remembered.
+const REMEMBERED: usize = 16;
+
+/// `Host` and `Origin` values that passed the parser and the rules, so that
+/// the next request carrying the same bytes skips both (a client sends the
+/// same ones on every request). Only accepted values are remembered, and at
+/// most [`REMEMBERED`] of each: the decision is always the parser's.
+#[derive(Debug, Default)]
+pub(super) struct Accepted {
+    hosts: std::sync::Mutex<Vec<Box<[u8]>>>,
+    origins: std::sync::Mutex<Vec<Box<[u8]>>>,
+}
+
+impl Accepted {
+    fn knows(list: &std::sync::Mutex<Vec<Box<[u8]>>>, value: &[u8]) -> bool {
+        list.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|known| **known == *value)
+    }
+
+    fn remember(list: &std::sync::Mutex<Vec<Box<[u8]>>>, value: &[u8]) {
+        let mut known = list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.len() < REMEMBERED && !known.iter().any(|k| **k == *value) {
+            known.push(value.into());
+        }
+    }
+}
+
 impl Rules {
     /// Checks a request's headers; `host_rule` says which `Host` names are
     /// accepted, `http11` whether the request is HTTP/1.1 (where `Host` is
-    /// required).
+    /// required); `accepted` remembers values that passed.
     pub(super) fn check(
         &self,
         headers: &HeaderMap,
         uri_authority: Option<&str>,
         http11: bool,
         host_rule: HostRule,
+        accepted: &Accepted,
     ) -> Result<(), Refusal> {
         let host = one_of(headers, &HOST)
             .map_err(|()| Refusal::BadRequest("a request carries at most one Host header"))?;
@@ -73,6 +105,9 @@ impl Rules {
             .into_iter()
             .flatten()
         {
+            if Accepted::knows(&accepted.hosts, name.as_bytes()) {
+                continue;
+            }
             let Some(parsed) = parse_host(name) else {
                 return Err(Refusal::BadRequest("the Host header is not a valid host"));
             };
@@ -82,14 +117,18 @@ impl Rules {
                      and the hosts it is configured to allow)",
                 ));
             }
+            Accepted::remember(&accepted.hosts, name.as_bytes());
         }
         if host.is_some_and(|h| h.to_str().is_err()) {
             return Err(Refusal::BadRequest("the Host header is not a valid host"));
         }
         if let Some(origin) = origin
-            && !self.origin_allowed(origin)
+            && !Accepted::knows(&accepted.origins, origin.as_bytes())
         {
-            return Err(Refusal::Forbidden("this Origin is not allowed"));
+            if !self.origin_allowed(origin) {
+                return Err(Refusal::Forbidden("this Origin is not allowed"));
+            }
+            Accepted::remember(&accepted.origins, origin.as_bytes());
         }
         if !self.authorized(headers.get(AUTHORIZATION)) {
             return Err(Refusal::Unauthorized);
@@ -227,7 +266,39 @@ mod tests {
     }
 
     fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
-        rules.check(&headers(pairs), None, true, HostRule::Listed)
+        rules.check(
+            &headers(pairs),
+            None,
+            true,
+            HostRule::Listed,
+            &Accepted::default(),
+        )
+    }
+
+    #[test]
+    fn remembered_values_are_only_ones_that_passed() {
+        let rules = Rules::default();
+        let accepted = Accepted::default();
+        let with = |host: &str| {
+            rules.check(
+                &headers(&[("host", host)]),
+                None,
+                true,
+                HostRule::Listed,
+                &accepted,
+            )
+        };
+        assert_eq!(with("127.0.0.1:8080"), Ok(()));
+        assert!(matches!(with("evil.com"), Err(Refusal::Forbidden(_))));
+        assert!(
+            matches!(with("evil.com"), Err(Refusal::Forbidden(_))),
+            "never remembered"
+        );
+        assert_eq!(with("127.0.0.1:8080"), Ok(()));
+        for port in 0..100 {
+            let _ = with(&format!("127.0.0.1:{port}"));
+        }
+        assert!(accepted.hosts.lock().unwrap().len() <= REMEMBERED);
     }
 
     #[test]
@@ -292,7 +363,13 @@ mod tests {
             );
         }
         assert_eq!(
-            rules.check(&HeaderMap::new(), None, false, HostRule::Listed),
+            rules.check(
+                &HeaderMap::new(),
+                None,
+                false,
+                HostRule::Listed,
+                &Accepted::default()
+            ),
             Ok(()),
             "HTTP/1.0 may omit Host"
         );
@@ -345,7 +422,13 @@ mod tests {
             );
         }
         assert_eq!(
-            rules.check(&headers(&[("host", "evil.com")]), None, true, HostRule::Any),
+            rules.check(
+                &headers(&[("host", "evil.com")]),
+                None,
+                true,
+                HostRule::Any,
+                &Accepted::default()
+            ),
             Ok(())
         );
     }

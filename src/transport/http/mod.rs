@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
 use body::next_data;
-use guard::{HostRule, Refusal, Rules};
+use guard::{Accepted, HostRule, Refusal, Rules};
 use sessions::Sessions;
 
 use crate::server::Server;
@@ -217,6 +217,8 @@ pub struct McpService {
     streams: Arc<Semaphore>,
     /// The Model Context Protocol's sessions.
     sessions: Arc<Sessions>,
+    /// `Host` and `Origin` values that passed the checks.
+    accepted: Arc<Accepted>,
     /// Cancelled when a standalone server shuts down (or the server's
     /// handle does): sessions drain and end once their replies are written.
     stop: Arc<CancellationToken>,
@@ -255,6 +257,7 @@ impl Server {
                 config.max_sessions,
                 config.session_idle_timeout,
             )),
+            accepted: Arc::default(),
             config: Arc::new(config),
             host_rule,
             stop: Arc::new(self.handle().stop_token().child_token()),
@@ -332,11 +335,13 @@ impl McpService {
         }
         let http11 = parts.version >= Version::HTTP_11;
         let authority = parts.uri.authority().map(http::uri::Authority::as_str);
-        if let Err(refusal) =
-            self.config
-                .rules
-                .check(&parts.headers, authority, http11, self.host_rule)
-        {
+        if let Err(refusal) = self.config.rules.check(
+            &parts.headers,
+            authority,
+            http11,
+            self.host_rule,
+            &self.accepted,
+        ) {
             return (refused(refusal), Leftover::Unread(body));
         }
         let dialects = self.server.inner().dialects;

@@ -221,10 +221,11 @@ impl Sessions {
         stop: &CancellationToken,
     ) -> Result<Arc<HttpSession>, Refused> {
         self.sweep();
-        if self.map().len() >= self.max {
+        let id = session_id().ok_or(Refused::NoRandom)?;
+        let mut map = self.map();
+        if map.len() >= self.max {
             return Err(Refused::Full);
         }
-        let id = session_id().ok_or(Refused::NoRandom)?;
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
         let session = Session::new(
@@ -241,9 +242,10 @@ impl Sessions {
             routes: Mutex::new(Routes::default()),
             last_active: Mutex::new(Instant::now()),
         });
+        map.insert(http.id.clone(), http.clone());
+        drop(map);
         tokio::spawn(session.run(Inbox(inbox)));
         tokio::spawn(route(Arc::downgrade(&http), outbox));
-        self.map().insert(http.id.clone(), http.clone());
         self.start_sweeper();
         Ok(http)
     }

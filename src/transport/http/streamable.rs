@@ -37,39 +37,24 @@ const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
 /// Whether a request's headers say it speaks the Model Context Protocol
 /// (MCP-DIALECT.md §1): a session id, a protocol version or a method
-/// header, or an `Accept` that lists `text/event-stream`.
+/// header, or an `Accept` that lists `text/event-stream` by name (a
+/// wildcard such as curl's `*/*` does not).
 pub(super) fn by_headers(parts: &Parts) -> bool {
-    let headers = &parts.headers;
-    headers.contains_key(SESSION_ID)
-        || headers.contains_key(PROTOCOL_VERSION)
-        || headers.contains_key(MCP_METHOD)
-        || accepts(parts, "text/event-stream")
-}
-
-/// Whether a body's first message is the Model Context Protocol's:
-/// `initialize` with `params.protocolVersion`, or a method of its table.
-pub(super) fn by_message(first: &[u8]) -> bool {
-    let is_ours = |message: &Incoming<'_>| match message {
-        Incoming::Request { method, params, .. } if method == methods::INITIALIZE => params
-            .is_some_and(|p| {
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get())
-                    .is_ok_and(|m| m.contains_key("protocolVersion"))
-            }),
-        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
-            model_context::is_method(method)
+    // One pass over the few headers a request has (no hashing of names).
+    parts.headers.iter().any(|(name, value)| {
+        if name == ACCEPT {
+            return value.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .filter_map(|item| item.split(';').next())
+                    .any(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+            });
         }
-        _ => false,
-    };
-    match jsonrpc::parse(first) {
-        Parsed::Single(message) => is_ours(&message),
-        Parsed::Batch(messages) => messages.first().is_some_and(is_ours),
-        Parsed::Error(_) => false,
-    }
+        *name == SESSION_ID || *name == PROTOCOL_VERSION || *name == MCP_METHOD
+    })
 }
 
-/// Whether `Accept` lists `media` (or a wildcard that covers it).
-fn accepts(parts: &Parts, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+/// The media types `Accept` lists, parameters dropped.
+fn media_types(parts: &Parts) -> impl Iterator<Item = &str> {
     parts
         .headers
         .get_all(ACCEPT)
@@ -78,13 +63,18 @@ fn accepts(parts: &Parts, media: &str) -> bool {
         .flat_map(|v| v.split(','))
         .filter_map(|item| item.split(';').next())
         .map(str::trim)
-        .any(|listed| {
-            listed.eq_ignore_ascii_case(media)
-                || listed == "*/*"
-                || listed
-                    .strip_suffix("/*")
-                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
-        })
+}
+
+/// Whether `Accept` lists `media` (or a wildcard that covers it).
+fn accepts(parts: &Parts, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    media_types(parts).any(|listed| {
+        listed.eq_ignore_ascii_case(media)
+            || listed == "*/*"
+            || listed
+                .strip_suffix("/*")
+                .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+    })
 }
 
 /// The `Mcp-Session-Id` header: `Ok(None)` when absent, `Err` when repeated

@@ -36,7 +36,7 @@ impl McpService {
         &self,
         parts: &Parts,
         mut body: Pin<Box<B>>,
-        streamable: bool,
+        mut streamable: bool,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -66,11 +66,11 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
         };
-        let model_context = streamable
-            || (self.server.inner().dialects.model_context()
-                && first.is_some_and(|end| super::streamable::by_message(&buf[..end])));
-        if !model_context && first.is_some_and(|end| opens_session(&buf[..end])) {
-            return self.stream(body, buf, ended);
+        let model_context_on = self.server.inner().dialects.model_context();
+        match first.map(|end| opens_session(&buf[..end])) {
+            Some(Opening::V1) if !streamable => return self.stream(body, buf, ended),
+            Some(Opening::ModelContext) if model_context_on => streamable = true,
+            _ => {}
         }
         while !ended {
             match self.next_chunk(&mut body, deadline).await {
@@ -82,13 +82,11 @@ impl McpService {
                 return (too_large(limit), Leftover::Broken);
             }
         }
-        if model_context {
-            return (
-                self.streamable_post(parts, buf.freeze()).await,
-                Leftover::Done,
-            );
+        let body = buf.freeze();
+        if streamable {
+            return (self.streamable_post(parts, body).await, Leftover::Done);
         }
-        (self.single(buf.freeze(), first).await, Leftover::Done)
+        (self.single(parts, body, first).await, Leftover::Done)
     }
 
     /// The next chunk of a body that is being read whole: `408` when the
@@ -120,8 +118,15 @@ impl McpService {
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,
-    /// one JSON reply (or 202 for notifications only).
-    async fn single(&self, body: Bytes, first_end: Option<usize>) -> Response<McpBody> {
+    /// one JSON reply (or 202 for notifications only) — unless its message
+    /// is the Model Context Protocol's (MCP-DIALECT.md §1), read from the
+    /// same parse the session then serves.
+    async fn single(
+        &self,
+        parts: &Parts,
+        body: Bytes,
+        first_end: Option<usize>,
+    ) -> Response<McpBody> {
         // One value, as the body scanner found it: the session parses it (and
         // says if it is not JSON). Anything after it is looked at closely.
         let one_value =
@@ -146,7 +151,16 @@ impl McpService {
                 );
             }
         }
-        match self.server.handle_message_until(body, &self.stop).await {
+        let parsed = jsonrpc::parse(&body);
+        if self.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
+            drop(parsed);
+            return self.streamable_post(parts, body).await;
+        }
+        match self
+            .server
+            .handle_parsed_until(&body, parsed, &self.stop)
+            .await
+        {
             (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
             (Some(reply), false) => json(StatusCode::OK, reply),
             (None, _) => Response::builder()
@@ -206,16 +220,56 @@ impl McpService {
     }
 }
 
-/// Whether the first message of a body is `initialize`.
-fn opens_session(first: &[u8]) -> bool {
+/// What a body's first message opens.
+#[derive(Debug, PartialEq, Eq)]
+enum Opening {
+    /// MCP v1.0's `initialize`: a streaming session.
+    V1,
+    /// The Model Context Protocol's `initialize` (with `protocolVersion`).
+    ModelContext,
+    /// Anything else.
+    Other,
+}
+
+/// Whether the first message of a body is `initialize`, and whose.
+fn opens_session(first: &[u8]) -> Opening {
     let holds = |needle: &[u8]| memchr::memmem::find(first, needle).is_some();
     if !holds(b"initialize") && !holds(b"\\u") {
-        return false; // the common case, without parsing
+        return Opening::Other; // the common case, without parsing
     }
-    let is_initialize = |m: &Incoming<'_>| matches!(m, Incoming::Request { method, .. } if method == methods::INITIALIZE);
+    let opening = |m: &Incoming<'_>| match m {
+        Incoming::Request { method, params, .. } if method == methods::INITIALIZE => {
+            let versioned = params.is_some_and(|p| {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get())
+                    .is_ok_and(|m| m.contains_key("protocolVersion"))
+            });
+            if versioned {
+                Opening::ModelContext
+            } else {
+                Opening::V1
+            }
+        }
+        _ => Opening::Other,
+    };
     match jsonrpc::parse(first) {
-        Parsed::Single(message) => is_initialize(&message),
-        Parsed::Batch(messages) => messages.first().is_some_and(is_initialize),
+        Parsed::Single(message) => opening(&message),
+        Parsed::Batch(messages) => messages.first().map_or(Opening::Other, opening),
+        Parsed::Error(_) => Opening::Other,
+    }
+}
+
+/// Whether a parsed body's (first) message is a method of the Model
+/// Context Protocol (MCP-DIALECT.md §1).
+fn speaks_model_context(parsed: &Parsed<'_>) -> bool {
+    let ours = |m: &Incoming<'_>| match m {
+        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+            crate::dialect::model_context::is_method(method)
+        }
+        _ => false,
+    };
+    match parsed {
+        Parsed::Single(message) => ours(message),
+        Parsed::Batch(messages) => messages.first().is_some_and(ours),
         Parsed::Error(_) => false,
     }
 }
@@ -236,19 +290,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn first_message_initialize_opens_a_session() {
-        assert!(opens_session(
-            br#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#
-        ));
-        assert!(opens_session(
-            br#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#
-        ));
-        assert!(!opens_session(
-            br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#
-        ));
-        assert!(!opens_session(
-            br#"{"jsonrpc":"2.0","method":"initialize"}"#
-        ));
-        assert!(!opens_session(b"{not json"));
+    fn first_message_initialize_opens_a_session_of_its_dialect() {
+        let v1 = br#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#;
+        assert_eq!(opens_session(v1), Opening::V1);
+        let batch = br#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#;
+        assert_eq!(opens_session(batch), Opening::V1);
+        let mc = br#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-11-25"},"id":1}"#;
+        assert_eq!(opens_session(mc), Opening::ModelContext);
+        let other = br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#;
+        assert_eq!(opens_session(other), Opening::Other);
+        let notification = br#"{"jsonrpc":"2.0","method":"initialize"}"#;
+        assert_eq!(opens_session(notification), Opening::Other);
+        assert_eq!(opens_session(b"{not json"), Opening::Other);
     }
 }
