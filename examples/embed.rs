@@ -1,5 +1,5 @@
-//! Mounting the MCP endpoint in an existing hyper application, next to the
-//! application's own routes.
+//! Mounting the MCP endpoint in a hand-written hyper application, next to
+//! the application's own routes (with axum, see `examples/axum.rs`).
 //!
 //! ```sh
 //! cargo run --example embed
@@ -39,8 +39,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(json!({ "message": args["message"] }))
         }))
         .build()?;
-    // Its HTTP endpoint, as a hyper service (path /mcp by default).
-    let mcp = server.http_service(HttpConfig::default());
+    // Its HTTP endpoint, at /mcp (other paths get 404 from it).
+    let mcp = server.http_service(HttpConfig::default().path("/mcp"));
 
     // The application: bound to loopback, as every example here.
     let listener = TcpListener::bind("127.0.0.1:8081").await?;
@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let response: Response<BoxBody<Bytes, Infallible>> = match request.uri().path()
                     {
                         "/health" => Response::new(Full::new(Bytes::from_static(b"ok\n")).boxed()),
-                        _ => mcp.handle(request).await.map(BodyExt::boxed),
+                        _ => mcp.respond(request).await.map(BodyExt::boxed),
                     };
                     Ok::<_, Infallible>(response)
                 }

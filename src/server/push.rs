@@ -54,6 +54,31 @@ impl ServerHandle {
         self.stop.cancel();
     }
 
+    /// A future that waits for `signal`, then begins the shutdown
+    /// ([`shutdown`](Self::shutdown)): for a host app's own graceful
+    /// shutdown, so that this server's streams end with its connections.
+    ///
+    /// ```no_run
+    /// # async fn app(server: clawmcp::Server, listener: tokio::net::TcpListener, router: axum::Router) {
+    /// axum::serve(listener, router)
+    ///     .with_graceful_shutdown(server.handle().shutdown_on(async {
+    ///         let _ = tokio::signal::ctrl_c().await;
+    ///     }))
+    ///     .await
+    ///     .unwrap();
+    /// # }
+    /// ```
+    pub fn shutdown_on(
+        &self,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let handle = self.clone();
+        async move {
+            signal.await;
+            handle.shutdown();
+        }
+    }
+
     /// Whether [`shutdown`](Self::shutdown) was called.
     pub fn is_shutting_down(&self) -> bool {
         self.stop.is_cancelled()

@@ -64,7 +64,7 @@ use crate::server::Server;
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct HttpConfig {
-    path: String,
+    path: Option<String>,
     rules: Rules,
     any_host: bool,
     header_read_timeout: Duration,
@@ -79,7 +79,7 @@ pub struct HttpConfig {
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
-            path: "/mcp".into(),
+            path: None,
             rules: Rules::default(),
             any_host: false,
             header_read_timeout: Duration::from_secs(10),
@@ -94,9 +94,13 @@ impl Default for HttpConfig {
 }
 
 impl HttpConfig {
-    /// The endpoint's path (default `/mcp`). Other paths get 404.
+    /// The endpoint's path; other paths get 404. Default: `/mcp` for the
+    /// standalone server ([`Server::serve_http`]); any path for a service
+    /// mounted in an app ([`Server::http_service`]), whose router chooses
+    /// the path — axum's `nest_service("/mcp", ..)` hands the service the
+    /// path without its prefix.
     pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
+        self.path = Some(path.into());
         self
     }
 
@@ -204,9 +208,20 @@ impl HttpConfig {
     }
 }
 
-/// The MCP endpoint as a hyper [`Service`](hyper::service::Service): mount
-/// it next to an application's own routes, or let [`Server::serve_http`] run
-/// it alone. Cheap to clone.
+/// The MCP endpoint — both dialects on one path — as a tower `Service` (for
+/// axum: `Router::new().nest_service("/mcp", server.http_service(config))`)
+/// and a hyper [`Service`](hyper::service::Service); or let
+/// [`Server::serve_http`] run it alone. Cheap to clone.
+///
+/// ```
+/// # fn app(server: clawmcp::Server) {
+/// use clawmcp::transport::{HttpConfig, McpService};
+///
+/// fn assert_tower<S: tower_service::Service<http::Request<String>>>(_: &S) {}
+/// let mcp: McpService = server.http_service(HttpConfig::default());
+/// assert_tower(&mcp);
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct McpService {
     server: Server,
@@ -276,7 +291,7 @@ where
 
     fn call(&self, request: Request<B>) -> Self::Future {
         let service = self.clone();
-        Box::pin(async move { Ok(service.handle(request).await) })
+        Box::pin(async move { Ok(service.respond(request).await) })
     }
 }
 
@@ -292,22 +307,57 @@ pub(super) enum Leftover<B> {
     Broken,
 }
 
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response<McpBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let service = self.clone();
+        Box::pin(async move { Ok(service.respond(request).await) })
+    }
+}
+
 impl McpService {
-    /// Answers one HTTP request (PROTOCOL.md §8): for an application that
-    /// routes requests itself and hands this endpoint's to it.
+    /// Answers one HTTP request: renamed [`respond`](Self::respond), so that
+    /// it is not mistaken for [`Server::handle`] (the server's handle).
+    #[deprecated(since = "0.2.0", note = "renamed `respond`")]
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        self.respond(request).await
+    }
+
+    /// Answers one HTTP request (PROTOCOL.md §8, MCP-DIALECT.md §5): for an
+    /// application that routes requests itself and hands this endpoint's to
+    /// it. (In a tower-based app such as axum, mount the service itself:
+    /// it is a tower `Service`.)
     ///
     /// A response sent before the request's body was read to its end
     /// either drains the rest (up to the message limit, within the
     /// header-read timeout) so the connection can be reused, or carries
     /// `Connection: close`: a client reusing the connection never meets a
     /// reset it was not told of.
-    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
+    pub async fn respond<B>(&self, request: Request<B>) -> Response<McpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
         let (parts, body) = request.into_parts();
-        let (mut response, leftover) = self.respond(&parts, Box::pin(body)).await;
+        let (mut response, leftover) = self.answer(&parts, Box::pin(body)).await;
         let keep = match leftover {
             Leftover::Done => true,
             Leftover::Broken => false,
@@ -321,12 +371,17 @@ impl McpService {
         response
     }
 
-    async fn respond<B>(&self, parts: &Parts, body: Pin<Box<B>>) -> (Response<McpBody>, Leftover<B>)
+    async fn answer<B>(&self, parts: &Parts, body: Pin<Box<B>>) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        if parts.uri.path() != self.config.path {
+        if self
+            .config
+            .path
+            .as_ref()
+            .is_some_and(|path| parts.uri.path() != path)
+        {
             let response = plain(
                 StatusCode::NOT_FOUND,
                 "not found: the MCP endpoint is elsewhere",

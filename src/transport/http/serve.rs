@@ -55,9 +55,10 @@ impl Server {
     pub async fn serve_http_on(
         &self,
         listener: TcpListener,
-        config: HttpConfig,
+        mut config: HttpConfig,
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
+        config.path.get_or_insert_with(|| "/mcp".to_owned());
         let header_read_timeout = config.header_read_timeout;
         let connections = Arc::new(Semaphore::new(config.max_connections));
         let local = listener.local_addr().ok().map(|a| a.ip());
