@@ -269,6 +269,15 @@ pub enum BuildError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// A tool needs a state value of a type nobody registered with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state).
+    #[error("tool {mcp_id} needs state of type {state}: register one with ServerBuilder::state")]
+    MissingState {
+        /// The tool's id.
+        mcp_id: String,
+        /// The type's name.
+        state: &'static str,
+    },
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]
     EmptyField {

@@ -77,6 +77,7 @@ pub mod prompt;
 pub mod protocol;
 pub mod resource;
 pub mod server;
+pub mod state;
 pub mod template;
 pub mod testing;
 pub mod tool;

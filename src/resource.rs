@@ -293,6 +293,47 @@ impl SharedResource {
         }
     }
 
+    /// A resource of JSON content (`application/json`): `initial`
+    /// serialised; replace it with [`set_json`](Self::set_json).
+    ///
+    /// ```
+    /// use clawmcp::SharedResource;
+    ///
+    /// #[derive(serde::Serialize)]
+    /// struct Stats { notes: usize }
+    ///
+    /// let stats = SharedResource::json("mcp://example/resources/stats", "stats",
+    ///     "Note statistics.", &Stats { notes: 0 }).unwrap();
+    /// stats.set_json(&Stats { notes: 1 }).unwrap();
+    /// assert_eq!(stats.get(), r#"{"notes":1}"#);
+    /// ```
+    pub fn json<T: serde::Serialize + ?Sized>(
+        mcp_id: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        initial: &T,
+    ) -> Result<Self, serde_json::Error> {
+        let initial = serde_json::to_string(initial)?;
+        Ok(Self::new(
+            mcp_id,
+            name,
+            description,
+            "application/json",
+            initial,
+        ))
+    }
+
+    /// Replaces the content with `value` serialised as JSON and announces
+    /// the change, as [`set`](Self::set); on a serialisation error the
+    /// content is left as it was and nothing is announced.
+    pub fn set_json<T: serde::Serialize + ?Sized>(
+        &self,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        self.set(serde_json::to_string(value)?);
+        Ok(())
+    }
+
     /// The current content.
     pub fn get(&self) -> String {
         self.shared

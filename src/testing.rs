@@ -30,6 +30,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
@@ -120,7 +121,8 @@ impl TestClient {
 
     /// Connects and completes the Model Context Protocol's handshake
     /// (`initialize` for [`MODEL_CONTEXT_VERSION`] with `capabilities`, then
-    /// `notifications/initialized`). Declare `{"elicitation": {}}`,
+    /// `notifications/initialized`), and waits until the session is ready
+    /// (one `ping`). Declare `{"elicitation": {}}`,
     /// `{"sampling": {}}` or `{"roots": {}}` to let tools ask for them.
     pub async fn model_context(server: &Server, capabilities: Value) -> Self {
         let mut client = Self::connect_model_context(server).await;
@@ -131,6 +133,10 @@ impl TestClient {
                 "clientInfo": {"name": "clawmcp-test-client", "version": "1.0.0"},
             }))
             .await;
+        // A round trip: the session has taken `initialized` in when this
+        // returns, so what the test does next (a resource change, …) finds
+        // it ready.
+        let _ = client.call("ping", None).await;
         client
     }
 
@@ -150,10 +156,14 @@ impl TestClient {
     }
 
     /// Connects and completes the handshake (`initialize` with id 1, then
-    /// `initialized`).
+    /// `initialized`), and waits until the session is ready (one
+    /// `mcp/listTools` round trip): a change the test makes next reaches it.
     pub async fn initialized(server: &Server) -> Self {
         let mut client = Self::connect(server).await;
         client.initialize(json!({"clientCapabilities": {}})).await;
+        // A round trip (MCP v1.0 has no ping; any answer will do): the
+        // session has taken `initialized` in when this returns.
+        let _ = client.call("mcp/listTools", None).await;
         client
     }
 
@@ -253,6 +263,37 @@ impl TestClient {
     pub async fn next_notification(&mut self) -> Option<Value> {
         self.next_matching(|m| m.get("method").is_some() && m.get("id").is_none())
             .await
+    }
+
+    /// The `params` of the next notification named `method` (`Value::Null`
+    /// when it has none), skipping (and keeping) every other message;
+    /// `None` when the server closed its output first.
+    ///
+    /// ```
+    /// use clawmcp::testing::TestClient;
+    /// use clawmcp::{Server, SharedResource};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let status = SharedResource::new("mcp://t/resources/status", "status", "Status.",
+    ///     "text/plain", "starting");
+    /// let server = Server::builder().resource(status.clone()).build().unwrap();
+    /// let mut client = TestClient::initialized(&server).await;
+    /// status.set("ready");
+    /// let changed = client.notification("mcp/resourceDidChange").await.unwrap();
+    /// assert_eq!(changed["mcpId"], "mcp://t/resources/status");
+    /// # }
+    /// ```
+    pub async fn notification(&mut self, method: &str) -> Option<Value> {
+        let mut message = self
+            .next_matching(|m| m["method"] == method && m.get("id").is_none())
+            .await?;
+        Some(
+            message
+                .get_mut("params")
+                .map(Value::take)
+                .unwrap_or_default(),
+        )
     }
 
     /// The next request the server sent (elicitation, sampling, roots: the
@@ -366,6 +407,73 @@ impl TestClient {
         Ok(result.get("output").cloned().unwrap_or(Value::Null))
     }
 
+    /// `mcp/executeTool` (MCP v1.0) with typed arguments, the tool's
+    /// `output` deserialised as `O`. A tool's failure is the JSON-RPC
+    /// error (`-32000` with its text) in [`CallError::Rpc`].
+    ///
+    /// ```
+    /// use clawmcp::testing::TestClient;
+    /// use clawmcp::typed::typed_tool;
+    /// use clawmcp::{Server, ToolError};
+    ///
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Sum { total: i64 }
+    /// #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add { a: i64, b: i64 }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let add = typed_tool("mcp://t/tools/add:v1", "add", "Adds.",
+    ///     |x: Add| async move { Ok::<_, ToolError>(Sum { total: x.a + x.b }) });
+    /// let server = Server::builder().tool(add).build().unwrap();
+    ///
+    /// let mut v1 = TestClient::initialized(&server).await;
+    /// let sum: Sum = v1.execute_as("mcp://t/tools/add:v1", &Add { a: 2, b: 3 }).await.unwrap();
+    /// assert_eq!(sum.total, 5);
+    ///
+    /// let mut mc = TestClient::model_context(&server, serde_json::json!({})).await;
+    /// let sum: Sum = mc.call_tool_as("add", &Add { a: 2, b: 3 }).await.unwrap();
+    /// assert_eq!(sum.total, 5);
+    /// # }
+    /// ```
+    pub async fn execute_as<O: DeserializeOwned>(
+        &mut self,
+        mcp_id: &str,
+        arguments: &(impl Serialize + ?Sized),
+    ) -> Result<O, CallError> {
+        let arguments = serde_json::to_value(arguments).map_err(CallError::Arguments)?;
+        let output = self.execute(mcp_id, arguments).await?;
+        serde_json::from_value(output).map_err(CallError::Output)
+    }
+
+    /// `tools/call` (Model Context Protocol) with typed arguments, the
+    /// result's `structuredContent` (or, for a tool without one, the JSON
+    /// of its first text block) deserialised as `O`. A result with
+    /// `isError` is [`CallError::Tool`] with its text; a protocol error
+    /// (unknown tool, invalid arguments) is [`CallError::Rpc`]. See
+    /// [`execute_as`](Self::execute_as) for an example.
+    pub async fn call_tool_as<O: DeserializeOwned>(
+        &mut self,
+        name: &str,
+        arguments: &(impl Serialize + ?Sized),
+    ) -> Result<O, CallError> {
+        let arguments = serde_json::to_value(arguments).map_err(CallError::Arguments)?;
+        let mut result = self.call_tool(name, arguments).await?;
+        let first_text = result["content"]
+            .as_array()
+            .and_then(|blocks| blocks.iter().find_map(|b| b["text"].as_str()))
+            .map(str::to_owned);
+        if result["isError"] == Value::Bool(true) {
+            return Err(CallError::Tool(first_text.unwrap_or_default()));
+        }
+        let output = match (result.get_mut("structuredContent"), first_text) {
+            (Some(structured), _) => structured.take(),
+            (None, Some(text)) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            (None, None) => Value::Null,
+        };
+        serde_json::from_value(output).map_err(CallError::Output)
+    }
+
     /// Ends the server's input (like closing stdin), then returns every
     /// message the server still wrote, until it closed its output, and the
     /// serving call's result.
@@ -398,6 +506,36 @@ impl TestClient {
     }
 }
 
+/// Why a typed call ([`TestClient::execute_as`],
+/// [`TestClient::call_tool_as`]) returned no output.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error: its code (compare with
+    /// the [`ErrorCode`] constants) and text.
+    #[error("{0}")]
+    Rpc(#[from] RpcError),
+    /// The tool ran and failed (a Model Context Protocol result with
+    /// `isError: true`): its text.
+    #[error("the tool failed: {0}")]
+    Tool(String),
+    /// The arguments did not serialise to JSON.
+    #[error("the arguments are not JSON: {0}")]
+    Arguments(serde_json::Error),
+    /// The output did not deserialise as the type asked for.
+    #[error("the output does not fit the type asked for: {0}")]
+    Output(serde_json::Error),
+}
+
+impl CallError {
+    /// The JSON-RPC error code, for [`CallError::Rpc`].
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Self::Rpc(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
 /// A frame's body as JSON (frames the server writes are always JSON).
 fn decode(input: Input) -> Value {
     match input {
@@ -411,9 +549,11 @@ fn decode(input: Input) -> Value {
 fn into_result(reply: Value) -> Result<Value, RpcError> {
     if let Some(error) = reply.get("error") {
         let code = error["code"].as_i64().unwrap_or(0);
+        // MCP v1.0 says what went wrong in `data`; the Model Context
+        // Protocol mostly in `message`.
         let data = match &error["data"] {
             Value::String(text) => text.clone(),
-            Value::Null => String::new(),
+            Value::Null => error["message"].as_str().unwrap_or_default().to_owned(),
             other => other.to_string(),
         };
         return Err(RpcError::new(

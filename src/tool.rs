@@ -84,6 +84,13 @@ pub trait Tool: Send + Sync + 'static {
     fn may_block(&self) -> bool {
         false
     }
+
+    /// The state types ([`ServerBuilder::state`](crate::ServerBuilder::state))
+    /// the tool needs: `build()` fails when one was not registered. Typed
+    /// tools declare theirs; default: none.
+    fn needs_state(&self) -> Vec<crate::state::StateType> {
+        Vec::new()
+    }
 }
 
 /// What a tool execution knows about its request and its server, and its
@@ -160,6 +167,12 @@ impl ToolContext {
     /// The server's handle, e.g. to announce that a resource changed.
     pub fn server(&self) -> &ServerHandle {
         &self.server
+    }
+
+    /// The state value of type `S` registered with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.server.state::<S>()
     }
 }
 

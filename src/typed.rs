@@ -57,6 +57,7 @@ use serde_json::Value;
 use crate::content::ToolOutput;
 use crate::error::{ErrorCode, ToolError};
 use crate::protocol::ToolDefinition;
+use crate::state::{State, StateType};
 use crate::tool::{Tool, ToolContext};
 
 /// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
@@ -74,16 +75,29 @@ pub fn schema_of<T: JsonSchema + ?Sized>() -> Value {
         .into()
 }
 
-/// An async function that can serve a typed tool: `Fn(A) -> Fut` or
-/// `Fn(A, ToolContext) -> Fut`, with `Fut: Future<Output = Result<O, E>>`.
-/// `M` only tells the two shapes apart; it is inferred.
+/// The future a [`TypedHandler`] returns.
+pub type HandlerFuture<O, E> = Pin<Box<dyn Future<Output = Result<O, E>> + Send>>;
+
+/// An async function that can serve a typed tool, in one of four shapes
+/// (`Fut: Future<Output = Result<O, E>>`):
+///
+/// - `Fn(A) -> Fut`
+/// - `Fn(A, ToolContext) -> Fut`
+/// - `Fn(State<S>, A) -> Fut`
+/// - `Fn(State<S>, A, ToolContext) -> Fut`
+///
+/// where [`State<S>`](State) is a clone of the value registered with
+/// [`ServerBuilder::state`](crate::ServerBuilder::state). `M` only tells the
+/// shapes apart; it is inferred.
 pub trait TypedHandler<A, O, E, M>: Send + Sync + 'static {
-    /// Runs the function.
-    fn call(
-        &self,
-        arguments: A,
-        ctx: ToolContext,
-    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>>;
+    /// Starts the function; `Err` when it needs state the server does not
+    /// hold (which `build()` rules out for tools it registers).
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError>;
+
+    /// The state type the function takes, if any.
+    fn state(&self) -> Option<StateType> {
+        None
+    }
 }
 
 impl<F, Fut, A, O, E> TypedHandler<A, O, E, fn(A)> for F
@@ -91,12 +105,8 @@ where
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
-    fn call(
-        &self,
-        arguments: A,
-        _ctx: ToolContext,
-    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>> {
-        Box::pin(self(arguments))
+    fn call(&self, arguments: A, _ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+        Ok(Box::pin(self(arguments)))
     }
 }
 
@@ -105,13 +115,54 @@ where
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, E>> + Send + 'static,
 {
-    fn call(
-        &self,
-        arguments: A,
-        ctx: ToolContext,
-    ) -> Pin<Box<dyn Future<Output = Result<O, E>> + Send>> {
-        Box::pin(self(arguments, ctx))
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+        Ok(Box::pin(self(arguments, ctx)))
     }
+}
+
+impl<F, Fut, S, A, O, E> TypedHandler<A, O, E, fn(State<S>, A)> for F
+where
+    F: Fn(State<S>, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+        let state = state_of::<S>(&ctx)?;
+        Ok(Box::pin(self(state, arguments)))
+    }
+
+    fn state(&self) -> Option<StateType> {
+        Some(StateType::of::<S>())
+    }
+}
+
+impl<F, Fut, S, A, O, E> TypedHandler<A, O, E, fn(State<S>, A, ToolContext)> for F
+where
+    F: Fn(State<S>, A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    S: Clone + Send + Sync + 'static,
+{
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+        let state = state_of::<S>(&ctx)?;
+        Ok(Box::pin(self(state, arguments, ctx)))
+    }
+
+    fn state(&self) -> Option<StateType> {
+        Some(StateType::of::<S>())
+    }
+}
+
+/// A clone of the server's `S`, or the error for a server without one.
+fn state_of<S: Clone + Send + Sync + 'static>(ctx: &ToolContext) -> Result<State<S>, ToolError> {
+    ctx.state::<S>().cloned().map(State).ok_or_else(|| {
+        ToolError::with_code(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "the server holds no state of type {}",
+                std::any::type_name::<S>()
+            ),
+        )
+    })
 }
 
 /// The types a [`TypedTool`] is generic over, as a `Send + Sync` marker.
@@ -201,7 +252,7 @@ where
         })?;
         let output = self
             .handler
-            .call(arguments, ctx)
+            .call(arguments, ctx)?
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
         serde_json::to_value(output)
@@ -223,5 +274,9 @@ where
 
     fn may_block(&self) -> bool {
         self.may_block
+    }
+
+    fn needs_state(&self) -> Vec<StateType> {
+        self.handler.state().into_iter().collect()
     }
 }

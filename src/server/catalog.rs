@@ -89,6 +89,7 @@ impl Catalog {
         items: Items,
         default_time_limit: Option<Duration>,
         model_context: bool,
+        states: &crate::state::States,
     ) -> Result<Self, BuildError> {
         let mut tools = Vec::with_capacity(items.tools.len());
         let mut tool_index = HashMap::default();
@@ -101,6 +102,12 @@ impl Catalog {
             check_text("tool", id, "description", &definition.description)?;
             if model_context {
                 check_tool_name(&definition.name, tool_names.contains_key(&definition.name))?;
+            }
+            if let Some(missing) = tool.needs_state().into_iter().find(|ty| !states.has(*ty)) {
+                return Err(BuildError::MissingState {
+                    mcp_id: id.clone(),
+                    state: missing.name(),
+                });
             }
             validate::require_object_schema(id, &definition.input_schema)?;
             let input = validate::compile(id, "inputSchema", &definition.input_schema)?;

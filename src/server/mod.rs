@@ -214,6 +214,7 @@ pub struct ServerBuilder {
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Arc<dyn Prompt>>,
     prompt_completers: Vec<(String, String, Arc<dyn Complete>)>,
+    states: std::collections::HashMap<std::any::TypeId, Box<dyn std::any::Any + Send + Sync>>,
     providers: Providers,
     dialects: Dialects,
     page_size: usize,
@@ -232,6 +233,7 @@ impl Default for ServerBuilder {
             templates: Vec::new(),
             prompts: Vec::new(),
             prompt_completers: Vec::new(),
+            states: std::collections::HashMap::new(),
             providers: Providers::default(),
             dialects: Dialects::Both,
             page_size: DEFAULT_PAGE_SIZE,
@@ -298,6 +300,17 @@ impl ServerBuilder {
     ) -> Self {
         self.prompt_completers
             .push((prompt.into(), argument.into(), Arc::new(completer)));
+        self
+    }
+
+    /// Registers a state value that tools share: typed tools take it with
+    /// the [`State`](crate::state::State) extractor, any tool reaches it
+    /// through [`ToolContext::state`](crate::ToolContext::state). One value
+    /// per type (a second replaces the first); `build()` fails when a tool
+    /// needs a type that was not registered. See [`crate::state`].
+    pub fn state<S: Send + Sync + 'static>(mut self, value: S) -> Self {
+        self.states
+            .insert(std::any::TypeId::of::<S>(), Box::new(value));
         self
     }
 
@@ -409,10 +422,12 @@ impl ServerBuilder {
             prompts: self.prompts,
             prompt_completers: self.prompt_completers,
         };
+        self.handle.states().set(self.states);
         let catalog = Catalog::build(
             items,
             self.limits.tool_time_limit,
             self.dialects.model_context(),
+            self.handle.states(),
         )?;
         for (_, resource) in &catalog.resources {
             resource.bind(&self.handle);

@@ -26,6 +26,7 @@ use crate::dialect::Dialect;
 pub struct ServerHandle {
     registry: Arc<PushRegistry>,
     stop: Arc<CancellationToken>,
+    states: crate::state::SharedStates,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -41,7 +42,18 @@ impl ServerHandle {
         Self {
             registry: Arc::new(PushRegistry::default()),
             stop: Arc::new(CancellationToken::new()),
+            states: Arc::default(),
         }
+    }
+
+    /// The state value of type `S` registered with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.states.get::<S>()
+    }
+
+    pub(crate) fn states(&self) -> &crate::state::States {
+        &self.states
     }
 
     /// Begins shutting down every session of the server, on every transport:
