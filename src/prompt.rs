@@ -1,7 +1,7 @@
 //! The [`Prompt`] trait (a [`PromptDefinition`] is itself a prompt),
 //! [`prompt_fn`] for prompts whose messages a function makes from their
 //! arguments, and [`PromptTemplate`], a prompt with placeholders filled at
-//! build time.
+//! build time or, as its arguments, at `prompts/get`.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -142,6 +142,12 @@ pub trait Prompt: Send + Sync + 'static {
             Content::text(definition.content),
         )])
     }
+
+    /// Checks the prompt when the server is built: an `Err` fails
+    /// `build()` (default: nothing to check).
+    fn check(&self) -> Result<(), BuildError> {
+        Ok(())
+    }
 }
 
 impl Prompt for PromptDefinition {
@@ -217,23 +223,39 @@ where
 }
 
 /// A prompt written as a template with named placeholders (`{topic}`),
-/// filled when the server is built. `{{` and `}}` stand for literal braces.
+/// registered as it is: [`fill`](Self::fill) fixes a placeholder's value
+/// when the server is built; every placeholder left unfilled is an argument
+/// of the prompt (required, in order of first appearance; describe it with
+/// [`argument`](Self::argument)), filled by the client at the Model Context
+/// Protocol's `prompts/get`. `{{` and `}}` stand for literal braces.
+///
+/// MCP v1.0's `mcp/listPrompts` has no arguments: it shows the content with
+/// the fixed values in and the arguments' placeholders as written
+/// (`{topic}`). `build()` fails for an unmatched brace, or a value or
+/// description given for a placeholder the template does not have.
 ///
 /// ```
 /// use clawmcp::prompt::PromptTemplate;
 /// use clawmcp::protocol::Role;
+/// use clawmcp::testing::TestClient;
 ///
-/// let prompt = PromptTemplate::new(
-///     "mcp://example/prompts/review:v1", "review", Role::System,
-///     "You review {language} code. Reply in {{at most}} {limit} words.",
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let review = PromptTemplate::new(
+///     "mcp://example/prompts/review:v1", "review", Role::User,
+///     "Review this {language} code in {{at most}} {limit} words:\n{code}",
 /// )
-/// .description("A code reviewer.")
+/// .description("A code review.")
 /// .fill("language", "Rust")
 /// .fill("limit", "50")
-/// .render()
-/// .unwrap();
-/// assert_eq!(prompt.content, "You review Rust code. Reply in {at most} 50 words.");
-/// # let _ = clawmcp::Server::builder().prompt(prompt).build().unwrap();
+/// .argument("code", "The code to review.");
+/// let server = clawmcp::Server::builder().prompt(review).build().unwrap();
+///
+/// let mut client = TestClient::model_context(&server, serde_json::json!({})).await;
+/// let got = client.get_prompt("review", serde_json::json!({"code": "fn main() {}"})).await.unwrap();
+/// assert_eq!(got["messages"][0]["content"]["text"],
+///     "Review this Rust code in {at most} 50 words:\nfn main() {}");
+/// # }
 /// ```
 #[derive(Debug, Clone)]
 #[must_use]
@@ -244,10 +266,21 @@ pub struct PromptTemplate {
     role: Role,
     template: String,
     values: Vec<(String, String)>,
+    described: Vec<(String, String)>,
+}
+
+/// A piece of a parsed template.
+#[derive(Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    /// Literal text (escapes already undone).
+    Text(std::borrow::Cow<'a, str>),
+    /// A `{name}` placeholder.
+    Placeholder(&'a str),
 }
 
 impl PromptTemplate {
-    /// A template; fill its placeholders with [`fill`](Self::fill).
+    /// A template; fix placeholders with [`fill`](Self::fill), describe the
+    /// rest with [`argument`](Self::argument).
     pub fn new(
         mcp_id: impl Into<String>,
         name: impl Into<String>,
@@ -261,6 +294,7 @@ impl PromptTemplate {
             role,
             template: template.into(),
             values: Vec::new(),
+            described: Vec::new(),
         }
     }
 
@@ -270,61 +304,182 @@ impl PromptTemplate {
         self
     }
 
-    /// Gives placeholder `{name}` its value.
+    /// Gives placeholder `{name}` a fixed value.
     pub fn fill(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.values.push((name.into(), value.into()));
         self
     }
 
-    /// The prompt with every placeholder filled.
+    /// Describes the argument that placeholder `{name}` (left unfilled)
+    /// stands for, as `prompts/list` shows it.
+    pub fn argument(mut self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.described.push((name.into(), description.into()));
+        self
+    }
+
+    /// The prompt with every placeholder filled by [`fill`](Self::fill),
+    /// as a plain [`PromptDefinition`].
     ///
     /// # Errors
     /// A placeholder has no value, a value has no placeholder, or a brace
     /// is unmatched.
     pub fn render(&self) -> Result<PromptDefinition, BuildError> {
-        let problem = |problem: String| BuildError::PromptTemplate {
+        self.check()?;
+        let arguments = PromptArguments::new();
+        let content = self
+            .fill_in(&arguments)
+            .map_err(|name| self.problem(format!("placeholder {{{name}}} has no value")))?;
+        Ok(self.definition_with(content))
+    }
+
+    fn problem(&self, problem: String) -> BuildError {
+        BuildError::PromptTemplate {
             mcp_id: self.mcp_id.clone(),
             problem,
-        };
-        let mut content = String::with_capacity(self.template.len());
-        let mut used = vec![false; self.values.len()];
-        let mut rest = self.template.as_str();
-        while let Some(i) = rest.find(['{', '}']) {
-            content.push_str(&rest[..i]);
-            let tail = &rest[i..];
-            if tail.starts_with("{{") || tail.starts_with("}}") {
-                content.push_str(&tail[..1]);
-                rest = &tail[2..];
-                continue;
-            }
-            if tail.starts_with('}') {
-                return Err(problem("an unmatched '}' (write '}}' for a brace)".into()));
-            }
-            let Some(end) = tail.find('}') else {
-                return Err(problem("an unmatched '{' (write '{{' for a brace)".into()));
-            };
-            let name = &tail[1..end];
-            let Some(k) = self.values.iter().position(|(n, _)| n == name) else {
-                return Err(problem(format!("placeholder {{{name}}} has no value")));
-            };
-            used[k] = true;
-            content.push_str(&self.values[k].1);
-            rest = &tail[end + 1..];
         }
-        content.push_str(rest);
-        if let Some(k) = used.iter().position(|u| !u) {
-            let name = &self.values[k].0;
-            return Err(problem(format!(
-                "a value for {{{name}}}, which the template does not have"
-            )));
-        }
-        Ok(PromptDefinition {
+    }
+
+    fn definition_with(&self, content: String) -> PromptDefinition {
+        PromptDefinition {
             mcp_id: self.mcp_id.clone(),
             name: self.name.clone(),
             description: self.description.clone(),
             role: self.role,
             content,
-        })
+        }
+    }
+
+    /// The template's pieces, or what is wrong with its braces.
+    fn pieces(&self) -> Result<Vec<Piece<'_>>, String> {
+        let mut pieces = Vec::new();
+        let mut rest = self.template.as_str();
+        while let Some(i) = rest.find(['{', '}']) {
+            if i > 0 {
+                pieces.push(Piece::Text(rest[..i].into()));
+            }
+            let tail = &rest[i..];
+            if tail.starts_with("{{") || tail.starts_with("}}") {
+                pieces.push(Piece::Text(tail[..1].into()));
+                rest = &tail[2..];
+                continue;
+            }
+            if tail.starts_with('}') {
+                return Err("an unmatched '}' (write '}}' for a brace)".into());
+            }
+            let Some(end) = tail.find('}') else {
+                return Err("an unmatched '{' (write '{{' for a brace)".into());
+            };
+            pieces.push(Piece::Placeholder(&tail[1..end]));
+            rest = &tail[end + 1..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest.into()));
+        }
+        Ok(pieces)
+    }
+
+    fn value(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The text with fixed values and `arguments` in; `Err(name)` for a
+    /// placeholder that has neither. (Braces are checked at build.)
+    fn fill_in(&self, arguments: &PromptArguments) -> Result<String, String> {
+        let mut content = String::with_capacity(self.template.len());
+        for piece in self.pieces().unwrap_or_default() {
+            match piece {
+                Piece::Text(text) => content.push_str(&text),
+                Piece::Placeholder(name) => {
+                    let value = self
+                        .value(name)
+                        .or_else(|| arguments.get(name).map(String::as_str))
+                        .ok_or_else(|| name.to_owned())?;
+                    content.push_str(value);
+                }
+            }
+        }
+        Ok(content)
+    }
+}
+
+#[async_trait]
+impl Prompt for PromptTemplate {
+    /// The content with the fixed values in and the arguments'
+    /// placeholders as written.
+    fn definition(&self) -> PromptDefinition {
+        let mut content = String::with_capacity(self.template.len());
+        for piece in self.pieces().unwrap_or_default() {
+            match piece {
+                Piece::Text(text) => content.push_str(&text),
+                Piece::Placeholder(name) => match self.value(name) {
+                    Some(value) => content.push_str(value),
+                    None => {
+                        content.push('{');
+                        content.push_str(name);
+                        content.push('}');
+                    }
+                },
+            }
+        }
+        self.definition_with(content)
+    }
+
+    fn arguments(&self) -> Vec<PromptArgument> {
+        let mut arguments: Vec<PromptArgument> = Vec::new();
+        for piece in self.pieces().unwrap_or_default() {
+            if let Piece::Placeholder(name) = piece
+                && self.value(name).is_none()
+                && !arguments.iter().any(|a| a.name == name)
+            {
+                arguments.push(PromptArgument {
+                    name: name.to_owned(),
+                    description: self
+                        .described
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, d)| d.clone()),
+                    required: true,
+                });
+            }
+        }
+        arguments
+    }
+
+    async fn messages(&self, arguments: &PromptArguments) -> Result<Vec<PromptMessage>, ToolError> {
+        let content = self.fill_in(arguments).map_err(|name| {
+            ToolError::with_code(
+                crate::error::ErrorCode::INVALID_PARAMS,
+                format!("missing argument {name:?} for prompt {}", self.name),
+            )
+        })?;
+        Ok(vec![PromptMessage::new(
+            self.role.into(),
+            Content::text(content),
+        )])
+    }
+
+    fn check(&self) -> Result<(), BuildError> {
+        let pieces = self.pieces().map_err(|p| self.problem(p))?;
+        let has = |name: &str| pieces.contains(&Piece::Placeholder(name));
+        if let Some((name, _)) = self.values.iter().find(|(n, _)| !has(n)) {
+            return Err(self.problem(format!(
+                "a value for {{{name}}}, which the template does not have"
+            )));
+        }
+        if let Some((name, _)) = self.described.iter().find(|(n, _)| !has(n)) {
+            return Err(self.problem(format!(
+                "a description of argument {{{name}}}, which the template does not have"
+            )));
+        }
+        if let Some((name, _)) = self.described.iter().find(|(n, _)| self.value(n).is_some()) {
+            return Err(self.problem(format!(
+                "{{{name}}} is both filled and described as an argument"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -343,10 +498,51 @@ mod tests {
     }
 
     #[test]
-    fn unfilled_unknown_and_unmatched_are_errors() {
+    fn rendering_needs_every_placeholder_filled_and_braces_matched() {
         assert!(template("{a}").render().is_err());
         assert!(template("none").fill("a", "x").render().is_err());
         assert!(template("{a").fill("a", "x").render().is_err());
         assert!(template("a}").render().is_err());
+    }
+
+    #[test]
+    fn unfilled_placeholders_are_required_arguments_in_order_of_first_use() {
+        let p = template("{b} {a} {fixed} {b}")
+            .fill("fixed", "F")
+            .argument("a", "The a.");
+        assert!(p.check().is_ok());
+        let arguments = p.arguments();
+        let names: Vec<&str> = arguments.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["b", "a"]);
+        assert!(arguments.iter().all(|a| a.required));
+        assert_eq!(arguments[1].description.as_deref(), Some("The a."));
+        assert_eq!(p.definition().content, "{b} {a} F {b}");
+    }
+
+    #[test]
+    fn a_template_checks_its_braces_values_and_descriptions_at_build() {
+        assert!(template("{a").check().is_err());
+        assert!(template("}").check().is_err());
+        assert!(template("{a}").fill("b", "x").check().is_err());
+        assert!(template("{a}").argument("b", "x").check().is_err());
+        assert!(
+            template("{a}")
+                .fill("a", "x")
+                .argument("a", "x")
+                .check()
+                .is_err()
+        );
+        assert!(template("{{a}}").check().is_ok());
+        assert!(template("{{a}}").arguments().is_empty());
+    }
+
+    #[tokio::test]
+    async fn messages_fill_the_arguments_and_fixed_values() {
+        let p = template("{x}+{y}").fill("x", "1");
+        let args = PromptArguments::from([("y".to_owned(), "2".to_owned())]);
+        let messages = p.messages(&args).await.unwrap();
+        assert_eq!(messages, vec![PromptMessage::user("1+2")]);
+        let missing = p.messages(&PromptArguments::new()).await.unwrap_err();
+        assert_eq!(missing.code(), crate::error::ErrorCode::INVALID_PARAMS);
     }
 }

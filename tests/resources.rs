@@ -10,7 +10,8 @@ use clawmcp::prompt::PromptTemplate;
 use clawmcp::protocol::Role;
 use clawmcp::testing::TestClient;
 use clawmcp::{
-    BuildError, ResourceInfo, Server, SharedResource, TextResource, ToolError, resource_fn,
+    BuildError, ErrorCode, ResourceInfo, Server, SharedResource, TextResource, ToolError,
+    resource_fn,
 };
 use serde_json::json;
 
@@ -173,4 +174,69 @@ async fn prompt_templates_are_filled_at_build_time() {
         matches!(unfilled, Err(BuildError::PromptTemplate { .. })),
         "{unfilled:?}"
     );
+}
+
+#[tokio::test]
+async fn a_prompt_template_registers_as_it_is_and_its_unfilled_placeholders_are_arguments() {
+    let review = || {
+        PromptTemplate::new(
+            "mcp://t/prompts/review:v1",
+            "review",
+            Role::User,
+            "Review {language} code in {style} style:\n{code}",
+        )
+        .fill("language", "Rust")
+        .argument("code", "The code.")
+    };
+    let server = Server::builder().prompt(review()).build().unwrap();
+
+    // MCP v1.0 lists the content with the fixed value in and the
+    // arguments' placeholders as written.
+    let mut v1 = TestClient::initialized(&server).await;
+    let prompts = v1.list_prompts().await.unwrap();
+    assert_eq!(
+        prompts[0].content,
+        "Review Rust code in {style} style:\n{code}"
+    );
+
+    // The Model Context Protocol lists them as arguments and fills them.
+    let mut mc = TestClient::model_context(&server, json!({})).await;
+    let listed = mc.call("prompts/list", None).await.unwrap();
+    assert_eq!(
+        listed["prompts"][0]["arguments"],
+        json!([
+            {"name": "style", "required": true},
+            {"name": "code", "description": "The code.", "required": true},
+        ])
+    );
+    let got = mc
+        .get_prompt("review", json!({"style": "terse", "code": "fn f() {}"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        got["messages"][0]["content"]["text"],
+        "Review Rust code in terse style:\nfn f() {}"
+    );
+    let missing = mc
+        .get_prompt("review", json!({"code": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, ErrorCode::INVALID_PARAMS, "{missing}");
+
+    // Mistakes in the template fail the build.
+    for (broken, what) in [
+        (review().fill("nope", "x"), "a value for {nope}"),
+        (review().argument("nope", "x"), "argument {nope}"),
+        (
+            PromptTemplate::new("mcp://t/prompts/b", "b", Role::User, "{open"),
+            "unmatched '{'",
+        ),
+    ] {
+        match Server::builder().prompt(broken).build() {
+            Err(e @ BuildError::PromptTemplate { .. }) => {
+                assert!(e.to_string().contains(what), "{e}")
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
 }

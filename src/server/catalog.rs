@@ -174,6 +174,7 @@ impl Catalog {
             let id = &definition.mcp_id;
             check_id("prompt", id, prompt_ids.contains(id))?;
             check_text("prompt", id, "name", &definition.name)?;
+            prompt.check()?;
             if model_context && prompt_names.contains_key(&definition.name) {
                 return Err(BuildError::InvalidName {
                     kind: "prompt",
