@@ -302,10 +302,54 @@ impl Content {
 ///   for blocks alone.
 ///
 /// `Ok(json!(..))` in a tool is structured output: any `Value` converts.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ToolOutput {
     structured: Option<Value>,
+    /// `structured` as the tool serialised it, keys in its order
+    /// ([`ToolOutput::serialize`]); sent instead of `structured`, whose
+    /// object keys are sorted.
+    ordered: Option<Box<serde_json::value::RawValue>>,
     blocks: Vec<Content>,
+}
+
+/// Equal when the structured output (as JSON values: key order aside) and
+/// the blocks are.
+impl PartialEq for ToolOutput {
+    fn eq(&self, other: &Self) -> bool {
+        self.structured == other.structured && self.blocks == other.blocks
+    }
+}
+
+/// A tool's structured output as it goes on the wire: in the tool's key
+/// order when it was serialised by [`ToolOutput::serialize`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StructuredJson<'a> {
+    value: &'a Value,
+    ordered: Option<&'a serde_json::value::RawValue>,
+}
+
+impl StructuredJson<'_> {
+    /// The value (for checks).
+    pub(crate) fn value(&self) -> &Value {
+        self.value
+    }
+
+    /// The compact JSON text.
+    pub(crate) fn to_json(self) -> String {
+        match self.ordered {
+            Some(raw) => raw.get().to_owned(),
+            None => self.value.to_string(),
+        }
+    }
+}
+
+impl Serialize for StructuredJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.ordered {
+            Some(raw) => raw.serialize(serializer),
+            None => self.value.serialize(serializer),
+        }
+    }
 }
 
 impl ToolOutput {
@@ -313,14 +357,40 @@ impl ToolOutput {
     pub fn structured(value: Value) -> Self {
         Self {
             structured: Some(value),
+            ordered: None,
             blocks: Vec::new(),
         }
+    }
+
+    /// Structured output only, from any `Serialize` value, sent with its
+    /// object keys in the order `output` serialises them (a struct's
+    /// declaration order; a `Value`'s object keys are sorted).
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Weather { temperature: f64, conditions: &'static str }
+    /// let output = clawmcp::ToolOutput::serialize(&Weather { temperature: 21.5, conditions: "sunny" }).unwrap();
+    /// assert_eq!(output.structured_value().unwrap()["conditions"], "sunny");
+    /// ```
+    ///
+    /// # Errors
+    /// `output` does not serialise to JSON (a map with non-string keys, a
+    /// failing `Serialize` impl).
+    pub fn serialize<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
+        let ordered = serde_json::value::to_raw_value(output)?;
+        let structured = serde_json::from_str(ordered.get())?;
+        Ok(Self {
+            structured: Some(structured),
+            ordered: Some(ordered),
+            blocks: Vec::new(),
+        })
     }
 
     /// Content blocks only.
     pub fn content(blocks: impl IntoIterator<Item = Content>) -> Self {
         Self {
             structured: None,
+            ordered: None,
             blocks: blocks.into_iter().collect(),
         }
     }
@@ -334,6 +404,7 @@ impl ToolOutput {
     #[must_use]
     pub fn with_structured(mut self, value: Value) -> Self {
         self.structured = Some(value);
+        self.ordered = None;
         self
     }
 
@@ -352,6 +423,14 @@ impl ToolOutput {
     /// The content blocks (empty for structured output alone).
     pub fn blocks(&self) -> &[Content] {
         &self.blocks
+    }
+
+    /// The structured output as it goes on the wire, if any.
+    pub(crate) fn structured_json(&self) -> Option<StructuredJson<'_>> {
+        self.structured.as_ref().map(|value| StructuredJson {
+            value,
+            ordered: self.ordered.as_deref(),
+        })
     }
 
     /// The output as MCP v1.0's `output`, also what `outputSchema` checks:

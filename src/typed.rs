@@ -49,7 +49,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
+use schemars::Schema;
 use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -68,11 +70,43 @@ use crate::tool::{Tool, ToolContext};
 /// let schema = clawmcp::typed::schema_of::<Point>();
 /// assert_eq!(schema["type"], "object");
 /// ```
+///
+/// Integers carry their type's full range: schemars bounds only 8- and
+/// 16-bit integers, so `minimum`/`maximum` are added for the wider ones
+/// (`format` `int32`, `uint32`, `int64`, `uint64`, `int`, `uint`) — an
+/// out-of-range number is refused by validation, at its path, and the
+/// client can see the range.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Page { limit: u32 }
+/// let schema = clawmcp::typed::schema_of::<Page>();
+/// assert_eq!(schema["properties"]["limit"]["maximum"], u32::MAX);
+/// ```
 pub fn schema_of<T: JsonSchema + ?Sized>() -> Value {
     SchemaSettings::draft2020_12()
+        .with_transform(RecursiveTransform(bound_integers as fn(&mut Schema)))
         .into_generator()
         .into_root_schema_for::<T>()
         .into()
+}
+
+/// Adds the range of a wide integer `format` that schemars leaves open.
+fn bound_integers(schema: &mut Schema) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let (minimum, maximum): (Value, Value) = match object.get("format").and_then(Value::as_str) {
+        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+        Some("uint32") => (0.into(), u32::MAX.into()),
+        Some("int64") => (i64::MIN.into(), i64::MAX.into()),
+        Some("uint64") => (0.into(), u64::MAX.into()),
+        Some("int") => (isize::MIN.into(), isize::MAX.into()),
+        Some("uint") => (0.into(), usize::MAX.into()),
+        _ => return,
+    };
+    object.entry("minimum").or_insert(minimum);
+    object.entry("maximum").or_insert(maximum);
 }
 
 /// The future a [`TypedHandler`] returns.
@@ -241,11 +275,13 @@ where
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         // The schema passed; a type stricter than its schema can still refuse.
-        let arguments: A = serde_json::from_value(arguments).map_err(|e| {
+        let arguments: A = serde_path_to_error::deserialize(arguments).map_err(|e| {
             ToolError::with_code(
                 ErrorCode::INVALID_PARAMS,
                 format!(
-                    "Invalid value at '': {e} in arguments for tool {}",
+                    "Invalid value at '{}': {} in arguments for tool {}",
+                    pointer(e.path()),
+                    e.inner(),
                     self.definition.mcp_id
                 ),
             )
@@ -255,17 +291,15 @@ where
             .call(arguments, ctx)?
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
-        serde_json::to_value(output)
-            .map(ToolOutput::structured)
-            .map_err(|e| {
-                ToolError::with_code(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!(
-                        "the output of tool {} is not JSON: {e}",
-                        self.definition.mcp_id
-                    ),
-                )
-            })
+        ToolOutput::serialize(&output).map_err(|e| {
+            ToolError::with_code(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "the output of tool {} is not JSON: {e}",
+                    self.definition.mcp_id
+                ),
+            )
+        })
     }
 
     fn time_limit(&self) -> Option<Duration> {
@@ -279,4 +313,21 @@ where
     fn needs_state(&self) -> Vec<StateType> {
         self.handler.state().into_iter().collect()
     }
+}
+
+/// A deserialisation path as a JSON Pointer (`/items/0/name`), the form
+/// validation errors use.
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path {
+        pointer.push('/');
+        match segment {
+            Segment::Seq { index } => pointer.push_str(&index.to_string()),
+            Segment::Map { key } => pointer.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Segment::Enum { variant } => pointer.push_str(variant),
+            Segment::Unknown => pointer.push('?'),
+        }
+    }
+    pointer
 }

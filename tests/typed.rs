@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clawmcp::testing::TestClient;
 use clawmcp::typed::typed_tool;
-use clawmcp::{Server, ToolContext, ToolError};
+use clawmcp::{ErrorCode, Server, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -302,6 +302,148 @@ async fn a_type_stricter_than_its_schema_refuses_with_invalid_params() {
         .execute("mcp://t/tools/small:v1", json!({"n": 300}))
         .await
         .unwrap_err();
-    assert_eq!(e.code.0, -32602);
-    assert!(e.data.starts_with("Invalid value at ''"), "{}", e.data);
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        e.data
+            .starts_with("Invalid value at '/n': invalid value: integer `300`"),
+        "the type's refusal names the path: {}",
+        e.data
+    );
+}
+
+#[tokio::test]
+async fn an_out_of_range_integer_is_refused_at_its_path_by_the_derived_schema() {
+    #[derive(Deserialize, JsonSchema)]
+    struct Page {
+        limit: u32,
+        offsets: Vec<i64>,
+    }
+    let tool = typed_tool(
+        "mcp://t/tools/page:v1",
+        "page",
+        "Page.",
+        |args: Page| async move {
+            Ok::<_, ToolError>(Waited {
+                ms: u64::from(args.limit) + args.offsets.len() as u64,
+            })
+        },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    let mut v1 = TestClient::initialized(&server).await;
+    let schema = &v1.list_tools().await.unwrap()[0].input_schema;
+    assert_eq!(schema["properties"]["limit"]["maximum"], u32::MAX);
+    assert_eq!(
+        schema["properties"]["offsets"]["items"]["minimum"],
+        i64::MIN
+    );
+
+    for (arguments, path) in [
+        (json!({"limit": 5_000_000_000u64, "offsets": []}), "/limit"),
+        (json!({"limit": -1, "offsets": []}), "/limit"),
+        (json!({"limit": 1, "offsets": [0, 1e19]}), "/offsets/1"),
+    ] {
+        let e = v1
+            .execute("mcp://t/tools/page:v1", arguments.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{arguments}");
+        assert!(
+            e.data.starts_with(&format!("Invalid value at '{path}'")),
+            "{arguments}: {}",
+            e.data
+        );
+    }
+}
+
+#[tokio::test]
+async fn typed_output_keys_come_in_declaration_order_in_both_dialects() {
+    #[derive(Serialize, JsonSchema)]
+    struct Reading {
+        zone: String,
+        temperature: f64,
+        alarm: bool,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    struct Nothing {}
+    let tool = typed_tool(
+        "mcp://t/tools/read:v1",
+        "read",
+        "Read.",
+        |_: Nothing| async move {
+            Ok::<_, ToolError>(Reading {
+                zone: "north".into(),
+                temperature: 21.5,
+                alarm: false,
+            })
+        },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    let ordered = r#"{"zone":"north","temperature":21.5,"alarm":false}"#;
+
+    // Raw bytes, since a parsed Value sorts its keys.
+    let v1 = raw_exchange(
+        &server,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientCapabilities":{}}}"#,
+            r#"{"jsonrpc":"2.0","method":"initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/read:v1","arguments":{}}}"#,
+        ],
+        false,
+    )
+    .await;
+    assert!(v1.contains(&format!(r#""output":{ordered}"#)), "{v1}");
+
+    let mc = raw_exchange(
+        &server,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{}}}"#,
+        ],
+        true,
+    )
+    .await;
+    assert!(
+        mc.contains(&format!(r#""structuredContent":{ordered}"#)),
+        "{mc}"
+    );
+    let text = serde_json::to_string(ordered).unwrap();
+    assert!(mc.contains(&format!(r#""text":{text}"#)), "{mc}");
+}
+
+/// Sends `messages` (framed as MCP v1.0 or as lines) and returns all the
+/// server wrote, as text, once it has answered id 7.
+async fn raw_exchange(server: &Server, messages: &[&str], lines: bool) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut client, end) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(end);
+    let server = server.clone();
+    tokio::spawn(async move { server.serve_io(read, write).await });
+    for message in messages {
+        let framed = if lines {
+            format!("{message}\n")
+        } else {
+            format!("Content-Length: {}\r\n\r\n{message}", message.len())
+        };
+        client.write_all(framed.as_bytes()).await.unwrap();
+    }
+    let mut out = Vec::new();
+    while !String::from_utf8_lossy(&out).contains(r#""id":7"#) {
+        let mut chunk = [0; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(10), client.read(&mut chunk))
+            .await
+            .expect("a reply within 10 s")
+            .unwrap();
+        assert!(n > 0, "the server closed its output");
+        out.extend_from_slice(&chunk[..n]);
+    }
+    // The reply may end in the next chunk.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut chunk = [0; 4096];
+    if let Ok(Ok(n)) =
+        tokio::time::timeout(Duration::from_millis(50), client.read(&mut chunk)).await
+    {
+        out.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(out).unwrap()
 }

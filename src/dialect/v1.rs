@@ -238,8 +238,8 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
 }
 
 #[derive(Serialize)]
-struct ExecuteResult<'a> {
-    output: &'a Value,
+struct ExecuteResult<T> {
+    output: T,
 }
 
 /// The reply to a request whose work ended (PROTOCOL.md §2).
@@ -252,12 +252,15 @@ pub(crate) fn encode_end(
     let error = match ended {
         Ended::Finished(Ok(Done::Resources(list))) => return encode_result(id, &list),
         Ended::Finished(Ok(Done::Tool(output))) => {
-            return encode_result(
-                id,
-                &ExecuteResult {
-                    output: &output.v1_output(),
-                },
-            );
+            return match output.structured_json() {
+                Some(structured) => encode_result(id, &ExecuteResult { output: structured }),
+                None => encode_result(
+                    id,
+                    &ExecuteResult {
+                        output: output.v1_output(),
+                    },
+                ),
+            };
         }
         Ended::Finished(Ok(_)) => RpcError::internal("an operation MCP v1.0 does not have"),
         Ended::Finished(Err(failure)) => failure_error(failure),

@@ -651,11 +651,11 @@ pub(crate) fn encode_end(
 /// compact JSON text block — and `structuredContent` when the tool lists
 /// an output schema.
 fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
-    let structured = output.structured_value();
+    let structured = output.structured_json();
     let text;
     let blocks = match (output.blocks(), structured) {
-        ([], Some(value)) => {
-            text = [Content::text(value.to_string())];
+        ([], Some(json)) => {
+            text = [Content::text(json.to_json())];
             &text[..]
         }
         (blocks, _) => blocks,
@@ -664,7 +664,7 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u
         id,
         &CallToolResult {
             content: blocks,
-            structured_content: structured.filter(|v| lists_output && v.is_object()),
+            structured_content: structured.filter(|s| lists_output && s.value().is_object()),
             is_error: false,
         },
     )

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::content::{Content, ResourceContents};
+use crate::content::{Content, ResourceContents, StructuredJson};
 use crate::prompt::{PromptArgument, PromptMessage};
 
 /// `_meta` of a request's params: only the progress token is read.
@@ -182,7 +182,7 @@ pub(super) struct Prompt<'a> {
 pub(super) struct CallToolResult<'a> {
     pub(super) content: &'a [Content],
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) structured_content: Option<&'a Value>,
+    pub(super) structured_content: Option<StructuredJson<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) is_error: bool,
 }
