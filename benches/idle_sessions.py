@@ -6,8 +6,9 @@ Starts the reference server over HTTP, opens N streaming sessions
 every `initialize` reply, and reports how much the server's resident memory
 grew per session. Standard library only.
 
-    cargo build --release --example reference
-    python3 benches/idle_sessions.py target/release/examples/reference [N=500]
+    python3 benches/idle_sessions.py [N=500] [--binary BIN]
+
+Without --binary it builds the reference example (release) where cargo says.
 
 N must stay under the server's connection limit (1024, minus 20 for warm-up).
 """
@@ -42,8 +43,16 @@ def line(message):
 
 
 def main():
-    binary = sys.argv[1]
-    sessions = int(sys.argv[2]) if len(sys.argv) > 2 else 500
+    args = sys.argv[1:]
+    binary = None
+    if "--binary" in args:
+        i = args.index("--binary")
+        binary = args[i + 1]
+        del args[i:i + 2]
+    if binary is None:
+        from reference_bin import reference_bin
+        binary = reference_bin()
+    sessions = int(args[0]) if args else 500
     port = free_port()
     server = subprocess.Popen([binary, "--http", f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
     try:

@@ -6,8 +6,8 @@ they do not depend on machine noise. Each cell runs the server twice, with
 N and 3N echo calls, and reports (I(3N) - I(N)) / 2N, so start-up and
 shutdown cancel out. The client is this script (its own cost is not counted).
 
-    python3 benches/instructions.py target/release/examples/reference
-    python3 benches/instructions.py BIN --cells stdio-d1,http-c32 --calls 2000
+    python3 benches/instructions.py            # builds the reference example (release)
+    python3 benches/instructions.py --binary BIN --cells stdio-d1,http-c32 --calls 2000
 
 Cells (64-byte echo messages):
     stdio-d1, stdio-d64    MCP v1.0 on stdio, 1 or 64 calls in flight
@@ -204,11 +204,15 @@ CELLS = {
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("binary", help="the reference example, built with --release")
+    parser.add_argument("--binary", help="a release build of the reference example "
+                        "(default: build it, where cargo says)")
     parser.add_argument("--cells", default="stdio-d1,stdio-d64,http-c1,http-c32",
                         help="comma-separated cells (default: the four MCP v1.0 ones); 'all' for every cell")
     parser.add_argument("--calls", type=int, default=3200, help="N (the second run makes 3N)")
     args = parser.parse_args()
+    if args.binary is None:
+        from reference_bin import reference_bin
+        args.binary = reference_bin()
     cells = list(CELLS) if args.cells == "all" else args.cells.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         for cell in cells:
