@@ -21,7 +21,9 @@ pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;
 pub(crate) use session::Session;
 pub use session::{Input, MAX_PARKED};
-pub(crate) use shared::{About, ClientInfo, Outgoing, Shared, Subscriptions};
+#[cfg(feature = "http")]
+pub(crate) use shared::About;
+pub(crate) use shared::{ClientInfo, Outgoing, Shared, Subscriptions};
 
 use crate::completion::Complete;
 use crate::dialect::{Dialects, model_context, v1};

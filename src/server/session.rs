@@ -156,6 +156,7 @@ impl Session {
 
     /// Marks the session as served over HTTP (where the Model Context
     /// Protocol's 2024-11-05 is not offered).
+    #[cfg(feature = "http")]
     pub(crate) fn over_http(mut self) -> Self {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.over_http = true;
@@ -165,6 +166,7 @@ impl Session {
 
     /// The session's shared state, for a transport that reaches into it
     /// (Streamable HTTP routes the client's responses there directly).
+    #[cfg(feature = "http")]
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

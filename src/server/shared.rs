@@ -26,6 +26,8 @@ use crate::tool::{CancelReason, Cancellation};
 #[derive(Debug)]
 pub(crate) struct Outgoing {
     pub(crate) bytes: Vec<u8>,
+    /// Read by Streamable HTTP only.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) about: About,
 }
 

@@ -69,12 +69,14 @@ const BATCH_VERSION: &str = "2025-03-26";
 
 /// Whether `version` is one this server speaks over Streamable HTTP (the
 /// `MCP-Protocol-Version` header's check).
+#[cfg(feature = "http")]
 pub(crate) fn supported_over_http(version: &str) -> bool {
     VERSIONS.contains(&version)
 }
 
 /// Whether the first message of a body is this protocol's, by its method
 /// (MCP-DIALECT.md §1): every name of the table and any `notifications/…`.
+#[cfg(feature = "http")]
 pub(crate) fn is_method(method: &str) -> bool {
     [
         "tools/",

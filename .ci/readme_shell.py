@@ -1,0 +1,98 @@
+"""Runs the README's shell snippets against the reference example, as a
+reader pastes them, and checks the output each one shows in its
+`# {...}` comments (`...` and `…` match anything).
+
+    python3 .ci/readme_shell.py REFERENCE_BINARY
+
+Every ```sh block is either run or listed in SKIPPED with the reason, so a
+new snippet cannot go unchecked by accident. `cargo run ... --example
+reference` in a snippet runs the given binary instead (no build in the
+middle of a check); `127.0.0.1:8080` becomes a free port.
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# First line of a block -> why it is not run here.
+SKIPPED = {
+    "cargo run --example reference     # the reference server, on stdin/stdout":
+        "the newcomer's two commands: .ci/run runs `cargo test` itself, and the "
+        "reference server is what every other check here runs",
+    "npx @modelcontextprotocol/inspector cargo run -q --example reference":
+        "MCP Inspector is interactive (a browser UI)",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def expected_patterns(block: str):
+    """The outputs a block shows, one per `# ` line (a leading "the first
+    curl prints " aside); `...` and `…` match anything, newlines too."""
+    for line in block.splitlines():
+        if line.startswith("# "):
+            text = line[2:].removeprefix("the first curl prints ").strip()
+            parts = re.split(r"\.\.\.|…", text)
+            yield text, re.compile(".*?".join(re.escape(p.strip()) for p in parts), re.S)
+
+
+def main() -> None:
+    binary = os.path.abspath(sys.argv[1])
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"^```sh\n(.*?)^```", readme, re.S | re.M)
+    port = free_port()
+    root = tempfile.mkdtemp(prefix="clawmcp-readme-root-")
+    server = subprocess.Popen([binary, "--http", f"127.0.0.1:{port}", "--root", root],
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        failed = 0
+        for block in blocks:
+            first = block.splitlines()[0]
+            if first in SKIPPED:
+                print(f"SKIP {first[:60]!r}: {SKIPPED[first]}")
+                continue
+            script = block.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+            script = re.sub(r"cargo run -q --example reference", binary, script)
+            run = subprocess.run(["bash", "-c", "set -e -o pipefail\n" + script + "\nwait"],
+                                 capture_output=True, text=True, timeout=60, cwd=ROOT)
+            problems = []
+            if run.returncode != 0:
+                problems.append(f"exit {run.returncode}: {run.stderr.strip()[-500:]}")
+            for text, pattern in expected_patterns(block):
+                if not pattern.search(run.stdout):
+                    problems.append(f"no output like {text}")
+            if problems:
+                failed += 1
+                print(f"FAIL {first[:60]!r}:\n  " + "\n  ".join(problems)
+                      + f"\n  stdout: {run.stdout[-1500:]}")
+            else:
+                print(f"PASS {first[:60]!r}")
+        unknown = set(SKIPPED) - {b.splitlines()[0] for b in blocks}
+        if unknown:
+            failed += 1
+            print(f"FAIL SKIPPED names blocks the README no longer has: {unknown}")
+        sys.exit(1 if failed else 0)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
