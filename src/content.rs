@@ -377,8 +377,9 @@ impl ToolOutput {
     /// `output` does not serialise to JSON (a map with non-string keys, a
     /// failing `Serialize` impl).
     pub fn serialize<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
+        // Two serialisations cost less than one and a parse.
         let ordered = serde_json::value::to_raw_value(output)?;
-        let structured = serde_json::from_str(ordered.get())?;
+        let structured = serde_json::to_value(output)?;
         Ok(Self {
             structured: Some(structured),
             ordered: Some(ordered),

@@ -258,6 +258,24 @@ impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
     pub fn definition_mut(&mut self) -> &mut ToolDefinition {
         &mut self.definition
     }
+
+    /// `-32602` for arguments `A` refused, at the path where it did.
+    fn refused(&self, arguments: &Value, error: &serde_json::Error) -> ToolError
+    where
+        A: DeserializeOwned,
+    {
+        let (path, reason) = match serde_path_to_error::deserialize::<_, A>(arguments) {
+            Err(e) => (pointer(e.path()), e.inner().to_string()),
+            Ok(_) => (String::new(), error.to_string()),
+        };
+        ToolError::with_code(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "Invalid value at '{path}': {reason} in arguments for tool {}",
+                self.definition.mcp_id
+            ),
+        )
+    }
 }
 
 #[async_trait]
@@ -274,18 +292,13 @@ where
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        // The schema passed; a type stricter than its schema can still refuse.
-        let arguments: A = serde_path_to_error::deserialize(arguments).map_err(|e| {
-            ToolError::with_code(
-                ErrorCode::INVALID_PARAMS,
-                format!(
-                    "Invalid value at '{}': {} in arguments for tool {}",
-                    pointer(e.path()),
-                    e.inner(),
-                    self.definition.mcp_id
-                ),
-            )
-        })?;
+        // The schema passed; a type stricter than its schema can still
+        // refuse. Read from the borrowed value, so that on that (rare) path
+        // it can be read again to find where.
+        let arguments = match A::deserialize(&arguments) {
+            Ok(arguments) => arguments,
+            Err(e) => return Err(self.refused(&arguments, &e)),
+        };
         let output = self
             .handler
             .call(arguments, ctx)?
