@@ -209,12 +209,17 @@ def main():
     parser.add_argument("--cells", default="stdio-d1,stdio-d64,http-c1,http-c32",
                         help="comma-separated cells (default: the four MCP v1.0 ones); 'all' for every cell")
     parser.add_argument("--calls", type=int, default=3200, help="N (the second run makes 3N)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the callgrind outputs in DIR (for callgrind_annotate)")
     args = parser.parse_args()
     if args.binary is None:
         from reference_bin import reference_bin
         args.binary = reference_bin()
     cells = list(CELLS) if args.cells == "all" else args.cells.split(",")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
         for cell in cells:
             counts = []
             for n in (args.calls, 3 * args.calls):

@@ -43,10 +43,31 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         let limit = self.server.max_message_size();
-        let deadline = Instant::now() + self.config.body_timeout;
         let mut buf = BytesMut::new();
-        let mut scanner = ValueScanner::default();
         let mut ended = false;
+        // The common case: the whole body came with the headers. It is then
+        // parsed once, with no scan for its first value and no timer.
+        let first_chunk = match crate::poll::ready_now(next_data(&mut body)).await {
+            Some(Some(Ok(data))) => Some(data),
+            Some(None) => {
+                ended = true;
+                None
+            }
+            Some(Some(Err(e))) => return (unreadable(&e), Leftover::Broken),
+            None => None,
+        };
+        if let Some(data) = first_chunk {
+            if body.is_end_stream()
+                && data.len() <= limit
+                && let Some(answered) = self.whole(parts, &data, &mut streamable).await
+            {
+                return (answered, Leftover::Done);
+            }
+            ended = body.is_end_stream();
+            buf.extend_from_slice(&data);
+        }
+        let deadline = Instant::now() + self.config.body_timeout;
+        let mut scanner = ValueScanner::default();
         let first = loop {
             let lead = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
             if lead < buf.len()
@@ -56,6 +77,9 @@ impl McpService {
             }
             if buf.len() > limit {
                 return (too_large(limit), Leftover::Broken);
+            }
+            if ended {
+                break None;
             }
             match self.next_chunk(&mut body, deadline).await {
                 Ok(Some(data)) => buf.extend_from_slice(&data),
@@ -71,6 +95,10 @@ impl McpService {
             Some(Opening::V1) if !streamable => return self.stream(body, buf, ended),
             Some(Opening::ModelContext) if model_context_on => streamable = true,
             _ => {}
+        }
+        // Read whole (not a streaming session): within the message limit.
+        if buf.len() > limit {
+            return (too_large(limit), Leftover::Broken);
         }
         while !ended {
             match self.next_chunk(&mut body, deadline).await {
@@ -105,16 +133,43 @@ impl McpService {
         match tokio::time::timeout_at(stall.min(deadline), next_data(body)).await {
             Ok(Some(Ok(data))) => Ok(Some(data)),
             Ok(None) => Ok(None),
-            Ok(Some(Err(e))) => Err(plain(
-                StatusCode::BAD_REQUEST,
-                &format!("reading the body failed: {e}"),
-            )),
+            Ok(Some(Err(e))) => Err(unreadable(&e)),
             Err(_) if Instant::now() >= deadline => Err(plain(
                 StatusCode::REQUEST_TIMEOUT,
                 "the body did not arrive within the body timeout",
             )),
             Err(_) => Err(plain(StatusCode::REQUEST_TIMEOUT, "the body stalled")),
         }
+    }
+
+    /// Serves a body that arrived whole and parses as one JSON value — a
+    /// single exchange, or a Model Context Protocol POST — from that one
+    /// parse. `None` for anything else (an MCP v1.0 `initialize`, which
+    /// opens a streaming session, or a body that is not one JSON-RPC
+    /// value), which the caller serves as a body read in pieces, so that
+    /// its errors are the same.
+    async fn whole(
+        &self,
+        parts: &Parts,
+        body: &Bytes,
+        streamable: &mut bool,
+    ) -> Option<Response<McpBody>> {
+        let parsed = jsonrpc::parse(body);
+        if matches!(parsed, Parsed::Error(_)) {
+            return None;
+        }
+        match opening(&parsed) {
+            Opening::V1 if !*streamable => return None,
+            Opening::ModelContext if self.server.inner().dialects.model_context() => {
+                *streamable = true;
+            }
+            _ => {}
+        }
+        if *streamable {
+            drop(parsed);
+            return Some(self.streamable_post(parts, body.clone()).await);
+        }
+        Some(self.single_parsed(parts, body, parsed).await)
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,
@@ -152,13 +207,23 @@ impl McpService {
             }
         }
         let parsed = jsonrpc::parse(&body);
+        self.single_parsed(parts, &body, parsed).await
+    }
+
+    /// A single exchange from its parse.
+    async fn single_parsed(
+        &self,
+        parts: &Parts,
+        body: &Bytes,
+        parsed: Parsed<'_>,
+    ) -> Response<McpBody> {
         if self.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
             drop(parsed);
-            return self.streamable_post(parts, body).await;
+            return self.streamable_post(parts, body.clone()).await;
         }
         match self
             .server
-            .handle_parsed_until(&body, parsed, &self.stop)
+            .handle_parsed_until(body, parsed, &self.stop)
             .await
         {
             (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
@@ -237,7 +302,12 @@ fn opens_session(first: &[u8]) -> Opening {
     if !holds(b"initialize") && !holds(b"\\u") {
         return Opening::Other; // the common case, without parsing
     }
-    let opening = |m: &Incoming<'_>| match m {
+    opening(&jsonrpc::parse(first))
+}
+
+/// Whether a parsed body's first message is `initialize`, and whose.
+fn opening(parsed: &Parsed<'_>) -> Opening {
+    let of = |m: &Incoming<'_>| match m {
         Incoming::Request { method, params, .. } if method == methods::INITIALIZE => {
             let versioned = params.is_some_and(|p| {
                 serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get())
@@ -251,11 +321,19 @@ fn opens_session(first: &[u8]) -> Opening {
         }
         _ => Opening::Other,
     };
-    match jsonrpc::parse(first) {
-        Parsed::Single(message) => opening(&message),
-        Parsed::Batch(messages) => messages.first().map_or(Opening::Other, opening),
+    match parsed {
+        Parsed::Single(message) => of(message),
+        Parsed::Batch(messages) => messages.first().map_or(Opening::Other, of),
         Parsed::Error(_) => Opening::Other,
     }
+}
+
+/// `400` for a body that could not be read.
+fn unreadable(error: &impl std::fmt::Display) -> Response<McpBody> {
+    plain(
+        StatusCode::BAD_REQUEST,
+        &format!("reading the body failed: {error}"),
+    )
 }
 
 /// Whether a parsed body's (first) message is a method of the Model
