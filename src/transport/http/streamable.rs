@@ -43,38 +43,37 @@ pub(super) fn by_headers(parts: &Parts) -> bool {
     // One pass over the few headers a request has (no hashing of names).
     parts.headers.iter().any(|(name, value)| {
         if name == ACCEPT {
-            return value.to_str().is_ok_and(|v| {
-                v.split(',')
-                    .filter_map(|item| item.split(';').next())
-                    .any(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
-            });
+            return listed(value.as_bytes()).any(|m| m.eq_ignore_ascii_case(b"text/event-stream"));
         }
         *name == SESSION_ID || *name == PROTOCOL_VERSION || *name == MCP_METHOD
     })
 }
 
-/// The media types `Accept` lists, parameters dropped.
-fn media_types(parts: &Parts) -> impl Iterator<Item = &str> {
-    parts
-        .headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|item| item.split(';').next())
-        .map(str::trim)
+/// The media types an `Accept` value lists, parameters dropped, trimmed.
+/// (Bytes, not `str`: a value that is not ASCII lists nothing it could
+/// match anyway.)
+fn listed(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(|item| {
+        let media = item.split(|&b| b == b';').next().unwrap_or_default();
+        media.trim_ascii()
+    })
 }
 
 /// Whether `Accept` lists `media` (or a wildcard that covers it).
 fn accepts(parts: &Parts, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    media_types(parts).any(|listed| {
-        listed.eq_ignore_ascii_case(media)
-            || listed == "*/*"
-            || listed
-                .strip_suffix("/*")
-                .is_some_and(|k| k.eq_ignore_ascii_case(kind))
-    })
+    let media = media.as_bytes();
+    let kind = media.split(|&b| b == b'/').next().unwrap_or(media);
+    parts
+        .headers
+        .get_all(ACCEPT)
+        .iter()
+        .flat_map(|value| listed(value.as_bytes()))
+        .any(|m| {
+            m.eq_ignore_ascii_case(media)
+                || m == b"*/*"
+                || m.strip_suffix(b"/*")
+                    .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+        })
 }
 
 /// The `Mcp-Session-Id` header: `Ok(None)` when absent, `Err` when repeated
@@ -97,15 +96,21 @@ fn session_header(parts: &Parts) -> Result<Option<&str>, ()> {
 }
 
 impl McpService {
-    /// A `POST` of the Model Context Protocol, its body read whole.
-    pub(super) async fn streamable_post(&self, parts: &Parts, body: Bytes) -> Response<McpBody> {
+    /// A `POST` of the Model Context Protocol, its body read whole and
+    /// parsed (`parsed` is `body`'s parse).
+    pub(super) async fn streamable_post(
+        &self,
+        parts: &Parts,
+        body: &Bytes,
+        parsed: Parsed<'_>,
+    ) -> Response<McpBody> {
         if !(accepts(parts, "application/json") && accepts(parts, "text/event-stream")) {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
                 "Accept must list application/json and text/event-stream",
             );
         }
-        let message = match jsonrpc::parse(&body) {
+        let message = match parsed {
             Parsed::Single(message) => message,
             Parsed::Batch(_) => {
                 return rpc_error(
@@ -132,7 +137,7 @@ impl McpService {
                 );
             }
             (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
-                return self.open_session(id, body).await;
+                return self.open_session(id, body.clone()).await;
             }
             (_, None) => {
                 return plain(
@@ -149,9 +154,9 @@ impl McpService {
             return refusal;
         }
         match message {
-            Incoming::Request { id, .. } => self.request(&session, id, body, false).await,
+            Incoming::Request { id, .. } => self.request(&session, id, body.clone(), false).await,
             Incoming::Notification { .. } => {
-                if session.send(body).await {
+                if session.send(body.clone()).await {
                     accepted()
                 } else {
                     unknown_session()
@@ -376,4 +381,34 @@ fn sse(body: McpBody) -> Response<McpBody> {
         .header(CACHE_CONTROL, "no-cache")
         .body(body)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_accept(values: &[&str]) -> Parts {
+        let mut request = http::Request::builder();
+        for value in values {
+            request = request.header(ACCEPT, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn accept_lists_media_types_across_values_parameters_and_wildcards() {
+        let both = with_accept(&["application/json;q=0.9 , TEXT/Event-Stream"]);
+        assert!(accepts(&both, "application/json") && accepts(&both, "text/event-stream"));
+        assert!(by_headers(&both));
+        let split = with_accept(&["application/json", "text/event-stream; q=1"]);
+        assert!(accepts(&split, "text/event-stream"));
+        let wild = with_accept(&["text/*, */*;q=0.1"]);
+        assert!(accepts(&wild, "text/event-stream") && accepts(&wild, "application/json"));
+        assert!(
+            !by_headers(&wild),
+            "a wildcard does not make a request Streamable HTTP"
+        );
+        let neither = with_accept(&["text/html, application/jsonx"]);
+        assert!(!accepts(&neither, "application/json") && !accepts(&neither, "text/event-stream"));
+    }
 }

@@ -112,7 +112,11 @@ impl McpService {
         }
         let body = buf.freeze();
         if streamable {
-            return (self.streamable_post(parts, body).await, Leftover::Done);
+            let parsed = jsonrpc::parse(&body);
+            return (
+                self.streamable_post(parts, &body, parsed).await,
+                Leftover::Done,
+            );
         }
         (self.single(parts, body, first).await, Leftover::Done)
     }
@@ -166,8 +170,7 @@ impl McpService {
             _ => {}
         }
         if *streamable {
-            drop(parsed);
-            return Some(self.streamable_post(parts, body.clone()).await);
+            return Some(self.streamable_post(parts, body, parsed).await);
         }
         Some(self.single_parsed(parts, body, parsed).await)
     }
@@ -218,8 +221,7 @@ impl McpService {
         parsed: Parsed<'_>,
     ) -> Response<McpBody> {
         if self.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
-            drop(parsed);
-            return self.streamable_post(parts, body.clone()).await;
+            return self.streamable_post(parts, body, parsed).await;
         }
         match self
             .server
