@@ -134,7 +134,12 @@ pub(crate) enum Incoming<'a> {
     Request {
         id: RequestId,
         method: Cow<'a, str>,
+        /// Its params as raw JSON (`None` when absent, or when `call`
+        /// holds them).
         params: Option<&'a RawValue>,
+        /// The params of a tool call, read in the same pass as the
+        /// envelope (see [`ToolCall`]).
+        call: Option<ToolCall<'a>>,
     },
     /// A valid notification: it never gets a reply.
     Notification {
@@ -204,9 +209,104 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
             Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
         });
     }
+    if let Some(call) = read_tool_call(text) {
+        return Parsed::Single(call);
+    }
     match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(envelope) => Parsed::Single(classify(envelope)),
         Err(e) => Parsed::Error(not_json(text, e)),
+    }
+}
+
+/// A tool call (`mcp/executeTool`, `tools/call`) read in one pass, its
+/// params into the dialect's own params type — the hot path, which the
+/// general reading would walk twice (the envelope, then the params). Any
+/// surprise — the method is not the one named in the text, `jsonrpc` is
+/// not `"2.0"`, no usable id, params that are not an object or do not
+/// read — gives `None`, and the general reading then answers exactly as
+/// it always does.
+fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
+    use std::sync::LazyLock;
+
+    use memchr::memmem::Finder;
+
+    static EXECUTE_TOOL: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"mcp/executeTool\""));
+    static CALL_TOOL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tools/call\""));
+    if EXECUTE_TOOL.find(text.as_bytes()).is_some() {
+        let envelope: CallEnvelope<'_, crate::dialect::v1::ExecuteParams<'_>> =
+            serde_json::from_str(text).ok()?;
+        let (id, params) = envelope.checked("mcp/executeTool")?;
+        return Some(call(id, "mcp/executeTool", ToolCall::V1(params)));
+    }
+    if CALL_TOOL.find(text.as_bytes()).is_some() {
+        let envelope: CallEnvelope<'_, crate::dialect::model_context::CallToolParams<'_>> =
+            serde_json::from_str(text).ok()?;
+        let (id, params) = envelope.checked("tools/call")?;
+        return Some(call(id, "tools/call", ToolCall::ModelContext(params)));
+    }
+    None
+}
+
+fn call<'a>(id: RequestId, method: &'static str, call: ToolCall<'a>) -> Incoming<'a> {
+    Incoming::Request {
+        id,
+        method: Cow::Borrowed(method),
+        params: None,
+        call: Some(call),
+    }
+}
+
+/// The params of a tool call, read with its envelope in one pass.
+#[derive(Debug)]
+pub(crate) enum ToolCall<'a> {
+    /// `mcp/executeTool` params.
+    V1(crate::dialect::v1::ExecuteParams<'a>),
+    /// `tools/call` params.
+    ModelContext(crate::dialect::model_context::CallToolParams<'a>),
+}
+
+/// A tool call's envelope: every member but the params borrowed as text.
+#[derive(Deserialize)]
+struct CallEnvelope<'a, P> {
+    #[serde(borrow)]
+    jsonrpc: &'a str,
+    #[serde(borrow)]
+    method: &'a str,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    params: ObjectOnly<P>,
+}
+
+impl<'a, P> CallEnvelope<'a, P> {
+    /// The id and params when this is a well-formed request for `method`.
+    fn checked(self, method: &str) -> Option<(RequestId, P)> {
+        if self.jsonrpc != "2.0" || self.method != method {
+            return None;
+        }
+        Some((RequestId::from_raw(self.id?)?, self.params.0))
+    }
+}
+
+/// A struct read from a JSON object only (serde would also read one from
+/// an array, by position; the general reading refuses that).
+struct ObjectOnly<P>(P);
+
+impl<'de, P: Deserialize<'de>> Deserialize<'de> for ObjectOnly<P> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object<P>(std::marker::PhantomData<P>);
+        impl<'de, P: Deserialize<'de>> serde::de::Visitor<'de> for Object<P> {
+            type Value = P;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<P, A::Error> {
+                P::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Object(std::marker::PhantomData))
+            .map(ObjectOnly)
     }
 }
 
@@ -274,6 +374,7 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
             id,
             method,
             params: env.params,
+            call: None,
         },
         None => Incoming::Notification {
             method,
@@ -401,6 +502,72 @@ fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The general reading of a body (the envelope, then the params).
+    fn general(text: &str) -> Incoming<'_> {
+        classify(serde_json::from_str::<Envelope<'_>>(text).unwrap())
+    }
+
+    #[test]
+    fn a_tool_call_read_in_one_pass_reads_as_the_general_reading_does() {
+        let read_alike = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/a:v1","arguments":{"x":[1,{"y":"z"}]}}}"#,
+            r#"{"params":{"arguments":{},"id":"mcp://t/tools/a:v1","extra":1},"method":"mcp/executeTool","id":"s","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/\u0061"}}"#,
+            r#"{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"progressToken":"p"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo"}}"#,
+        ];
+        for text in read_alike {
+            let Some(Incoming::Request {
+                id,
+                method,
+                call: Some(call),
+                params: None,
+            }) = read_tool_call(text)
+            else {
+                panic!("not read in one pass: {text}");
+            };
+            let Incoming::Request {
+                id: id2,
+                method: method2,
+                params: Some(raw),
+                ..
+            } = general(text)
+            else {
+                panic!("the general reading differs: {text}");
+            };
+            assert_eq!((&id, &method), (&id2, &method2), "{text}");
+            let again = match &call {
+                ToolCall::V1(_) => format!(
+                    "{:?}",
+                    ToolCall::V1(serde_json::from_str(raw.get()).unwrap())
+                ),
+                ToolCall::ModelContext(_) => format!(
+                    "{:?}",
+                    ToolCall::ModelContext(serde_json::from_str(raw.get()).unwrap())
+                ),
+            };
+            assert_eq!(format!("{call:?}"), again, "{text}");
+        }
+        // Anything unusual is left to the general reading, which says what
+        // is wrong with it.
+        let left = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":["mcp://t/tools/a:v1",{}]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"id":"a","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.1","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"tools/call"},"x":"\"tools/call\""}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}} trailing"#,
+        ];
+        for text in left {
+            assert!(read_tool_call(text).is_none(), "read in one pass: {text}");
+        }
+    }
 
     fn single(body: &str) -> Incoming<'_> {
         match parse(body.as_bytes()) {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 
 use crate::error::RpcError;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{RequestId, ToolCall};
 use crate::protocol::TraceValue;
 use crate::server::{Done, Failure, Phase, Shared, Subscriptions, Work};
 use crate::tool::CancelReason;
@@ -149,10 +149,11 @@ impl Dialect {
         id: &RequestId,
         method: &str,
         params: Option<&RawValue>,
+        call: Option<ToolCall<'_>>,
     ) -> Step {
         match self {
-            Self::McpV1 => v1::route(&session.server, id, method, params),
-            Self::ModelContext => model_context::route(session, id, method, params),
+            Self::McpV1 => v1::route(&session.server, id, method, params, call),
+            Self::ModelContext => model_context::route(session, id, method, params, call),
         }
     }
 

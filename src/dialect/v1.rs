@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use super::{Admission, Control, Ended, JobInfo, Step};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, encode_error, encode_notification, encode_result};
+use crate::jsonrpc::{RequestId, ToolCall, encode_error, encode_notification, encode_result};
 use crate::protocol::{
     CancelParams, ExecutionProvider, InitializeParams, InitializeResult, PromptDefinition,
     ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
@@ -142,6 +142,7 @@ pub(crate) fn route(
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
+    call: Option<ToolCall<'_>>,
 ) -> Step {
     let lists = &server.v1;
     let Some(op) = operation(method).filter(|op| provides(&lists.capabilities, *op)) else {
@@ -157,7 +158,10 @@ pub(crate) fn route(
                 work: Work::ListResources,
                 progress: None,
             }),
-            Operation::ExecuteTool => execute_params(&server.catalog, params),
+            Operation::ExecuteTool => match call {
+                Some(ToolCall::V1(read)) => execute(&server.catalog, read),
+                _ => execute_params(&server.catalog, params),
+            },
         };
     outcome.unwrap_or_else(|e| Step::Reply(encode_error(id, &e)))
 }
@@ -181,15 +185,15 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
 }
 
 /// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id borrowed.
-#[derive(Deserialize)]
-struct ExecuteParams<'a> {
+#[derive(Debug, Deserialize)]
+pub(crate) struct ExecuteParams<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
     #[serde(default)]
     arguments: serde_json::Map<String, Value>,
 }
 
-/// `{"id": mcpId, "arguments": {...}}`, the tool looked up.
+/// `{"id": mcpId, "arguments": {...}}`, read from raw params.
 fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, RpcError> {
     const SHAPE: &str =
         "mcp/executeTool params must be an object {\"id\": mcpId, \"arguments\": {...}}";
@@ -198,6 +202,11 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
     let params: ExecuteParams<'_> = serde_json::from_str(raw.get())
         .map_err(|e| RpcError::invalid_params(format!("{SHAPE}: {e}")))?;
+    execute(catalog, params)
+}
+
+/// The tool of read `mcp/executeTool` params, looked up.
+fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_index
         .get(&*params.id)

@@ -520,7 +520,12 @@ impl Session {
                 let reply = Some(dialect.shutting_down(&id));
                 Outcome::Reply(Handled::reply(id, reply))
             }
-            Incoming::Request { id, method, params } => {
+            Incoming::Request {
+                id,
+                method,
+                params,
+                call,
+            } => {
                 // The clock is read only when trace lines need it.
                 let started = self.shared.trace_on().then(Instant::now);
                 let reply = match dialect.admit(self.phase, &method, &id) {
@@ -532,18 +537,20 @@ impl Session {
                         }
                         Err(reply) => reply,
                     },
-                    Admission::Serve => match dialect.route(&self.shared, &id, &method, params) {
-                        Step::Reply(reply) => reply,
-                        Step::Run { work, progress } => {
-                            return Outcome::Run(Job::new(
-                                &self.shared,
-                                id,
-                                work,
-                                progress,
-                                started,
-                            ));
+                    Admission::Serve => {
+                        match dialect.route(&self.shared, &id, &method, params, call) {
+                            Step::Reply(reply) => reply,
+                            Step::Run { work, progress } => {
+                                return Outcome::Run(Job::new(
+                                    &self.shared,
+                                    id,
+                                    work,
+                                    progress,
+                                    started,
+                                ));
+                            }
                         }
-                    },
+                    }
                 };
                 let trace = self.shared.trace_line(&method, &id, started, Some(&reply));
                 Outcome::Reply(Handled {

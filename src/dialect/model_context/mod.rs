@@ -9,6 +9,8 @@
 mod cursor;
 mod schema;
 
+pub(crate) use schema::CallToolParams;
+
 use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -17,7 +19,7 @@ use super::{Admission, Control, Ended, JobInfo, Step};
 use crate::completion::CompletionContext;
 use crate::content::{Content, ToolOutput};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, encode_error_with, encode_notification, encode_result};
+use crate::jsonrpc::{RequestId, ToolCall, encode_error_with, encode_notification, encode_result};
 use crate::protocol::ServerInfo;
 use crate::server::{
     Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared, Subscriptions,
@@ -25,9 +27,9 @@ use crate::server::{
 };
 use crate::tool::CancelReason;
 use schema::{
-    CallToolParams, CallToolResult, CancelledParams, CompleteParams, CompleteResult,
-    CompletionBody, GetPromptParams, GetPromptResult, InitializeParams, InitializeResult,
-    ListParams, ReadResourceResult, Reference, SetLevelParams, UriParams,
+    CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,
+    GetPromptParams, GetPromptResult, InitializeParams, InitializeResult, ListParams,
+    ReadResourceResult, Reference, SetLevelParams, UriParams,
 };
 
 /// Method and notification names.
@@ -331,6 +333,7 @@ pub(crate) fn route(
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
+    call: Option<ToolCall<'_>>,
 ) -> Step {
     let server = &*session.server;
     let lists = &server.model_context;
@@ -342,7 +345,10 @@ pub(crate) fn route(
             Step::Reply(empty(id))
         }),
         methods::TOOLS_LIST if provides.tools => page(id, method, params, "tools", &lists.tools),
-        methods::TOOLS_CALL if provides.tools => call_tool(&server.catalog, method, params),
+        methods::TOOLS_CALL if provides.tools => match call {
+            Some(ToolCall::ModelContext(read)) => call_tool_with(&server.catalog, read),
+            _ => read(method, params).and_then(|p| call_tool_with(&server.catalog, p)),
+        },
         methods::RESOURCES_LIST if provides.resources => {
             page(id, method, params, "resources", &lists.resources)
         }
@@ -415,8 +421,8 @@ fn page(
     Ok(Step::Reply(encode_result(id, &**page)))
 }
 
-fn call_tool(catalog: &Catalog, method: &str, params: Option<&RawValue>) -> Result<Step, RpcError> {
-    let params: CallToolParams<'_> = read(method, params)?;
+/// The tool of read `tools/call` params, looked up, its arguments checked.
+fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_names
         .get(params.name.as_ref())

@@ -13,7 +13,7 @@ use crate::content::{Content, ResourceContents, StructuredJson};
 use crate::prompt::{PromptArgument, PromptMessage};
 
 /// `_meta` of a request's params: only the progress token is read.
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 pub(super) struct RequestMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
     pub(super) progress_token: Option<&'a RawValue>,
@@ -57,8 +57,8 @@ pub(super) struct ListParams<'a> {
 }
 
 /// `tools/call` params.
-#[derive(Deserialize)]
-pub(super) struct CallToolParams<'a> {
+#[derive(Debug, Deserialize)]
+pub(crate) struct CallToolParams<'a> {
     #[serde(borrow)]
     pub(super) name: Cow<'a, str>,
     #[serde(default)]
