@@ -1,6 +1,6 @@
 """Runs the README's shell snippets against the reference example, as a
-reader pastes them, and checks the output each one shows in its
-`# {...}` comments (`...` and `…` match anything).
+reader pastes them, and checks the output each one shows in its comment
+lines that hold a JSON-RPC message (`...` and `…` match anything).
 
     python3 .ci/readme_shell.py REFERENCE_BINARY
 
@@ -38,10 +38,11 @@ def free_port() -> int:
 
 
 def expected_patterns(block: str):
-    """The outputs a block shows, one per `# ` line (a leading "the first
-    curl prints " aside); `...` and `…` match anything, newlines too."""
+    """The outputs a block shows: its `# ` lines that hold a JSON-RPC
+    message (a leading "the first curl prints " aside; other comment lines
+    are prose); `...` and `…` match anything, newlines too."""
     for line in block.splitlines():
-        if line.startswith("# "):
+        if line.startswith("# ") and '{"jsonrpc"' in line:
             text = line[2:].removeprefix("the first curl prints ").strip()
             parts = re.split(r"\.\.\.|…", text)
             yield text, re.compile(".*?".join(re.escape(p.strip()) for p in parts), re.S)
