@@ -22,3 +22,118 @@ pub(crate) async fn ready_now<F: std::future::Future>(future: F) -> Option<F::Ou
     })
     .await
 }
+
+pin_project_lite::pin_project! {
+    /// A future that is polled only when its own waker fired (or the first
+    /// time). Inside `tokio::join!` or `select!`, where every branch shares
+    /// the task's waker, a wake meant for one branch polls them all; a
+    /// branch that is costly to poll and rarely ready (a shutdown signal, a
+    /// cancellation) is wrapped in this, and then costs a flag check.
+    pub(crate) struct OnWake<F> {
+        #[pin]
+        future: F,
+        flag: std::sync::Arc<WakeFlag>,
+        waker: std::task::Waker,
+        started: bool,
+    }
+}
+
+impl<F: std::future::Future> OnWake<F> {
+    pub(crate) fn new(future: F) -> Self {
+        let flag = std::sync::Arc::new(WakeFlag::default());
+        Self {
+            future,
+            waker: std::task::Waker::from(flag.clone()),
+            flag,
+            started: false,
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for OnWake<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        // The task's waker first, so that a wake from now on reaches it.
+        this.flag.remember(cx.waker());
+        let woken = this
+            .flag
+            .woken
+            .swap(false, std::sync::atomic::Ordering::AcqRel);
+        if *this.started && !woken {
+            return std::task::Poll::Pending;
+        }
+        *this.started = true;
+        this.future
+            .poll(&mut std::task::Context::from_waker(this.waker))
+    }
+}
+
+/// Whether an [`OnWake`] future's waker fired, and the task to wake then.
+#[derive(Default)]
+pub(crate) struct WakeFlag {
+    woken: std::sync::atomic::AtomicBool,
+    task: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl WakeFlag {
+    fn remember(&self, waker: &std::task::Waker) {
+        let mut task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !task.as_ref().is_some_and(|t| t.will_wake(waker)) {
+            *task = Some(waker.clone());
+        }
+    }
+}
+
+impl std::task::Wake for WakeFlag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.woken.store(true, std::sync::atomic::Ordering::Release);
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(task) = task.as_ref() {
+            task.wake_by_ref();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_on_wake_future_is_polled_only_when_its_own_waker_fires() {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let (tell, told) = tokio::sync::oneshot::channel::<()>();
+        let counted = {
+            let polls = polls.clone();
+            let mut told = told;
+            OnWake::new(std::future::poll_fn(move |cx| {
+                polls.fetch_add(1, Ordering::SeqCst);
+                std::pin::Pin::new(&mut told).poll(cx).map(|_| ())
+            }))
+        };
+        let busy = async {
+            // Many wakes of the shared task, none for `counted`.
+            for _ in 0..100 {
+                tokio::task::yield_now().await;
+            }
+            let _ = tell.send(());
+        };
+        tokio::join!(counted, busy);
+        // The first poll, then the one its own wake caused.
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+}

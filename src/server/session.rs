@@ -183,10 +183,12 @@ impl Session {
         S: Stream<Item = io::Result<Input>> + Unpin,
     {
         // One future each for the whole loop, not one per message.
+        // Both rarely fire: polled only when they are woken, not at every
+        // message read.
         let stop = self.stop.clone();
-        let stopped = stop.cancelled();
+        let stopped = crate::poll::OnWake::new(stop.cancelled());
         let shared = self.shared.clone();
-        let gone = shared.out.closed();
+        let gone = crate::poll::OnWake::new(shared.out.closed());
         tokio::pin!(stopped, gone);
         loop {
             if self.shared.out.is_closed() {

@@ -195,12 +195,14 @@ impl Server {
             session.run(input).await;
             ended.cancel();
         };
-        let watch = async {
+        // Polled only when a signal or the session's end wakes it, not at
+        // every message the session reads or writes.
+        let watch = crate::poll::OnWake::new(async {
             tokio::select! {
                 () = shutdown => stop.cancel(),
                 () = ended.cancelled() => {}
             }
-        };
+        });
         let served = async {
             tokio::join!(
                 run,
@@ -211,10 +213,10 @@ impl Server {
         };
         // Once shutdown begins, a client that stops reading cannot hold the
         // server past the grace period (and a little time to write).
-        let give_up = async {
+        let give_up = crate::poll::OnWake::new(async {
             stop.cancelled().await;
             tokio::time::sleep(self.inner().limits.shutdown_grace + Duration::from_secs(5)).await;
-        };
+        });
         tokio::select! {
             written = served => written,
             () = give_up => {
