@@ -44,7 +44,6 @@
 use std::fmt::Display;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -109,9 +108,6 @@ fn bound_integers(schema: &mut Schema) {
     object.entry("maximum").or_insert(maximum);
 }
 
-/// The future a [`TypedHandler`] returns.
-pub type HandlerFuture<O, E> = Pin<Box<dyn Future<Output = Result<O, E>> + Send>>;
-
 /// An async function that can serve a typed tool, in one of four shapes
 /// (`Fut: Future<Output = Result<O, E>>`):
 ///
@@ -124,9 +120,12 @@ pub type HandlerFuture<O, E> = Pin<Box<dyn Future<Output = Result<O, E>> + Send>
 /// [`ServerBuilder::state`](crate::ServerBuilder::state). `M` only tells the
 /// shapes apart; it is inferred.
 pub trait TypedHandler<A, O, E, M>: Send + Sync + 'static {
+    /// The function's future (awaited where the tool runs: not boxed).
+    type Future: Future<Output = Result<O, E>> + Send;
+
     /// Starts the function; `Err` when it needs state the server does not
     /// hold (which `build()` rules out for tools it registers).
-    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError>;
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<Self::Future, ToolError>;
 
     /// The state type the function takes, if any.
     fn state(&self) -> Option<StateType> {
@@ -137,32 +136,38 @@ pub trait TypedHandler<A, O, E, M>: Send + Sync + 'static {
 impl<F, Fut, A, O, E> TypedHandler<A, O, E, fn(A)> for F
 where
     F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    Fut: Future<Output = Result<O, E>> + Send,
 {
-    fn call(&self, arguments: A, _ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
-        Ok(Box::pin(self(arguments)))
+    type Future = Fut;
+
+    fn call(&self, arguments: A, _ctx: ToolContext) -> Result<Fut, ToolError> {
+        Ok(self(arguments))
     }
 }
 
 impl<F, Fut, A, O, E> TypedHandler<A, O, E, fn(A, ToolContext)> for F
 where
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    Fut: Future<Output = Result<O, E>> + Send,
 {
-    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
-        Ok(Box::pin(self(arguments, ctx)))
+    type Future = Fut;
+
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<Fut, ToolError> {
+        Ok(self(arguments, ctx))
     }
 }
 
 impl<F, Fut, S, A, O, E> TypedHandler<A, O, E, fn(State<S>, A)> for F
 where
     F: Fn(State<S>, A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    Fut: Future<Output = Result<O, E>> + Send,
     S: Clone + Send + Sync + 'static,
 {
-    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+    type Future = Fut;
+
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<Fut, ToolError> {
         let state = state_of::<S>(&ctx)?;
-        Ok(Box::pin(self(state, arguments)))
+        Ok(self(state, arguments))
     }
 
     fn state(&self) -> Option<StateType> {
@@ -173,12 +178,14 @@ where
 impl<F, Fut, S, A, O, E> TypedHandler<A, O, E, fn(State<S>, A, ToolContext)> for F
 where
     F: Fn(State<S>, A, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    Fut: Future<Output = Result<O, E>> + Send,
     S: Clone + Send + Sync + 'static,
 {
-    fn call(&self, arguments: A, ctx: ToolContext) -> Result<HandlerFuture<O, E>, ToolError> {
+    type Future = Fut;
+
+    fn call(&self, arguments: A, ctx: ToolContext) -> Result<Fut, ToolError> {
         let state = state_of::<S>(&ctx)?;
-        Ok(Box::pin(self(state, arguments, ctx)))
+        Ok(self(state, arguments, ctx))
     }
 
     fn state(&self) -> Option<StateType> {
