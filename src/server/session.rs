@@ -259,11 +259,18 @@ impl Session {
     }
 
     /// Waits for what the one input started, then ends the session.
-    async fn finish_one(mut self) -> bool {
+    async fn finish_one(self) -> bool {
         let max = self.permits_total();
         if self.parked.is_empty() && self.permits.available_permits() == max as usize {
             return self.not_json; // everything finished inline
         }
+        // Boxed: the common case above keeps the caller's future small.
+        Box::pin(self.wait_for_one()).await
+    }
+
+    /// Waits for the requests the one input started, then ends the session.
+    async fn wait_for_one(mut self) -> bool {
+        let max = self.permits_total();
         let stop = self.stop.clone();
         let stopped = tokio::select! {
             _ = async {
@@ -366,47 +373,74 @@ impl Session {
     }
 
     /// Starts `job` now if a slot is free and nothing is parked before it;
-    /// parks it otherwise.
-    async fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) {
-        if self.parked.is_empty()
+    /// parks it otherwise. What it returns only hands on a reply that did
+    /// not fit the outbox at once (a few bytes, not a state machine).
+    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> impl Future<Output = ()> + Send {
+        let started = if self.parked.is_empty()
             && let Ok(permit) = self.permits.clone().try_acquire_owned()
         {
-            return self.start(job, to, permit).await;
+            Some(self.start(job, to, permit))
+        } else {
+            self.parked_bytes += bytes;
+            self.parked.push_back(Parked { job, to, bytes });
+            None
+        };
+        async move {
+            if let Some(started) = started {
+                started.await;
+            }
         }
-        self.parked_bytes += bytes;
-        self.parked.push_back(Parked { job, to, bytes });
     }
 
     /// Runs `job` in the slot `permit` holds: on the reader if it completes
     /// at once (most tools do, and then cost no task), else in a task of its
     /// own. The slot is freed once the reply is handed on.
-    async fn start(&mut self, job: Job, to: ReplyTo, permit: OwnedSemaphorePermit) {
-        match to {
+    fn start(
+        &mut self,
+        job: Job,
+        to: ReplyTo,
+        permit: OwnedSemaphorePermit,
+    ) -> impl Future<Output = ()> + Send {
+        let shared = &self.shared;
+        let mut slot = Some(permit);
+        let done = match to {
             ReplyTo::Session => {
-                let job = if job.may_block {
-                    job
+                let now = if job.may_block {
+                    Err(job)
                 } else {
-                    match job.try_now(&self.shared) {
-                        Ok(handled) => return self.shared.send_handled(handled).await,
-                        Err(job) => job,
-                    }
+                    job.try_now(shared)
                 };
-                let running = job.registered(&self.shared);
-                let shared = self.shared.clone();
-                tokio::spawn(async move {
-                    let handled = running.await;
-                    shared.send_handled(handled).await;
-                    drop(permit);
-                });
+                match now {
+                    Ok(handled) => Some(handled),
+                    Err(job) => {
+                        let running = job.registered(shared);
+                        let shared = shared.clone();
+                        let permit = slot.take();
+                        tokio::spawn(async move {
+                            let handled = running.await;
+                            shared.send_handled(handled).await;
+                            drop(permit);
+                        });
+                        None
+                    }
+                }
             }
             ReplyTo::Batch(collector) => {
-                let running = job.registered(&self.shared);
+                let running = job.registered(shared);
+                let permit = slot.take();
                 tokio::spawn(async move {
                     let handled = running.await;
                     drop(permit);
                     let _ = collector.send(handled).await;
                 });
+                None
             }
+        };
+        async move {
+            if let Some(handled) = done {
+                shared.send_handled(handled).await;
+            }
+            drop(slot);
         }
     }
 
@@ -466,7 +500,8 @@ impl Session {
                     .send_unrelated(dialect.error(None, &error))
                     .await;
             }
-            Parsed::Batch(messages) => self.on_batch(messages, bytes).await,
+            // Boxed: batches are rare, and their future is large.
+            Parsed::Batch(messages) => Box::pin(self.on_batch(messages, bytes)).await,
         }
     }
 

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use tokio::sync::mpsc;
 
 use super::peer::Peer;
@@ -155,47 +157,97 @@ impl Shared {
     }
 
     /// Sends one message; dropped (and logged) when the transport is gone.
-    pub(crate) async fn send(&self, message: Outgoing) {
-        if tracing::enabled!(tracing::Level::TRACE) && !message.bytes.is_empty() {
-            tracing::trace!("-> {}", String::from_utf8_lossy(&message.bytes));
-        }
-        if self.out.send(message).await.is_err() {
-            tracing::debug!("the transport's writer is gone; a message was dropped");
+    /// While the outbox has room (the common case) the message is handed
+    /// over at once, and the future returned is a few bytes: it waits
+    /// (boxed) only when the outbox is full.
+    pub(crate) fn send(&self, message: Outgoing) -> impl Future<Output = ()> + Send + '_ {
+        let waiting = self
+            .offer(message)
+            .map(|message| self.send_waiting(message));
+        async move {
+            if let Some(waiting) = waiting {
+                waiting.await;
+            }
         }
     }
 
+    /// Hands `message` over if the outbox has room (or drops it, logged,
+    /// when the transport is gone); gives it back when the outbox is full.
+    fn offer(&self, message: Outgoing) -> Option<Outgoing> {
+        if tracing::enabled!(tracing::Level::TRACE) && !message.bytes.is_empty() {
+            tracing::trace!("-> {}", String::from_utf8_lossy(&message.bytes));
+        }
+        match self.out.try_send(message) {
+            Ok(()) => None,
+            Err(mpsc::error::TrySendError::Full(message)) => Some(message),
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::debug!("the transport's writer is gone; a message was dropped");
+                None
+            }
+        }
+    }
+
+    /// Waits for room in the outbox for `message` (boxed: rare).
+    fn send_waiting(&self, message: Outgoing) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            if self.out.send(message).await.is_err() {
+                tracing::debug!("the transport's writer is gone; a message was dropped");
+            }
+        })
+    }
+
     /// Sends a message about nothing in particular.
-    pub(crate) async fn send_unrelated(&self, bytes: Vec<u8>) {
+    pub(crate) fn send_unrelated(&self, bytes: Vec<u8>) -> impl Future<Output = ()> + Send + '_ {
         self.send(Outgoing {
             bytes,
             about: About::Session,
         })
-        .await;
     }
 
     /// Sends what a request caused, its reply (or says it has none), then
-    /// its trace line.
-    pub(super) async fn send_handled(&self, handled: super::job::Handled) {
-        for notice in handled.caused {
-            self.send(Outgoing {
-                bytes: notice,
-                about: About::CausedBy(handled.id.clone()),
-            })
-            .await;
-        }
-        let message = match handled.reply {
+    /// its trace line — in that order, at once while the outbox has room.
+    pub(super) fn send_handled(
+        &self,
+        handled: super::job::Handled,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let id = handled.id;
+        let caused = handled.caused.into_iter().map({
+            let id = id.clone();
+            move |bytes| Outgoing {
+                bytes,
+                about: About::CausedBy(id.clone()),
+            }
+        });
+        let reply = match handled.reply {
             Some(bytes) => Outgoing {
                 bytes,
-                about: About::Reply(handled.id),
+                about: About::Reply(id),
             },
             None => Outgoing {
                 bytes: Vec::new(),
-                about: About::Unanswered(handled.id),
+                about: About::Unanswered(id),
             },
         };
-        self.send(message).await;
-        if let Some(trace) = handled.trace {
-            self.send_unrelated(trace).await;
+        let trace = handled.trace.map(|bytes| Outgoing {
+            bytes,
+            about: About::Session,
+        });
+        let mut messages = caused.chain(std::iter::once(reply)).chain(trace);
+        // Hand over what fits now; the rest (from the first that did not
+        // fit, in order) waits.
+        let waiting = messages.by_ref().find_map(|m| self.offer(m)).map(|first| {
+            let rest: Vec<Outgoing> = messages.collect();
+            Box::pin(async move {
+                self.send_waiting(first).await;
+                for message in rest {
+                    self.send_waiting(message).await;
+                }
+            })
+        });
+        async move {
+            if let Some(waiting) = waiting {
+                waiting.await;
+            }
         }
     }
 

@@ -114,7 +114,7 @@ impl McpService {
         if streamable {
             let parsed = jsonrpc::parse(&body);
             return (
-                self.streamable_post(parts, &body, parsed).await,
+                Box::pin(self.streamable_post(parts, &body, parsed)).await,
                 Leftover::Done,
             );
         }
@@ -170,7 +170,7 @@ impl McpService {
             _ => {}
         }
         if *streamable {
-            return Some(self.streamable_post(parts, body, parsed).await);
+            return Some(Box::pin(self.streamable_post(parts, body, parsed)).await);
         }
         Some(self.single_parsed(parts, body, parsed).await)
     }
@@ -221,7 +221,7 @@ impl McpService {
         parsed: Parsed<'_>,
     ) -> Response<McpBody> {
         if self.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
-            return self.streamable_post(parts, body, parsed).await;
+            return Box::pin(self.streamable_post(parts, body, parsed)).await;
         }
         match self
             .server
