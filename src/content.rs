@@ -377,9 +377,12 @@ impl ToolOutput {
     /// `output` does not serialise to JSON (a map with non-string keys, a
     /// failing `Serialize` impl).
     pub fn serialize<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
-        // Two serialisations cost less than one and a parse.
+        // One serialisation, read back: what is checked against the output
+        // schema is exactly what the client reads (an `f32` is `0.1` in
+        // both, not `0.10000000149011612` in one; a repeated key is the
+        // last one, as JSON readers take it).
         let ordered = serde_json::value::to_raw_value(output)?;
-        let structured = serde_json::to_value(output)?;
+        let structured = serde_json::from_str(ordered.get())?;
         Ok(Self {
             structured: Some(structured),
             ordered: Some(ordered),

@@ -276,6 +276,14 @@ struct CallEnvelope<'a, P> {
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     params: ObjectOnly<P>,
+    // Read only so that a repeated one is refused as the general reading
+    // refuses it.
+    #[serde(default, borrow, deserialize_with = "present")]
+    #[allow(dead_code)]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    #[allow(dead_code)]
+    error: Option<&'a RawValue>,
 }
 
 impl<'a, P> CallEnvelope<'a, P> {
@@ -562,6 +570,8 @@ mod tests {
             r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"tools/call"},"x":"\"tools/call\""}"#,
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"echo"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"result":1,"result":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"error":1,"error":2}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}} trailing"#,
         ];
         for text in left {

@@ -463,6 +463,24 @@ impl Prompt for PromptTemplate {
 
     fn check(&self) -> Result<(), BuildError> {
         let pieces = self.pieces().map_err(|p| self.problem(p))?;
+        // A placeholder names an argument a client fills in: a word.
+        let unnamable = pieces.iter().find_map(|piece| match piece {
+            Piece::Placeholder(name)
+                if name.is_empty()
+                    || !name
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) =>
+            {
+                Some(*name)
+            }
+            _ => None,
+        });
+        if let Some(name) = unnamable {
+            return Err(self.problem(format!(
+                "placeholder {{{name}}}: a name is letters, digits, '_', '-' or '.' \
+                 (write '{{{{' for a literal brace)"
+            )));
+        }
         let has = |name: &str| pieces.contains(&Piece::Placeholder(name));
         if let Some((name, _)) = self.values.iter().find(|(n, _)| !has(n)) {
             return Err(self.problem(format!(
@@ -533,6 +551,10 @@ mod tests {
                 .is_err()
         );
         assert!(template("{{a}}").check().is_ok());
+        assert!(template("{}").check().is_err(), "an empty name");
+        assert!(template("{a{b}").check().is_err(), "a brace in a name");
+        assert!(template("{two words}").check().is_err());
+        assert!(template("{snake_case-and.dots9}").check().is_ok());
         assert!(template("{{a}}").arguments().is_empty());
     }
 
