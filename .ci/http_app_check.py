@@ -50,12 +50,18 @@ async def model_context(url: str, tool: str, arguments: dict, expect: dict) -> N
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("base", help="the app's base URL, e.g. http://127.0.0.1:3000")
-    parser.add_argument("--tool", required=True, help="the tool's name")
+    parser.add_argument("--tool", required=True, help="the tool's name (listed in tools/list)")
     parser.add_argument("--v1-tool", required=True, help="the tool's mcpId")
     parser.add_argument("--arguments", required=True, help="JSON arguments")
     parser.add_argument("--expect", required=True, help="the JSON output expected")
+    parser.add_argument("--mc-tool", help="the tool the Python client calls (default --tool)")
+    parser.add_argument("--mc-arguments", help="its JSON arguments (default --arguments)")
+    parser.add_argument("--mc-expect", help="its JSON output expected (default --expect)")
     args = parser.parse_args()
     arguments, expect = json.loads(args.arguments), json.loads(args.expect)
+    mc_tool = args.mc_tool or args.tool
+    mc_arguments = json.loads(args.mc_arguments) if args.mc_arguments else arguments
+    mc_expect = json.loads(args.mc_expect) if args.mc_expect else expect
 
     with urllib.request.urlopen(f"{args.base}/health", timeout=10) as response:
         if response.status != 200:
@@ -71,7 +77,7 @@ def main() -> None:
         fail(f"MCP v1.0 mcp/executeTool: {reply}")
     print("PASS MCP v1.0 single exchange: mcp/executeTool")
 
-    anyio.run(model_context, f"{args.base}/mcp", args.tool, arguments, expect)
+    anyio.run(model_context, f"{args.base}/mcp", mc_tool, mc_arguments, mc_expect)
 
 
 if __name__ == "__main__":

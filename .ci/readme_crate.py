@@ -36,11 +36,14 @@ def main() -> None:
     test = after(readme, "## Testing your server", "rust")
     if 'clawmcp = "' not in toml:
         sys.exit("the README's dependency block has no clawmcp line")
+    tests = len(re.findall(r"^#\[(?:tokio::)?test\]", test, re.M))
+    if tests == 0:
+        sys.exit("the README's testing block holds no test")
     toml = re.sub(r'^clawmcp = ".*"$', 'clawmcp = { path = "%s" }' % ROOT, toml, flags=re.M)
 
-    work = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="clawmcp-readme-")
-    crate = os.path.join(work, "readme-crate")
-    shutil.rmtree(crate, ignore_errors=True)
+    work = sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()
+    os.makedirs(work, exist_ok=True)
+    crate = os.path.join(tempfile.mkdtemp(prefix="clawmcp-readme-", dir=work), "readme-crate")
     os.makedirs(os.path.join(crate, "src"))
     os.makedirs(os.path.join(crate, "tests"))
     with open(os.path.join(crate, "Cargo.toml"), "w", encoding="utf-8") as f:
@@ -57,8 +60,15 @@ def main() -> None:
         # Share the checkout's target directory: its dependencies are built.
         env["CARGO_TARGET_DIR"] = os.path.join(ROOT, "target")
     print(f"crate at {crate}", flush=True)
-    subprocess.run(["cargo", "test", "--manifest-path", os.path.join(crate, "Cargo.toml")],
-                   check=True, env=env)
+    run = subprocess.run(["cargo", "test", "--manifest-path", os.path.join(crate, "Cargo.toml")],
+                         env=env, stdout=subprocess.PIPE, text=True)
+    print(run.stdout, end="")
+    if run.returncode != 0:
+        sys.exit(run.returncode)
+    passed = sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", run.stdout))
+    if passed != tests:
+        sys.exit(f"{passed} tests passed; the README's testing block has {tests}")
+    shutil.rmtree(os.path.dirname(crate), ignore_errors=True)
 
 
 if __name__ == "__main__":

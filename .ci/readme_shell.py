@@ -7,11 +7,13 @@ lines that hold a JSON-RPC message (`...` and `…` match anything).
 Every ```sh block is either run or listed in SKIPPED with the reason, so a
 new snippet cannot go unchecked by accident. `cargo run ... --example
 reference` in a snippet runs the given binary instead (no build in the
-middle of a check); `127.0.0.1:8080` becomes a free port.
+middle of a check); `127.0.0.1:8080` becomes a free port; `curl -s` becomes `curl -sf`, so an
+error status fails the snippet even where it shows no output.
 """
 
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -51,7 +53,8 @@ def expected_patterns(block: str):
 def main() -> None:
     binary = os.path.abspath(sys.argv[1])
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    blocks = re.findall(r"^```sh\n(.*?)^```", readme, re.S | re.M)
+    # Every shell-like fence, whatever its info string says after the language.
+    blocks = re.findall(r"^```(?:sh|bash|shell|console)\b[^\n]*\n(.*?)^```", readme, re.S | re.M)
     port = free_port()
     root = tempfile.mkdtemp(prefix="clawmcp-readme-root-")
     server = subprocess.Popen([binary, "--http", f"127.0.0.1:{port}", "--root", root],
@@ -70,7 +73,9 @@ def main() -> None:
                 print(f"SKIP {first[:60]!r}: {SKIPPED[first]}")
                 continue
             script = block.replace("127.0.0.1:8080", f"127.0.0.1:{port}")
-            script = re.sub(r"cargo run -q --example reference", binary, script)
+            script = script.replace("cargo run -q --example reference", shlex.quote(binary))
+            # A 4xx or 5xx fails the snippet (curl -s alone exits 0 on them).
+            script = re.sub(r"\bcurl -s", "curl -sf", script)
             run = subprocess.run(["bash", "-c", "set -e -o pipefail\n" + script + "\nwait"],
                                  capture_output=True, text=True, timeout=60, cwd=ROOT)
             problems = []

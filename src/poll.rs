@@ -12,6 +12,7 @@ pub(crate) async fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
 
 /// `future`'s output if it is ready at its first poll (no timer, no
 /// waiting); `None` if it would wait — it is then dropped.
+#[cfg(feature = "http")]
 pub(crate) async fn ready_now<F: std::future::Future>(future: F) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
     std::future::poll_fn(|cx| {
