@@ -23,7 +23,9 @@ use serde_json::{Value, json};
 /// A hang guard, not a performance bound.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-fn spawn(args: &[&str], rust_log: &str) -> Child {
+/// The server, and its file-writer root, which must outlive it (removed
+/// too early, the server cannot open it and exits 1 at start).
+fn spawn(args: &[&str], rust_log: &str) -> (Child, tempfile::TempDir) {
     let root = tempfile::tempdir().expect("a temp dir");
     let child = Command::new(reference_binary())
         .args(args)
@@ -35,10 +37,7 @@ fn spawn(args: &[&str], rust_log: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the reference server starts");
-    // The root must outlive the process only while it writes files: these
-    // tests do not.
-    drop(root);
-    child
+    (child, root)
 }
 
 fn wait(child: &mut Child, within: Duration) -> Option<i32> {
@@ -79,7 +78,7 @@ fn echo(id: u64) -> Vec<u8> {
 
 #[test]
 fn an_idle_server_whose_stdout_is_closed_exits_3_at_once() {
-    let mut child = spawn(&[], "info");
+    let (mut child, _root) = spawn(&[], "info");
     // Initialised and idle, stdin kept open.
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(&initialize()).expect("write");
@@ -96,7 +95,7 @@ fn an_idle_server_whose_stdout_is_closed_exits_3_at_once() {
 
 #[test]
 fn a_server_whose_stderr_is_closed_serves_and_exits_0() {
-    let mut child = spawn(&[], "trace");
+    let (mut child, _root) = spawn(&[], "trace");
     drop(child.stderr.take());
     let mut stdin = child.stdin.take().expect("stdin");
     let mut input = initialize();
@@ -128,7 +127,7 @@ fn a_server_whose_stderr_is_closed_serves_and_exits_0() {
 #[test]
 fn a_stderr_nobody_reads_never_blocks_the_server() {
     // Trace-level logging writes far more than a pipe holds (64 KiB).
-    let mut child = spawn(&[], "trace");
+    let (mut child, _root) = spawn(&[], "trace");
     let _unread_stderr = child.stderr.take();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut input = initialize();
@@ -159,7 +158,7 @@ fn a_stderr_nobody_reads_never_blocks_the_server() {
 fn over_http_a_closed_stderr_keeps_every_reply_and_a_clean_sigterm_exit() {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut child = spawn(&["--http", &addr], "trace");
+    let (mut child, _root) = spawn(&["--http", &addr], "trace");
     drop(child.stderr.take());
     wait_listening(&addr);
     for _ in 0..20 {
