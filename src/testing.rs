@@ -144,15 +144,7 @@ impl TestClient {
     /// checks it succeeded, then sends `notifications/initialized`; returns
     /// the `initialize` result.
     pub async fn initialize_model_context(&mut self, params: Value) -> Value {
-        let reply = self
-            .call_with_id(json!(1), "initialize", Some(params))
-            .await;
-        let result = match reply {
-            Ok(result) => result,
-            Err(e) => panic!("initialize failed: {e}"),
-        };
-        self.notify("notifications/initialized", json!({})).await;
-        result
+        self.handshake(params, "notifications/initialized").await
     }
 
     /// Connects and completes the handshake (`initialize` with id 1, then
@@ -170,6 +162,12 @@ impl TestClient {
     /// Sends `initialize` (id 1) with `params`, checks it succeeded, then
     /// sends `initialized`; returns the `initialize` result.
     pub async fn initialize(&mut self, params: Value) -> Value {
+        self.handshake(params, "initialized").await
+    }
+
+    /// `initialize` (id 1) with `params`, which must succeed, then the
+    /// dialect's `initialized` notification; the `initialize` result.
+    async fn handshake(&mut self, params: Value, initialized: &str) -> Value {
         let reply = self
             .call_with_id(json!(1), "initialize", Some(params))
             .await;
@@ -177,7 +175,7 @@ impl TestClient {
             Ok(result) => result,
             Err(e) => panic!("initialize failed: {e}"),
         };
-        self.notify("initialized", json!({})).await;
+        self.notify(initialized, json!({})).await;
         result
     }
 

@@ -370,35 +370,15 @@ fn is_supported_content_type(value: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chunked::{decode_in_chunks, msg};
     use super::*;
-    use bytes::Bytes;
 
     fn frame(body: &str) -> Vec<u8> {
         format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
     }
 
-    /// Feeds `input` in chunks of `chunk` bytes, then ends the input.
-    fn decode_in_chunks(codec: &mut FrameCodec, input: &[u8], chunk: usize) -> Vec<Input> {
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for piece in input.chunks(chunk.max(1)) {
-            buf.extend_from_slice(piece);
-            while let Some(item) = codec.decode(&mut buf).unwrap() {
-                out.push(item);
-            }
-        }
-        while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(item);
-        }
-        out
-    }
-
     fn decode_all(input: &[u8]) -> Vec<Input> {
         decode_in_chunks(&mut FrameCodec::new(1024), input, input.len())
-    }
-
-    fn msg(body: &str) -> Input {
-        Input::Message(Bytes::copy_from_slice(body.as_bytes()))
     }
 
     #[test]

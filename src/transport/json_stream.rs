@@ -220,27 +220,11 @@ impl Decoder for JsonStreamDecoder {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chunked::msg;
     use super::*;
-    use bytes::Bytes;
 
     fn decode_in_chunks(max: usize, input: &[u8], chunk: usize) -> Vec<Input> {
-        let mut decoder = JsonStreamDecoder::new(max);
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for piece in input.chunks(chunk.max(1)) {
-            buf.extend_from_slice(piece);
-            while let Some(item) = decoder.decode(&mut buf).unwrap() {
-                out.push(item);
-            }
-        }
-        while let Some(item) = decoder.decode_eof(&mut buf).unwrap() {
-            out.push(item);
-        }
-        out
-    }
-
-    fn msg(s: &str) -> Input {
-        Input::Message(Bytes::copy_from_slice(s.as_bytes()))
+        super::super::chunked::decode_in_chunks(&mut JsonStreamDecoder::new(max), input, chunk)
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Transports: adapters that move bytes between a peer and a session. The
 //! core ([`crate::server`]) knows nothing of them.
 
+#[cfg(test)]
+mod chunked;
 mod frame;
 #[cfg(feature = "http")]
 mod http;

@@ -131,27 +131,11 @@ impl<T: AsRef<[u8]>> Encoder<T> for LineCodec {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chunked::msg;
     use super::*;
-    use bytes::Bytes;
 
     fn decode_in_chunks(max: usize, input: &[u8], chunk: usize) -> Vec<Input> {
-        let mut codec = LineCodec::new(max);
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for piece in input.chunks(chunk.max(1)) {
-            buf.extend_from_slice(piece);
-            while let Some(item) = codec.decode(&mut buf).unwrap() {
-                out.push(item);
-            }
-        }
-        while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(item);
-        }
-        out
-    }
-
-    fn msg(s: &str) -> Input {
-        Input::Message(Bytes::copy_from_slice(s.as_bytes()))
+        super::super::chunked::decode_in_chunks(&mut LineCodec::new(max), input, chunk)
     }
 
     #[test]
