@@ -10,7 +10,8 @@ grew per session. Standard library only.
 
 Without --binary it builds the reference example (release) where cargo says.
 
-N must stay under the server's connection limit (1024, minus 20 for warm-up).
+N must stay under the server's stream limit (512 streaming sessions, minus 20
+for warm-up): past it sessions are refused with 503 and not counted.
 """
 
 import json
