@@ -278,12 +278,10 @@ struct CallEnvelope<'a, P> {
     params: ObjectOnly<P>,
     // Read only so that a repeated one is refused as the general reading
     // refuses it.
-    #[serde(default, borrow, deserialize_with = "present")]
-    #[allow(dead_code)]
-    result: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    #[allow(dead_code)]
-    error: Option<&'a RawValue>,
+    #[serde(rename = "result", default, borrow, deserialize_with = "present")]
+    _result: Option<&'a RawValue>,
+    #[serde(rename = "error", default, borrow, deserialize_with = "present")]
+    _error: Option<&'a RawValue>,
 }
 
 impl<'a, P> CallEnvelope<'a, P> {

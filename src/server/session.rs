@@ -244,9 +244,6 @@ impl Session {
         self.drain(Some(&mut input)).await;
     }
 
-    /// Serves one input, waits for the requests it started, and ends the
-    /// session (an HTTP single exchange). Returns whether the input was not
-    /// JSON at all (answered `-32700`).
     /// Serves one parsed body, waits for the requests it started, and ends
     /// the session (an HTTP single exchange, parsed once by its transport to
     /// find its dialect). Returns whether the body was not JSON at all
