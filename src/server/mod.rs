@@ -19,6 +19,7 @@ pub(crate) use catalog::{Catalog, CompletionRef};
 pub(crate) use handshake::Phase;
 pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;
+use session::Alone;
 pub(crate) use session::Session;
 pub use session::{Input, MAX_PARKED};
 #[cfg(feature = "http")]
@@ -26,7 +27,7 @@ pub(crate) use shared::About;
 pub(crate) use shared::{ClientInfo, Outgoing, Shared, Subscriptions};
 
 use crate::completion::Complete;
-use crate::dialect::{Dialects, model_context, v1};
+use crate::dialect::{Dialect, Dialects, model_context, v1};
 use crate::error::BuildError;
 use crate::prompt::Prompt;
 use crate::protocol::{ServerCapabilities, ServerInfo};
@@ -55,6 +56,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<ServerInner>,
+    /// The state every HTTP single exchange's request served without a
+    /// session shares ([`session::alone`]).
+    exchange: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Server {
@@ -136,23 +140,45 @@ impl Server {
         parsed: crate::jsonrpc::Parsed<'_>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
     ) -> (Option<Vec<u8>>, bool) {
-        let (out, mut replies) = tokio::sync::mpsc::channel(2);
+        // One request, most often answered at once: no session is built.
+        let parsed = match parsed {
+            crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
+                match session::alone(&self.exchange, message) {
+                    Alone::Answered(reply) => return (reply, false),
+                    Alone::Running(job) => {
+                        let (out, replies) = tokio::sync::mpsc::channel(2);
+                        Session::implicit(self, out, stop.clone())
+                            .run_job(job, body.len())
+                            .await;
+                        return (only_reply(replies).await, false);
+                    }
+                    Alone::Not(message) => crate::jsonrpc::Parsed::Single(message),
+                }
+            }
+            parsed => parsed,
+        };
+        let (out, replies) = tokio::sync::mpsc::channel(2);
         let not_json = Session::implicit(self, out, stop.clone())
             .run_parsed(body, parsed)
             .await;
-        let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
-        while let Some(extra) = replies.recv().await {
-            tracing::error!(
-                bytes = extra.bytes.len(),
-                "an implicit session wrote more than one message"
-            );
-        }
-        (reply, not_json)
+        (only_reply(replies).await, not_json)
     }
 
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
         &self.inner
     }
+}
+
+/// The one message an implicit session wrote, once it is done.
+async fn only_reply(mut replies: tokio::sync::mpsc::Receiver<Outgoing>) -> Option<Vec<u8>> {
+    let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
+    while let Some(extra) = replies.recv().await {
+        tracing::error!(
+            bytes = extra.bytes.len(),
+            "an implicit session wrote more than one message"
+        );
+    }
+    reply
 }
 
 /// Limits that protect a server from its clients.
@@ -449,17 +475,17 @@ impl ServerBuilder {
         self.handle
             .registry()
             .set_resource_ids(catalog.resource_index.keys().cloned().collect());
-        Ok(Server {
-            inner: Arc::new(ServerInner {
-                info,
-                catalog,
-                v1,
-                model_context,
-                dialects: self.dialects,
-                limits: self.limits,
-                handle: self.handle,
-            }),
-        })
+        let inner = Arc::new(ServerInner {
+            info,
+            catalog,
+            v1,
+            model_context,
+            dialects: self.dialects,
+            limits: self.limits,
+            handle: self.handle,
+        });
+        let exchange = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
+        Ok(Server { inner, exchange })
     }
 }
 
@@ -498,4 +524,82 @@ pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawV
         tracing::error!("serialising a fixed list failed: {e}");
         serde_json::value::RawValue::from_string("null".into()).unwrap_or_default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ToolDefinition;
+    use crate::tool::{ToolContext, tool_fn};
+    use serde_json::{Value, json};
+
+    fn definition(name: &str) -> ToolDefinition {
+        ToolDefinition {
+            mcp_id: format!("mcp://test/tools/{name}:v1"),
+            name: name.into(),
+            description: name.into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object"}),
+        }
+    }
+
+    fn server() -> Server {
+        let at_once = tool_fn(
+            definition("at-once"),
+            |_: Value, ctx: ToolContext| async move { Ok(json!({"id": ctx.request_id().to_string()})) },
+        );
+        let waits = tool_fn(
+            definition("waits"),
+            |_: Value, ctx: ToolContext| async move {
+                tokio::task::yield_now().await;
+                Ok(json!({"id": ctx.request_id().to_string()}))
+            },
+        );
+        let blocks =
+            tool_fn(
+                definition("blocks"),
+                |_: Value, ctx: ToolContext| async move {
+                    Ok(json!({"id": ctx.request_id().to_string()}))
+                },
+            )
+            .blocking();
+        Server::builder()
+            .tool(at_once)
+            .tool(waits)
+            .tool(blocks)
+            .build()
+            .unwrap()
+    }
+
+    fn call(id: u32, tool: &str) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": "mcp/executeTool",
+               "params": {"id": format!("mcp://test/tools/{tool}:v1"), "arguments": {}}})
+        .to_string()
+    }
+
+    /// A single exchange's request is answered alike whether its work ends
+    /// on the first poll (served without a session), waits, or may block
+    /// (both finish in a session of their own) — and the shared state the
+    /// first kind uses keeps nothing from one exchange to the next.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_single_exchange_is_answered_however_its_work_runs() {
+        let server = server();
+        for round in 0..3 {
+            for (n, tool) in ["at-once", "waits", "blocks"].into_iter().enumerate() {
+                let id = round * 10 + u32::try_from(n).unwrap();
+                let reply = server.handle_message(call(id, tool)).await.unwrap();
+                let reply: Value = serde_json::from_slice(&reply).unwrap();
+                assert_eq!(reply["id"], id, "{tool}");
+                assert_eq!(reply["result"]["output"]["id"], id.to_string(), "{tool}");
+            }
+        }
+        let exchange = &server.exchange;
+        assert!(exchange.out.is_closed());
+        assert!(!exchange.trace_on());
+        assert_eq!(
+            Arc::strong_count(exchange),
+            1,
+            "a job kept the shared state"
+        );
+    }
 }

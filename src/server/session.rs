@@ -255,6 +255,13 @@ impl Session {
         self.finish_one().await
     }
 
+    /// Runs `job`, the one request of an HTTP single exchange that
+    /// [`alone`] could not finish at once, then ends the session.
+    pub(super) async fn run_job(mut self, job: Job, bytes: usize) {
+        self.admit(job, ReplyTo::Session, bytes).await;
+        self.finish_one().await;
+    }
+
     /// Waits for what the one input started, then ends the session.
     async fn finish_one(self) -> bool {
         let max = self.permits_total();
@@ -572,25 +579,13 @@ impl Session {
                         Err(reply) => reply,
                     },
                     Admission::Serve => {
-                        match dialect.route(&self.shared, &id, &method, params, call) {
-                            Step::Reply(reply) => reply,
-                            Step::Run { work, progress } => {
-                                return Outcome::Run(Job::new(
-                                    &self.shared,
-                                    id,
-                                    work,
-                                    progress,
-                                    started,
-                                ));
-                            }
-                        }
+                        return match serve(&self.shared, id, &method, params, call, started) {
+                            Served::Now(handled) => Outcome::Reply(handled),
+                            Served::Work(job) => Outcome::Run(job),
+                        };
                     }
                 };
-                let trace = self.shared.trace_line(&method, &id, started, Some(&reply));
-                Outcome::Reply(Handled {
-                    trace,
-                    ..Handled::reply(id, Some(reply))
-                })
+                Outcome::Reply(answered(&self.shared, id, &method, started, reply))
             }
             Incoming::Notification { method, params } => self.notification(&method, params),
             Incoming::Response { id, outcome } => {
@@ -655,6 +650,104 @@ impl Session {
         }
         answered
     }
+}
+
+/// A request served through the method table.
+enum Served {
+    /// Answered at once.
+    Now(Handled),
+    /// Its reply needs async work.
+    Work(Job),
+}
+
+/// A request the dialect serves through its method table: the reply, or
+/// the job whose work makes it.
+fn serve(
+    shared: &Arc<Shared>,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    call: Option<jsonrpc::ToolCall<'_>>,
+    started: Option<Instant>,
+) -> Served {
+    match shared.dialect.route(shared, &id, method, params, call) {
+        Step::Reply(reply) => Served::Now(answered(shared, id, method, started, reply)),
+        Step::Run { work, progress } => Served::Work(Job::new(shared, id, work, progress, started)),
+    }
+}
+
+/// A reply known at once, with its trace line.
+fn answered(
+    shared: &Shared,
+    id: RequestId,
+    method: &str,
+    started: Option<Instant>,
+    reply: Vec<u8>,
+) -> Handled {
+    let trace = shared.trace_line(method, &id, started, Some(&reply));
+    Handled {
+        trace,
+        ..Handled::reply(id, Some(reply))
+    }
+}
+
+/// One request of an HTTP single exchange, served without a session.
+pub(super) enum Alone<'a> {
+    /// Answered at once: the reply (MCP v1.0 answers every request).
+    Answered(Option<Vec<u8>>),
+    /// Its work goes on: it needs a session to finish in
+    /// ([`Session::run_job`]).
+    Running(Job),
+    /// Not a request this path serves: serve it in a session.
+    Not(Incoming<'a>),
+}
+
+/// Serves the one request of an implicit MCP v1.0 session (an HTTP single
+/// exchange) without building the session — its outbox channel, its slots,
+/// its state — when it can: a request the method table serves, whose work
+/// (if any) finishes on its first poll, as most tools do. `shared` is the
+/// server's [`Shared::detached`] state: nothing a single request of MCP
+/// v1.0 does reads or changes a session's state (its trace level, its
+/// cancel registry and its outbox are for notifications, batches and work
+/// that waits), so one state serves them all. Anything else comes back to
+/// be served the usual way. The caller checks that shutdown has not begun.
+pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a> {
+    let dialect = shared.dialect;
+    let served = match &message {
+        Incoming::Request { id, method, .. } => {
+            *id != RequestId::Null && dialect.admit(Phase::Implicit, method, id) == Admission::Serve
+        }
+        _ => false,
+    };
+    let Incoming::Request {
+        id,
+        method,
+        params,
+        call,
+    } = message
+    else {
+        return Alone::Not(message);
+    };
+    if !served {
+        return Alone::Not(Incoming::Request {
+            id,
+            method,
+            params,
+            call,
+        });
+    }
+    let handled = match serve(shared, id, &method, params, call, None) {
+        Served::Work(job) if job.may_block => return Alone::Running(job),
+        Served::Work(job) => match job.try_now(shared) {
+            Ok(handled) => handled,
+            Err(job) => return Alone::Running(job),
+        },
+        Served::Now(handled) => handled,
+    };
+    // The detached state never traces, and MCP v1.0 sends the changes a
+    // request fires to every session alike, not as caused by it.
+    debug_assert!(handled.trace.is_none() && handled.caused.is_empty());
+    Alone::Answered(handled.reply)
 }
 
 /// Hands a reply to where it goes.

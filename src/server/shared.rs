@@ -156,6 +156,14 @@ impl Shared {
         }
     }
 
+    /// A session state whose outbox is closed from the start: for requests
+    /// served without a session ([`super::session::alone`]), which send
+    /// nothing. Anything sent through it is dropped (and logged).
+    pub(super) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
+        let (out, _) = mpsc::channel(1);
+        Self::new(server, out, dialect)
+    }
+
     /// Sends one message; dropped (and logged) when the transport is gone.
     /// While the outbox has room (the common case) the message is handed
     /// over at once, and the future returned is a few bytes: it waits
