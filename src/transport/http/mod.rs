@@ -500,12 +500,15 @@ fn plain(status: StatusCode, text: &str) -> Response<McpBody> {
         .unwrap_or_default()
 }
 
+/// A JSON response: built in place, with a static header value (a builder
+/// and a `&str` value each cost a copy or a check on every reply).
 fn json(status: StatusCode, body: Vec<u8>) -> Response<McpBody> {
-    Response::builder()
-        .status(status)
-        .header(CONTENT_TYPE, "application/json")
-        .body(McpBody::full(body))
-        .unwrap_or_default()
+    let mut response = Response::new(McpBody::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// `application/json`, with any parameters.
