@@ -51,9 +51,17 @@ struct McServer {
 
 impl McServer {
     async fn start(config: HttpConfig) -> Self {
+        Self::start_with(config, |builder| builder).await
+    }
+
+    /// A server whose builder `adjust` changes first.
+    async fn start_with(
+        config: HttpConfig,
+        adjust: impl FnOnce(clawmcp::ServerBuilder) -> clawmcp::ServerBuilder,
+    ) -> Self {
         let probe = Probe::default();
         let status = model_context_support::status();
-        let server = model_context_support::builder(&probe, &status)
+        let server = adjust(model_context_support::builder(&probe, &status))
             .build()
             .expect("the test server builds");
         let listener = TcpListener::bind("127.0.0.1:0")
@@ -617,6 +625,67 @@ async fn a_call_whose_reply_comes_first_is_answered_as_json() {
     assert_eq!(
         body["result"]["structuredContent"]["message"], "hello",
         "{body}"
+    );
+}
+
+/// Sends `request` on a connection of its own; its reply is read in a
+/// task.
+async fn in_background(
+    server: &McServer,
+    request: Request<ReqBody>,
+) -> tokio::task::JoinHandle<Reply> {
+    let mut client = server.client().await;
+    let pending = client.start(request).await;
+    tokio::spawn(async move {
+        let reply = Reply::read(head(pending).await).await;
+        drop(client);
+        reply
+    })
+}
+
+/// A session serves at most `max_in_flight` requests at once, whichever
+/// POSTs carry them: one past the limit waits for a slot (and is answered
+/// once it gets one), and a request sent after it does not overtake it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_in_flight_limit_wait_in_order_for_a_slot() {
+    let server = McServer::start_with(HttpConfig::default(), |b| b.max_in_flight(1)).await;
+    let session = server.session().await;
+    let start = |id: i64, tool: &'static str, arguments: Value| {
+        let request = post(Some(&session), &call(id, tool, arguments));
+        in_background(&server, request)
+    };
+    let gated = start(1, "gate", json!({})).await;
+    server
+        .probe
+        .wait_for("the gate tool runs", |p| p.started() == 1)
+        .await;
+    let waiting = start(2, "gate", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let after = start(3, "echo", json!({"message": "late"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        server.probe.started(),
+        1,
+        "a second request ran past the limit"
+    );
+    assert!(
+        !waiting.is_finished() && !after.is_finished(),
+        "answered past the limit"
+    );
+
+    server.probe.gate.add_permits(1);
+    assert_eq!(assert_json_reply(&gated.await.unwrap())["id"], 1);
+    server
+        .probe
+        .wait_for("the parked request runs", |p| p.started() == 2)
+        .await;
+    assert!(!after.is_finished(), "the echo overtook the parked request");
+    server.probe.gate.add_permits(1);
+    assert_eq!(assert_json_reply(&waiting.await.unwrap())["id"], 2);
+    let late = assert_json_reply(&after.await.unwrap());
+    assert_eq!(
+        late["result"]["structuredContent"]["message"], "late",
+        "{late}"
     );
 }
 

@@ -21,7 +21,7 @@ pub(crate) use handshake::Phase;
 pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;
 use session::Alone;
-pub(crate) use session::Session;
+pub(crate) use session::{Beside, Session, beside};
 pub use session::{Input, MAX_PARKED};
 #[cfg(feature = "http")]
 pub(crate) use shared::About;

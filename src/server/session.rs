@@ -141,11 +141,11 @@ impl Session {
         phase: Phase,
     ) -> Self {
         let inner: Arc<ServerInner> = server.inner().clone();
-        let permits = Arc::new(Semaphore::new(inner.limits.max_in_flight));
+        let shared = Arc::new(Shared::new(inner, out, dialect));
         Self {
-            shared: Arc::new(Shared::new(inner, out, dialect)),
+            permits: shared.permits.clone(),
+            shared,
             phase,
-            permits,
             stop,
             not_json: false,
             draining: false,
@@ -303,6 +303,7 @@ impl Session {
         tracing::debug!("output closed; the session stops reading");
         self.parked.clear();
         self.parked_bytes = 0;
+        self.shared.set_parked(0);
         self.shared.peer.close();
         self.shared.cancel_all(CancelReason::Gone);
     }
@@ -318,6 +319,7 @@ impl Session {
         tracing::debug!("session shutting down");
         self.draining = true;
         while let Some(parked) = self.parked.pop_front() {
+            self.shared.set_parked(self.parked.len());
             let id = parked.job.id;
             let reply = Some(self.shared.dialect.shutting_down(&id));
             deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
@@ -371,6 +373,7 @@ impl Session {
     /// Starts the first parked request in the slot `permit` holds.
     async fn start_next(&mut self, permit: OwnedSemaphorePermit) {
         if let Some(parked) = self.parked.pop_front() {
+            self.shared.set_parked(self.parked.len());
             self.parked_bytes -= parked.bytes;
             self.start(parked.job, parked.to, permit).await;
         }
@@ -387,6 +390,7 @@ impl Session {
         } else {
             self.parked_bytes += bytes;
             self.parked.push_back(Parked { job, to, bytes });
+            self.shared.set_parked(self.parked.len());
             None
         };
         async move {
@@ -417,14 +421,7 @@ impl Session {
                 match now {
                     Ok(handled) => Some(handled),
                     Err(job) => {
-                        let running = job.registered(shared);
-                        let shared = shared.clone();
-                        let permit = slot.take();
-                        tokio::spawn(async move {
-                            let handled = running.await;
-                            shared.send_handled(handled).await;
-                            drop(permit);
-                        });
+                        run_in_task(shared, job, slot.take());
                         None
                     }
                 }
@@ -645,6 +642,7 @@ impl Session {
             }
         }
         self.parked = kept;
+        self.shared.set_parked(self.parked.len());
         if !self.shared.cancel(id) && answered.is_empty() {
             tracing::debug!(%id, "$/cancelRequest for a request not in flight");
         }
@@ -748,6 +746,88 @@ pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a
     // request fires to every session alike, not as caused by it.
     debug_assert!(handled.trace.is_none() && handled.caused.is_empty());
     Alone::Answered(handled.reply)
+}
+
+/// Runs `job` in a task of its own; its reply goes to the session's output,
+/// then its slot (`permit`) is freed.
+fn run_in_task(shared: &Arc<Shared>, job: Job, permit: Option<OwnedSemaphorePermit>) {
+    let running = job.registered(shared);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let handled = running.await;
+        shared.send_handled(handled).await;
+        drop(permit);
+    });
+}
+
+/// One request of a running session served beside its reader (a
+/// Streamable HTTP POST).
+pub(crate) enum Beside {
+    /// Answered at once, with nothing sent meanwhile: the reply, for the
+    /// caller to return itself.
+    Answered(Vec<u8>),
+    /// Its reply (after whatever it sent first) goes out through the
+    /// session's output, as the reader's replies do.
+    Sent,
+    /// Not served here: hand it to the reader.
+    Not,
+}
+
+/// Serves one request of a running session on the caller's task instead
+/// of the session's reader — no hand-over to the reader and no second
+/// parse — when it can: the handshake is done, no request is parked (this
+/// one would overtake it), a slot is free and the method table serves the
+/// method. A reply known at once, or work that ends on its first poll, is
+/// answered to the caller when nothing at all was sent meanwhile (so
+/// nothing can have come before the reply); anything else goes out through
+/// the session's output, in order, like the reader's replies. The caller
+/// checks that the session is not shutting down.
+pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Beside {
+    let dialect = shared.dialect;
+    let served = shared.is_ready()
+        && shared.parked() == 0
+        && matches!(&message, Incoming::Request { id, method, .. }
+            if (*id != RequestId::Null || dialect.allows_null_ids())
+                && dialect.admit(Phase::Ready, method, id) == Admission::Serve);
+    let permit = match served {
+        true => shared.permits.clone().try_acquire_owned().ok(),
+        false => None,
+    };
+    let Some(permit) = permit else {
+        return Beside::Not;
+    };
+    let Incoming::Request {
+        id,
+        method,
+        params,
+        call,
+    } = message
+    else {
+        return Beside::Not;
+    };
+    let before = shared.sent();
+    let started = shared.trace_on().then(Instant::now);
+    let mut handled = match serve(shared, id, &method, params, call, started) {
+        Served::Now(handled) => handled,
+        Served::Work(job) if job.may_block => {
+            run_in_task(shared, job, Some(permit));
+            return Beside::Sent;
+        }
+        Served::Work(job) => match job.try_now(shared) {
+            Ok(handled) => handled,
+            Err(job) => {
+                run_in_task(shared, job, Some(permit));
+                return Beside::Sent;
+            }
+        },
+    };
+    let quiet = shared.sent() == before && handled.caused.is_empty() && handled.trace.is_none();
+    if quiet && let Some(reply) = handled.reply.take() {
+        return Beside::Answered(reply);
+    }
+    shared.send_handled(handled).await;
+    drop(permit);
+    Beside::Sent
 }
 
 /// Hands a reply to where it goes.

@@ -5,14 +5,14 @@
 //! flight that a cancel reaches, and the peer for requests the server sends.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
 use super::peer::Peer;
 use super::push::Subscription;
@@ -90,6 +90,12 @@ pub(crate) struct Shared {
     pub(crate) subscriptions: Arc<Subscriptions>,
     /// Requests the server sent, waiting for the client's answer.
     pub(crate) peer: Peer,
+    /// The session's request slots (`max_in_flight`).
+    pub(crate) permits: Arc<Semaphore>,
+    /// How many requests the reader holds parked (read-ahead).
+    parked: AtomicUsize,
+    /// How many messages were handed to the outbox so far.
+    sent: AtomicU64,
 }
 
 /// The resources a Model Context Protocol client subscribed to, by URI.
@@ -140,7 +146,6 @@ impl Shared {
         dialect: Dialect,
     ) -> Self {
         Self {
-            server,
             out,
             dialect,
             over_http: false,
@@ -153,7 +158,27 @@ impl Shared {
             log_level: AtomicU8::new(LogLevel::Info as u8),
             subscriptions: Arc::default(),
             peer: Peer::default(),
+            permits: Arc::new(Semaphore::new(server.limits.max_in_flight)),
+            parked: AtomicUsize::new(0),
+            sent: AtomicU64::new(0),
+            server,
         }
+    }
+
+    /// Records how many requests the reader holds parked.
+    pub(super) fn set_parked(&self, parked: usize) {
+        self.parked.store(parked, Ordering::Relaxed);
+    }
+
+    /// How many requests the reader holds parked.
+    pub(super) fn parked(&self) -> usize {
+        self.parked.load(Ordering::Relaxed)
+    }
+
+    /// How many messages were handed to the outbox so far: unchanged
+    /// across some work means it sent nothing.
+    pub(super) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Acquire)
     }
 
     /// A session state whose outbox is closed from the start: for requests
@@ -182,6 +207,7 @@ impl Shared {
     /// Hands `message` over if the outbox has room (or drops it, logged,
     /// when the transport is gone); gives it back when the outbox is full.
     fn offer(&self, message: Outgoing) -> Option<Outgoing> {
+        self.sent.fetch_add(1, Ordering::AcqRel);
         if tracing::enabled!(tracing::Level::TRACE) && !message.bytes.is_empty() {
             tracing::trace!("-> {}", String::from_utf8_lossy(&message.bytes));
         }

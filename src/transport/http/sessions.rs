@@ -63,6 +63,8 @@ pub(super) struct HttpSession {
     input: Mutex<Option<mpsc::Sender<Input>>>,
     /// The core session's state, while it runs.
     shared: Weak<Shared>,
+    /// Cancelled when the core session shuts down.
+    stop: Arc<CancellationToken>,
     routes: Mutex<Routes>,
     last_active: Mutex<Instant>,
 }
@@ -82,6 +84,20 @@ impl HttpSession {
     /// The core session's state, if it still runs.
     pub(super) fn shared(&self) -> Option<Arc<Shared>> {
         self.shared.upgrade()
+    }
+
+    /// The core session's state, when a request may be served beside its
+    /// reader ([`beside`](crate::server::beside)): it runs and is not
+    /// shutting down.
+    pub(super) fn serving(&self) -> Option<Arc<Shared>> {
+        self.touch();
+        self.shared().filter(|_| !self.stop.is_cancelled())
+    }
+
+    /// Forgets request `id`, answered beside the reader with nothing sent
+    /// before its reply.
+    pub(super) fn answered(&self, id: &RequestId) {
+        self.routes().requests.remove(id);
     }
 
     /// Hands a message to the session's reader; `false` when the session
@@ -228,17 +244,13 @@ impl Sessions {
         }
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
-        let session = Session::new(
-            server,
-            Dialect::ModelContext,
-            out,
-            Arc::new(stop.child_token()),
-        )
-        .over_http();
+        let stop = Arc::new(stop.child_token());
+        let session = Session::new(server, Dialect::ModelContext, out, stop.clone()).over_http();
         let http = Arc::new(HttpSession {
             id,
             input: Mutex::new(Some(input)),
             shared: Arc::downgrade(session.shared()),
+            stop,
             routes: Mutex::new(Routes::default()),
             last_active: Mutex::new(Instant::now()),
         });

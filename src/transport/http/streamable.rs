@@ -27,6 +27,7 @@ use super::{McpService, json, plain};
 use crate::dialect::model_context::{self, methods};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
+use crate::server::{Beside, beside};
 
 /// `Mcp-Session-Id`.
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -154,7 +155,11 @@ impl McpService {
             return refusal;
         }
         match message {
-            Incoming::Request { id, .. } => self.request(&session, id, body.clone(), false).await,
+            Incoming::Request { ref id, .. } => {
+                let id = id.clone();
+                self.request(&session, id, body.clone(), Some(message), false)
+                    .await
+            }
             Incoming::Notification { .. } => {
                 if session.send(body.clone()).await {
                     accepted()
@@ -202,7 +207,7 @@ impl McpService {
                 );
             }
         };
-        let mut response = self.request(&session, id.clone(), body, true).await;
+        let mut response = self.request(&session, id.clone(), body, None, true).await;
         if response.status() == StatusCode::OK {
             if let Ok(value) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, value);
@@ -214,13 +219,17 @@ impl McpService {
     }
 
     /// A request: waits for what it produces first, then answers JSON (its
-    /// reply) or SSE (everything up to its reply). For `initialize`, a
-    /// reply that is an error is a 200 without a session (`opening`).
+    /// reply) or SSE (everything up to its reply). The request `message`
+    /// read from `body` is served on this task when it can be (see
+    /// [`beside`](crate::server::beside)), else by the session's reader.
+    /// For `initialize`, a reply that is an error is a 200 without a
+    /// session (`opening`).
     async fn request(
         &self,
         session: &Arc<HttpSession>,
         id: RequestId,
         body: Bytes,
+        message: Option<Incoming<'_>>,
         opening: bool,
     ) -> Response<McpBody> {
         let Ok(first) = session.expect(&id) else {
@@ -232,7 +241,18 @@ impl McpService {
                 )),
             );
         };
-        if !session.send(body).await {
+        let to_reader = match (message, session.serving()) {
+            (Some(message), Some(shared)) => match beside(&shared, message).await {
+                Beside::Answered(reply) => {
+                    session.answered(&id);
+                    return json(StatusCode::OK, reply);
+                }
+                Beside::Sent => false,
+                Beside::Not => true,
+            },
+            _ => true,
+        };
+        if to_reader && !session.send(body).await {
             session.forget(&id);
             return unknown_session();
         }
