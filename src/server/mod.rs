@@ -21,7 +21,9 @@ pub(crate) use handshake::Phase;
 pub(crate) use operation::{Done, Failure, Work};
 pub use push::ServerHandle;
 use session::Alone;
-pub(crate) use session::{Beside, Session, beside};
+pub(crate) use session::Session;
+#[cfg(feature = "http")]
+pub(crate) use session::{Beside, beside};
 pub use session::{Input, MAX_PARKED};
 #[cfg(feature = "http")]
 pub(crate) use shared::About;

@@ -762,6 +762,7 @@ fn run_in_task(shared: &Arc<Shared>, job: Job, permit: Option<OwnedSemaphorePerm
 
 /// One request of a running session served beside its reader (a
 /// Streamable HTTP POST).
+#[cfg(feature = "http")]
 pub(crate) enum Beside {
     /// Answered at once, with nothing sent meanwhile: the reply, for the
     /// caller to return itself.
@@ -782,6 +783,7 @@ pub(crate) enum Beside {
 /// nothing can have come before the reply); anything else goes out through
 /// the session's output, in order, like the reader's replies. The caller
 /// checks that the session is not shutting down.
+#[cfg(feature = "http")]
 pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Beside {
     let dialect = shared.dialect;
     let served = shared.is_ready()

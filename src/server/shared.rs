@@ -171,12 +171,14 @@ impl Shared {
     }
 
     /// How many requests the reader holds parked.
+    #[cfg(feature = "http")]
     pub(super) fn parked(&self) -> usize {
         self.parked.load(Ordering::Relaxed)
     }
 
     /// How many messages were handed to the outbox so far: unchanged
     /// across some work means it sent nothing.
+    #[cfg(feature = "http")]
     pub(super) fn sent(&self) -> u64 {
         self.sent.load(Ordering::Acquire)
     }
