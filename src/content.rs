@@ -304,88 +304,60 @@ impl Content {
 /// `Ok(json!(..))` in a tool is structured output: any `Value` converts.
 #[derive(Debug, Clone, Default)]
 pub struct ToolOutput {
-    structured: Option<Structured>,
+    structured: Option<Value>,
+    /// `structured` as the tool serialised it, keys in its order
+    /// ([`ToolOutput::serialize`]); sent instead of `structured`, whose
+    /// object keys are sorted.
+    ordered: Option<Box<serde_json::value::RawValue>>,
     blocks: Vec<Content>,
-}
-
-/// A tool's structured output.
-#[derive(Debug, Clone)]
-enum Structured {
-    /// A value (its object keys sorted).
-    Value(Value),
-    /// The text [`ToolOutput::serialize`] wrote, keys in the tool's order:
-    /// sent and checked as it is; its `Value` is read only if asked for.
-    Text {
-        text: Box<serde_json::value::RawValue>,
-        value: std::sync::OnceLock<Value>,
-    },
-}
-
-impl Structured {
-    fn value(&self) -> &Value {
-        match self {
-            Self::Value(value) => value,
-            // The text was read once already (see `ToolOutput::serialize`):
-            // reading it again cannot fail.
-            Self::Text { text, value } => {
-                value.get_or_init(|| serde_json::from_str(text.get()).unwrap_or(Value::Null))
-            }
-        }
-    }
 }
 
 /// Equal when the structured output (as JSON values: key order aside) and
 /// the blocks are.
 impl PartialEq for ToolOutput {
     fn eq(&self, other: &Self) -> bool {
-        self.structured_value() == other.structured_value() && self.blocks == other.blocks
+        self.structured == other.structured && self.blocks == other.blocks
     }
 }
 
 /// A tool's structured output as it goes on the wire: in the tool's key
 /// order when it was serialised by [`ToolOutput::serialize`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum StructuredJson<'a> {
-    Value(&'a Value),
-    Text(&'a serde_json::value::RawValue),
+pub(crate) struct StructuredJson<'a> {
+    value: &'a Value,
+    ordered: Option<&'a serde_json::value::RawValue>,
 }
 
 impl StructuredJson<'_> {
-    /// Whether it is a JSON object.
-    pub(crate) fn is_object(self) -> bool {
-        match self {
-            Self::Value(value) => value.is_object(),
-            Self::Text(text) => text.get().starts_with('{'),
-        }
+    /// The value (for checks).
+    pub(crate) fn value(&self) -> &Value {
+        self.value
     }
 
     /// The compact JSON text.
     pub(crate) fn to_json(self) -> String {
-        match self {
-            Self::Text(text) => text.get().to_owned(),
-            Self::Value(value) => value.to_string(),
+        match self.ordered {
+            Some(raw) => raw.get().to_owned(),
+            None => self.value.to_string(),
         }
     }
 }
 
 impl Serialize for StructuredJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Text(text) => text.serialize(serializer),
-            Self::Value(value) => value.serialize(serializer),
+        match self.ordered {
+            Some(raw) => raw.serialize(serializer),
+            None => self.value.serialize(serializer),
         }
     }
 }
-
-/// Nesting past which a text is read whole to find out whether a reader
-/// takes it (`serde_json` reads 128 levels); below it, none refuses it.
-const DEEP: usize = 100;
 
 impl ToolOutput {
     /// Structured output only.
     pub fn structured(value: Value) -> Self {
         Self {
-            structured: Some(Structured::Value(value)),
+            structured: Some(value),
+            ordered: None,
             blocks: Vec::new(),
         }
     }
@@ -403,28 +375,17 @@ impl ToolOutput {
     ///
     /// # Errors
     /// `output` does not serialise to JSON (a map with non-string keys, a
-    /// failing `Serialize` impl), or nests deeper than a JSON reader takes.
+    /// failing `Serialize` impl).
     pub fn serialize<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
-        // One serialisation: what is checked against the output schema is
-        // exactly what the client reads (an `f32` is `0.1` in both, not
-        // `0.10000000149011612` in one; a repeated key is the last one, as
-        // JSON readers take it). It is checked in place (no `Value` tree);
-        // only a text that could nest too deep for readers is read whole
-        // here, to refuse it as they would.
-        let text = serde_json::value::to_raw_value(output)?;
-        let openings = text
-            .get()
-            .bytes()
-            .filter(|&b| b == b'[' || b == b'{')
-            .count();
-        if openings >= DEEP {
-            serde_json::from_str::<Value>(text.get())?;
-        }
+        // One serialisation, read back: what is checked against the output
+        // schema is exactly what the client reads (an `f32` is `0.1` in
+        // both, not `0.10000000149011612` in one; a repeated key is the
+        // last one, as JSON readers take it).
+        let ordered = serde_json::value::to_raw_value(output)?;
+        let structured = serde_json::from_str(ordered.get())?;
         Ok(Self {
-            structured: Some(Structured::Text {
-                text,
-                value: std::sync::OnceLock::new(),
-            }),
+            structured: Some(structured),
+            ordered: Some(ordered),
             blocks: Vec::new(),
         })
     }
@@ -433,6 +394,7 @@ impl ToolOutput {
     pub fn content(blocks: impl IntoIterator<Item = Content>) -> Self {
         Self {
             structured: None,
+            ordered: None,
             blocks: blocks.into_iter().collect(),
         }
     }
@@ -445,7 +407,8 @@ impl ToolOutput {
     /// The same output with `value` as its structured output.
     #[must_use]
     pub fn with_structured(mut self, value: Value) -> Self {
-        self.structured = Some(Structured::Value(value));
+        self.structured = Some(value);
+        self.ordered = None;
         self
     }
 
@@ -458,7 +421,7 @@ impl ToolOutput {
 
     /// The structured output, if any.
     pub fn structured_value(&self) -> Option<&Value> {
-        self.structured.as_ref().map(Structured::value)
+        self.structured.as_ref()
     }
 
     /// The content blocks (empty for structured output alone).
@@ -468,25 +431,16 @@ impl ToolOutput {
 
     /// The structured output as it goes on the wire, if any.
     pub(crate) fn structured_json(&self) -> Option<StructuredJson<'_>> {
-        self.structured.as_ref().map(|structured| match structured {
-            Structured::Value(value) => StructuredJson::Value(value),
-            Structured::Text { text, .. } => StructuredJson::Text(text),
+        self.structured.as_ref().map(|value| StructuredJson {
+            value,
+            ordered: self.ordered.as_deref(),
         })
-    }
-
-    /// The structured output as [`serialize`](Self::serialize) wrote it,
-    /// if that is where it came from (to be checked in place).
-    pub(crate) fn structured_text(&self) -> Option<&str> {
-        match &self.structured {
-            Some(Structured::Text { text, .. }) => Some(text.get()),
-            _ => None,
-        }
     }
 
     /// The output as MCP v1.0's `output`, also what `outputSchema` checks:
     /// the structured output, or `{"content": [blocks]}`.
     pub(crate) fn v1_output(&self) -> std::borrow::Cow<'_, Value> {
-        match self.structured_value() {
+        match &self.structured {
             Some(value) => std::borrow::Cow::Borrowed(value),
             None => std::borrow::Cow::Owned(serde_json::json!({ "content": self.blocks })),
         }
@@ -554,47 +508,6 @@ mod tests {
         assert_eq!(
             *ToolOutput::text("t").v1_output(),
             json!({"content": [{"type": "text", "text": "t"}]})
-        );
-    }
-
-    /// Serialised output keeps its key order on the wire, reads back as
-    /// its value, and is refused when it nests deeper than JSON readers
-    /// take — as reading it back always refused it.
-    #[test]
-    fn serialised_output_keeps_its_order_and_refuses_what_readers_refuse() {
-        #[derive(Serialize)]
-        struct Out {
-            zebra: u8,
-            apple: &'static str,
-        }
-        let output = ToolOutput::serialize(&Out {
-            zebra: 1,
-            apple: "a",
-        })
-        .unwrap();
-        let wire = output.structured_json().map(StructuredJson::to_json);
-        assert_eq!(wire.as_deref(), Some(r#"{"zebra":1,"apple":"a"}"#));
-        assert!(
-            output
-                .structured_json()
-                .is_some_and(StructuredJson::is_object)
-        );
-        assert_eq!(output, ToolOutput::from(json!({"apple": "a", "zebra": 1})));
-
-        let mut deep = json!(1);
-        for _ in 0..200 {
-            deep = json!([deep]);
-        }
-        let refused = ToolOutput::serialize(&deep).unwrap_err().to_string();
-        let text = serde_json::to_string(&deep).unwrap();
-        let reader = serde_json::from_str::<Value>(&text)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(refused, reader);
-        let shallow: Vec<Vec<u8>> = vec![vec![1]; 150];
-        assert!(
-            ToolOutput::serialize(&shallow).is_ok(),
-            "many openings, little depth"
         );
     }
 }

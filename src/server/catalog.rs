@@ -26,7 +26,7 @@ pub(crate) struct CompiledTool {
     pub(crate) time_limit: Option<Duration>,
     pub(crate) may_block: bool,
     pub(crate) input: Validator,
-    pub(crate) output: validate::OutputSchema,
+    pub(crate) output: Validator,
     /// Its `outputSchema` is an object schema: the Model Context Protocol
     /// lists it and sends `structuredContent`.
     pub(crate) lists_output: bool,
@@ -111,7 +111,7 @@ impl Catalog {
             }
             validate::require_object_schema(id, &definition.input_schema)?;
             let input = validate::compile(id, "inputSchema", &definition.input_schema)?;
-            let output = validate::compile_output(id, &definition.output_schema)?;
+            let output = validate::compile(id, "outputSchema", &definition.output_schema)?;
             tool_index.insert(id.clone(), tools.len());
             tool_names.insert(definition.name.clone(), tools.len());
             tools.push(CompiledTool {

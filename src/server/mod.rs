@@ -10,7 +10,6 @@ pub(crate) mod peer;
 mod push;
 mod session;
 mod shared;
-mod tape;
 mod validate;
 
 use std::sync::Arc;

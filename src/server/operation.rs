@@ -218,6 +218,6 @@ async fn call_tool(
         .instrument(span)
         .await
         .map_err(Failure::Tool)?;
-    check_output(&tool.output, &output, tool.mcp_id()).map_err(Failure::BadOutput)?;
+    check_output(&tool.output, &output.v1_output(), tool.mcp_id()).map_err(Failure::BadOutput)?;
     Ok(output)
 }

@@ -5,8 +5,6 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-use super::tape::{Document, Tape};
-use crate::content::ToolOutput;
 use crate::error::BuildError;
 
 /// How much of a schema library's explanation goes into an error's `data`:
@@ -30,27 +28,6 @@ pub(crate) fn compile(
         return Err(invalid("a schema must be a JSON object".into()));
     }
     jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))
-}
-
-/// A tool's `outputSchema`, compiled for both ways an output is checked:
-/// in place, for the text [`ToolOutput::serialize`] wrote ([`Document`]), and
-/// as a `Value`, for other outputs and for describing a failure.
-pub(crate) struct OutputSchema {
-    value: Validator,
-    in_place: Validator<Tape>,
-}
-
-/// Compiles an `outputSchema`, or says why not.
-pub(crate) fn compile_output(mcp_id: &str, schema: &Value) -> Result<OutputSchema, BuildError> {
-    let value = compile(mcp_id, "outputSchema", schema)?;
-    let in_place = jsonschema::options_for::<Tape>()
-        .build(schema)
-        .map_err(|e| BuildError::InvalidSchema {
-            mcp_id: mcp_id.to_owned(),
-            which: "outputSchema",
-            reason: e.to_string(),
-        })?;
-    Ok(OutputSchema { value, in_place })
 }
 
 /// Whether a schema describes objects (`"type": "object"`).
@@ -112,25 +89,15 @@ pub(crate) fn check_arguments(
 /// Validates a tool's output: when the tool broke its own promise, the
 /// text (answered `-32603`).
 pub(crate) fn check_output(
-    schema: &OutputSchema,
-    output: &ToolOutput,
+    validator: &Validator,
+    output: &Value,
     mcp_id: &str,
 ) -> Result<(), String> {
-    // Serialised output is checked in place; a failure (or a text the tape
-    // declines) is looked at again as a `Value`, which says why.
-    if let Some(text) = output.structured_text()
-        && let Some(document) = Document::read(text)
-        && schema.in_place.is_valid(document.root())
-    {
-        return Ok(());
-    }
-    let output = output.v1_output();
-    let validator = &schema.value;
-    if validator.is_valid(&output) {
+    if validator.is_valid(output) {
         return Ok(());
     }
     let what = validator
-        .iter_errors(&output)
+        .iter_errors(output)
         .next()
         .map_or_else(|| "Invalid value at ''".to_owned(), |e| describe(&e));
     Err(format!(
@@ -246,61 +213,16 @@ mod tests {
 
     #[test]
     fn output_mismatch_is_an_internal_error() {
-        let v = compile_output(ID, &json!({"type": "object", "required": ["sum"]})).unwrap();
-        let e = check_output(&v, &ToolOutput::from(json!({})), ID).unwrap_err();
+        let v = compile(
+            ID,
+            "outputSchema",
+            &json!({"type": "object", "required": ["sum"]}),
+        )
+        .unwrap();
+        let e = check_output(&v, &json!({}), ID).unwrap_err();
         assert!(
             e.ends_with("(it does not match the tool's outputSchema)"),
             "{e}"
-        );
-    }
-
-    /// Two keys of one name, as a hand-written `Serialize` may write them.
-    struct Twice(Value, Value);
-
-    impl serde::Serialize for Twice {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeMap;
-            let mut map = serializer.serialize_map(Some(2))?;
-            map.serialize_entry("a", &self.0)?;
-            map.serialize_entry("a", &self.1)?;
-            map.end()
-        }
-    }
-
-    /// Serialised output is checked in place, yet passes and fails exactly
-    /// as its `Value` does, with the same words — a repeated key too (the
-    /// last one counts, as JSON readers take it).
-    #[test]
-    fn serialised_output_is_checked_as_its_value_is() {
-        let schema = compile_output(
-            ID,
-            &json!({"type": "object", "required": ["a"], "additionalProperties": false,
-                    "properties": {"a": {"type": "string", "maxLength": 3}}}),
-        )
-        .unwrap();
-        let outputs = [
-            json!({"a": "abc"}),
-            json!({"a": "abcd"}),
-            json!({"a": 1}),
-            json!({}),
-            json!({"a": "x", "b": 2}),
-            json!([]),
-        ];
-        for output in outputs {
-            let serialised = ToolOutput::serialize(&output).unwrap();
-            assert!(serialised.structured_text().is_some());
-            assert_eq!(
-                check_output(&schema, &serialised, ID),
-                check_output(&schema, &ToolOutput::from(output.clone()), ID),
-                "{output}"
-            );
-        }
-        let last_counts = ToolOutput::serialize(&Twice(json!(1), json!("x"))).unwrap();
-        assert_eq!(check_output(&schema, &last_counts, ID), Ok(()));
-        let last_fails = ToolOutput::serialize(&Twice(json!("x"), json!(1))).unwrap();
-        assert_eq!(
-            check_output(&schema, &last_fails, ID),
-            check_output(&schema, &ToolOutput::from(json!({"a": 1})), ID)
         );
     }
 }

@@ -672,7 +672,7 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u
         id,
         &CallToolResult {
             content: blocks,
-            structured_content: structured.filter(|s| lists_output && s.is_object()),
+            structured_content: structured.filter(|s| lists_output && s.value().is_object()),
             is_error: false,
         },
     )
