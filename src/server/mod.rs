@@ -6,6 +6,7 @@ mod catalog;
 mod handshake;
 mod job;
 mod operation;
+pub(crate) mod outbox;
 pub(crate) mod peer;
 mod push;
 mod session;

@@ -13,9 +13,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::outbox::Outbox;
 use super::shared::{About, Outgoing, Subscriptions};
 use crate::dialect::Dialect;
 
@@ -175,7 +176,7 @@ impl PushRegistry {
     /// The returned guard unregisters it.
     pub(crate) fn subscribe(
         self: &Arc<Self>,
-        out: mpsc::Sender<Outgoing>,
+        out: Outbox,
         dialect: Dialect,
         subscriptions: Arc<Subscriptions>,
     ) -> Subscription {
@@ -216,7 +217,7 @@ impl PushQueue {
 
 async fn forward(
     queue: Arc<PushQueue>,
-    out: mpsc::Sender<Outgoing>,
+    out: Outbox,
     dialect: Dialect,
     subscriptions: Arc<Subscriptions>,
 ) {

@@ -29,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::handshake::Phase;
 use super::job::{Handled, Job};
-use super::shared::{Outgoing, Shared};
+use super::outbox::Outbox;
+use super::shared::Shared;
 use super::{Server, ServerInner};
 use crate::dialect::{Admission, Control, Dialect, Step};
 use crate::error::{ErrorCode, RpcError};
@@ -117,7 +118,7 @@ impl Session {
     pub(crate) fn new(
         server: &Server,
         dialect: Dialect,
-        out: mpsc::Sender<Outgoing>,
+        out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
         Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize)
@@ -127,7 +128,7 @@ impl Session {
     /// receives notifications (an HTTP single exchange).
     pub(crate) fn implicit(
         server: &Server,
-        out: mpsc::Sender<Outgoing>,
+        out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
         Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit)
@@ -136,12 +137,12 @@ impl Session {
     fn with_phase(
         server: &Server,
         dialect: Dialect,
-        out: mpsc::Sender<Outgoing>,
+        out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
         phase: Phase,
     ) -> Self {
         let inner: Arc<ServerInner> = server.inner().clone();
-        let shared = Arc::new(Shared::new(inner, out, dialect));
+        let shared = Arc::new(Shared::new(inner, out.into(), dialect));
         Self {
             permits: shared.permits.clone(),
             shared,

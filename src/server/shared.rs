@@ -14,6 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use tokio::sync::{Semaphore, mpsc};
 
+use super::outbox::Outbox;
 use super::peer::Peer;
 use super::push::Subscription;
 use super::{IdHasher, ServerInner};
@@ -65,7 +66,7 @@ pub(crate) struct ClientInfo {
 /// What the whole session's tasks share.
 pub(crate) struct Shared {
     pub(crate) server: Arc<ServerInner>,
-    pub(crate) out: mpsc::Sender<Outgoing>,
+    pub(crate) out: Outbox,
     pub(crate) dialect: Dialect,
     /// The session runs over HTTP (where 2024-11-05 is not served).
     pub(crate) over_http: bool,
@@ -140,11 +141,7 @@ pub(super) struct Registration {
 }
 
 impl Shared {
-    pub(super) fn new(
-        server: Arc<ServerInner>,
-        out: mpsc::Sender<Outgoing>,
-        dialect: Dialect,
-    ) -> Self {
+    pub(super) fn new(server: Arc<ServerInner>, out: Outbox, dialect: Dialect) -> Self {
         Self {
             out,
             dialect,
@@ -188,7 +185,7 @@ impl Shared {
     /// nothing. Anything sent through it is dropped (and logged).
     pub(super) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
         let (out, _) = mpsc::channel(1);
-        Self::new(server, out, dialect)
+        Self::new(server, out.into(), dialect)
     }
 
     /// Sends one message; dropped (and logged) when the transport is gone.

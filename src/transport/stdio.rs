@@ -11,19 +11,19 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use super::frame::FrameCodec;
 use super::ndjson::LineCodec;
 use crate::dialect::Dialect;
-use crate::server::{Outgoing, Server, Session};
+use crate::server::outbox::{FrameWriter, Outbox};
+use crate::server::{Server, Session};
 
 /// How many outgoing messages may wait for the writer before request tasks
 /// wait for it in turn.
 const OUTBOX: usize = 256;
-/// Gathered replies are written once this many bytes are waiting.
+/// The writer's buffer: what waits is swapped into it and written at once.
 const WRITE_BATCH: usize = 64 * 1024;
 
 impl Server {
@@ -187,10 +187,10 @@ impl Server {
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let (out, outbox) = mpsc::channel(OUTBOX);
+        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
-        let session = Session::new(self, dialect, out, stop.clone());
+        let session = Session::new(self, dialect, Outbox::Frames(out), stop.clone());
         let run = async {
             session.run(input).await;
             ended.cancel();
@@ -203,14 +203,8 @@ impl Server {
                 () = ended.cancelled() => {}
             }
         });
-        let served = async {
-            tokio::join!(
-                run,
-                write_messages(writer, outbox, framing, output_gone),
-                watch
-            )
-            .1
-        };
+        let served =
+            async { tokio::join!(run, write_messages(writer, frames, output_gone), watch).1 };
         // Once shutdown begins, a client that stops reading cannot hold the
         // server past the grace period (and a little time to write).
         let give_up = crate::poll::OnWake::new(async {
@@ -259,50 +253,48 @@ enum Framing {
 }
 
 impl Framing {
-    /// Appends a message (a request that ended without a reply has none).
-    fn encode(self, message: &Outgoing, buf: &mut BytesMut) -> io::Result<()> {
-        if message.bytes.is_empty() {
-            return Ok(());
-        }
-        let body = &message.bytes;
+    /// The function that appends one message so framed.
+    fn encoder(self) -> crate::server::outbox::Framing {
         match self {
-            Self::Frames => {
-                let mut digits = itoa::Buffer::new();
-                let length = digits.format(body.len());
-                buf.reserve(20 + length.len() + body.len());
-                buf.extend_from_slice(b"Content-Length: ");
-                buf.extend_from_slice(length.as_bytes());
-                buf.extend_from_slice(b"\r\n\r\n");
-            }
-            Self::Lines => buf.reserve(body.len() + 1),
+            Self::Frames => content_length_frame,
+            Self::Lines => json_line,
         }
-        buf.extend_from_slice(body);
-        if let Self::Lines = self {
-            buf.extend_from_slice(b"\n");
-        }
-        Ok(())
     }
 }
 
-/// Writes every message of `outbox`, gathering the messages that are
-/// ready into one write and one flush; returns when every sender is gone,
-/// or with `BrokenPipe` as soon as `output_gone` completes or a write fails
-/// (dropping the outbox, which ends the session).
+/// Appends `body` as a `Content-Length` frame.
+fn content_length_frame(body: &[u8], buf: &mut BytesMut) {
+    let mut digits = itoa::Buffer::new();
+    let length = digits.format(body.len());
+    buf.reserve(20 + length.len() + body.len());
+    buf.extend_from_slice(b"Content-Length: ");
+    buf.extend_from_slice(length.as_bytes());
+    buf.extend_from_slice(b"\r\n\r\n");
+    buf.extend_from_slice(body);
+}
+
+/// Appends `body` as one line.
+fn json_line(body: &[u8], buf: &mut BytesMut) {
+    buf.reserve(body.len() + 1);
+    buf.extend_from_slice(body);
+    buf.extend_from_slice(b"\n");
+}
+
+/// Writes what the session's senders framed, each batch that is ready in
+/// one write and one flush; returns when every sender is gone, or with
+/// `BrokenPipe` as soon as `output_gone` completes or a write fails
+/// (dropping the writer's end, which ends the session).
 async fn write_messages<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut outbox: mpsc::Receiver<Outgoing>,
-    framing: Framing,
+    mut frames: FrameWriter,
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let mut buf = BytesMut::with_capacity(WRITE_BATCH);
+    let mut batch = BytesMut::with_capacity(WRITE_BATCH);
     tokio::pin!(output_gone);
     loop {
-        let message = tokio::select! {
+        let more = tokio::select! {
             biased;
-            message = outbox.recv() => match message {
-                Some(message) => message,
-                None => break,
-            },
+            more = frames.next(&mut batch) => more,
             () = &mut output_gone => {
                 tracing::warn!("stdout's reader is gone; the session ends");
                 return Err(io::Error::new(
@@ -311,23 +303,20 @@ async fn write_messages<W: AsyncWrite + Unpin>(
                 ));
             }
         };
-        framing.encode(&message, &mut buf)?;
-        while buf.len() < WRITE_BATCH {
-            match outbox.try_recv() {
-                Ok(message) => framing.encode(&message, &mut buf)?,
-                Err(_) => break,
-            }
+        if !more {
+            break;
         }
-        if buf.is_empty() {
-            continue; // only requests that end without a reply
-        }
-        tracing::trace!(bytes = buf.len(), "frames written");
-        if let Err(e) = write_and_flush(&mut writer, &buf).await {
-            // The peer is gone: drop the outbox so the session stops reading.
-            drop(outbox);
+        tracing::trace!(bytes = batch.len(), "frames written");
+        if let Err(e) = write_and_flush(&mut writer, &batch).await {
+            // The peer is gone: dropping the writer's end stops the session.
+            drop(frames);
             return Err(e);
         }
-        buf.clear();
+        batch.clear();
+        if batch.capacity() > 4 * WRITE_BATCH {
+            // One huge message does not pin its size for the session's life.
+            batch = BytesMut::with_capacity(WRITE_BATCH);
+        }
     }
     writer.flush().await
 }
