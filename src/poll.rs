@@ -75,18 +75,13 @@ impl<F: std::future::Future> std::future::Future for OnWake<F> {
 #[derive(Default)]
 pub(crate) struct WakeFlag {
     woken: std::sync::atomic::AtomicBool,
-    task: std::sync::Mutex<Option<std::task::Waker>>,
+    task: atomic_waker::AtomicWaker,
 }
 
 impl WakeFlag {
+    /// The task to wake (cheap when it is the one remembered already).
     fn remember(&self, waker: &std::task::Waker) {
-        let mut task = self
-            .task
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !task.as_ref().is_some_and(|t| t.will_wake(waker)) {
-            *task = Some(waker.clone());
-        }
+        self.task.register(waker);
     }
 }
 
@@ -97,13 +92,8 @@ impl std::task::Wake for WakeFlag {
 
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
         self.woken.store(true, std::sync::atomic::Ordering::Release);
-        let task = self
-            .task
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(task) = task.as_ref() {
-            task.wake_by_ref();
-        }
+        // The task polls its `OnWake` again, which remembers it anew.
+        self.task.wake();
     }
 }
 
