@@ -11,6 +11,7 @@ pub(crate) mod peer;
 mod push;
 mod session;
 mod shared;
+mod slots;
 mod validate;
 
 use std::sync::Arc;

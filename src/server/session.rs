@@ -24,13 +24,14 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_core::Stream;
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::handshake::Phase;
 use super::job::{Handled, Job};
 use super::outbox::Outbox;
 use super::shared::Shared;
+use super::slots::{Slot, Slots};
 use super::{Server, ServerInner};
 use crate::dialect::{Admission, Control, Dialect, Step};
 use crate::error::{ErrorCode, RpcError};
@@ -99,7 +100,7 @@ enum Ending {
 pub(crate) struct Session {
     shared: Arc<Shared>,
     phase: Phase,
-    permits: Arc<Semaphore>,
+    slots: Arc<Slots>,
     /// Cancelled when the session must shut down (shared, not cloned per
     /// session: cloning a token takes a lock).
     stop: Arc<CancellationToken>,
@@ -144,7 +145,7 @@ impl Session {
         let inner: Arc<ServerInner> = server.inner().clone();
         let shared = Arc::new(Shared::new(inner, out.into(), dialect));
         Self {
-            permits: shared.permits.clone(),
+            slots: shared.slots.clone(),
             shared,
             phase,
             stop,
@@ -203,11 +204,8 @@ impl Session {
                 biased;
                 () = &mut stopped => break,
                 item = crate::poll::next(&mut input), if may_read => item,
-                permit = self.permits.clone().acquire_owned(), if !self.parked.is_empty() => {
-                    match permit {
-                        Ok(permit) => self.start_next(permit).await,
-                        Err(_) => return,
-                    }
+                slot = self.slots.take(), if !self.parked.is_empty() => {
+                    self.start_next(slot).await;
                     continue;
                 }
                 () = &mut gone => return self.output_gone(),
@@ -223,14 +221,13 @@ impl Session {
                     self.shared.peer.close();
                     // Parked requests and those in flight finish, unless
                     // shutdown begins (or the output goes) first.
-                    let max = self.permits_total();
                     let ending = tokio::select! {
                         biased;
                         () = &mut gone => Ending::OutputGone,
                         () = &mut stopped => Ending::Stopped,
-                        _ = async {
+                        () = async {
                             self.finish_parked().await;
-                            self.permits.acquire_many(max).await
+                            self.slots.all_free().await;
                         } => Ending::Finished,
                     };
                     match ending {
@@ -265,8 +262,7 @@ impl Session {
 
     /// Waits for what the one input started, then ends the session.
     async fn finish_one(self) -> bool {
-        let max = self.permits_total();
-        if self.parked.is_empty() && self.permits.available_permits() == max as usize {
+        if self.parked.is_empty() && self.slots.all_are_free() {
             return self.not_json; // everything finished inline
         }
         // Boxed: the common case above keeps the caller's future small.
@@ -275,12 +271,11 @@ impl Session {
 
     /// Waits for the requests the one input started, then ends the session.
     async fn wait_for_one(mut self) -> bool {
-        let max = self.permits_total();
         let stop = self.stop.clone();
         let stopped = tokio::select! {
-            _ = async {
+            () = async {
                 self.finish_parked().await;
-                self.permits.acquire_many(max).await
+                self.slots.all_free().await;
             } => false,
             () = stop.cancelled() => true,
         };
@@ -326,9 +321,8 @@ impl Session {
             deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
         }
         self.parked_bytes = 0;
-        let max = self.permits_total();
-        let permits = self.permits.clone();
-        let all_done = permits.acquire_many(max);
+        let slots = self.slots.clone();
+        let all_done = slots.all_free();
         let grace = tokio::time::sleep(self.shared.server.limits.shutdown_grace);
         tokio::pin!(all_done, grace);
         let mut grace_over = false;
@@ -347,36 +341,30 @@ impl Session {
         }
     }
 
-    fn permits_total(&self) -> u32 {
-        u32::try_from(self.shared.server.limits.max_in_flight).unwrap_or(u32::MAX)
-    }
-
     /// Starts parked requests, in order, while slots are free.
     async fn start_parked(&mut self) {
         while !self.parked.is_empty() {
-            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            let Some(slot) = self.slots.try_take() else {
                 return;
             };
-            self.start_next(permit).await;
+            self.start_next(slot).await;
         }
     }
 
     /// Starts every parked request, waiting for slots as they free up.
     async fn finish_parked(&mut self) {
         while !self.parked.is_empty() {
-            match self.permits.clone().acquire_owned().await {
-                Ok(permit) => self.start_next(permit).await,
-                Err(_) => return,
-            }
+            let slot = self.slots.take().await;
+            self.start_next(slot).await;
         }
     }
 
-    /// Starts the first parked request in the slot `permit` holds.
-    async fn start_next(&mut self, permit: OwnedSemaphorePermit) {
+    /// Starts the first parked request in `slot`.
+    async fn start_next(&mut self, slot: Slot) {
         if let Some(parked) = self.parked.pop_front() {
             self.shared.set_parked(self.parked.len());
             self.parked_bytes -= parked.bytes;
-            self.start(parked.job, parked.to, permit).await;
+            self.start(parked.job, parked.to, slot).await;
         }
     }
 
@@ -385,9 +373,9 @@ impl Session {
     /// not fit the outbox at once (a few bytes, not a state machine).
     fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> impl Future<Output = ()> + Send {
         let started = if self.parked.is_empty()
-            && let Ok(permit) = self.permits.clone().try_acquire_owned()
+            && let Some(slot) = self.slots.try_take()
         {
-            Some(self.start(job, to, permit))
+            Some(self.start(job, to, slot))
         } else {
             self.parked_bytes += bytes;
             self.parked.push_back(Parked { job, to, bytes });
@@ -401,17 +389,12 @@ impl Session {
         }
     }
 
-    /// Runs `job` in the slot `permit` holds: on the reader if it completes
+    /// Runs `job` in `slot`: on the reader if it completes
     /// at once (most tools do, and then cost no task), else in a task of its
     /// own. The slot is freed once the reply is handed on.
-    fn start(
-        &mut self,
-        job: Job,
-        to: ReplyTo,
-        permit: OwnedSemaphorePermit,
-    ) -> impl Future<Output = ()> + Send {
+    fn start(&mut self, job: Job, to: ReplyTo, slot: Slot) -> impl Future<Output = ()> + Send {
         let shared = &self.shared;
-        let mut slot = Some(permit);
+        let mut slot = Some(slot);
         let done = match to {
             ReplyTo::Session => {
                 let now = if job.may_block {
@@ -429,10 +412,10 @@ impl Session {
             }
             ReplyTo::Batch(collector) => {
                 let running = job.registered(shared);
-                let permit = slot.take();
+                let taken = slot.take();
                 tokio::spawn(async move {
                     let handled = running.await;
-                    drop(permit);
+                    drop(taken);
                     let _ = collector.send(handled).await;
                 });
                 None
@@ -750,14 +733,14 @@ pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a
 }
 
 /// Runs `job` in a task of its own; its reply goes to the session's output,
-/// then its slot (`permit`) is freed.
-fn run_in_task(shared: &Arc<Shared>, job: Job, permit: Option<OwnedSemaphorePermit>) {
+/// then its slot is freed.
+fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot>) {
     let running = job.registered(shared);
     let shared = shared.clone();
     tokio::spawn(async move {
         let handled = running.await;
         shared.send_handled(handled).await;
-        drop(permit);
+        drop(slot);
     });
 }
 
@@ -792,11 +775,11 @@ pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Besid
         && matches!(&message, Incoming::Request { id, method, .. }
             if (*id != RequestId::Null || dialect.allows_null_ids())
                 && dialect.admit(Phase::Ready, method, id) == Admission::Serve);
-    let permit = match served {
-        true => shared.permits.clone().try_acquire_owned().ok(),
+    let slot = match served {
+        true => shared.slots.try_take(),
         false => None,
     };
-    let Some(permit) = permit else {
+    let Some(slot) = slot else {
         return Beside::Not;
     };
     let Incoming::Request {
@@ -813,13 +796,13 @@ pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Besid
     let mut handled = match serve(shared, id, &method, params, call, started) {
         Served::Now(handled) => handled,
         Served::Work(job) if job.may_block => {
-            run_in_task(shared, job, Some(permit));
+            run_in_task(shared, job, Some(slot));
             return Beside::Sent;
         }
         Served::Work(job) => match job.try_now(shared) {
             Ok(handled) => handled,
             Err(job) => {
-                run_in_task(shared, job, Some(permit));
+                run_in_task(shared, job, Some(slot));
                 return Beside::Sent;
             }
         },
@@ -829,7 +812,7 @@ pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Besid
         return Beside::Answered(reply);
     }
     shared.send_handled(handled).await;
-    drop(permit);
+    drop(slot);
     Beside::Sent
 }
 

@@ -12,11 +12,12 @@ use std::time::Instant;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
 use super::outbox::Outbox;
 use super::peer::Peer;
 use super::push::Subscription;
+use super::slots::Slots;
 use super::{IdHasher, ServerInner};
 use crate::client::LogLevel;
 use crate::dialect::Dialect;
@@ -92,7 +93,7 @@ pub(crate) struct Shared {
     /// Requests the server sent, waiting for the client's answer.
     pub(crate) peer: Peer,
     /// The session's request slots (`max_in_flight`).
-    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) slots: Arc<Slots>,
     /// How many requests the reader holds parked (read-ahead).
     parked: AtomicUsize,
     /// How many messages were handed to the outbox so far.
@@ -155,7 +156,7 @@ impl Shared {
             log_level: AtomicU8::new(LogLevel::Info as u8),
             subscriptions: Arc::default(),
             peer: Peer::default(),
-            permits: Arc::new(Semaphore::new(server.limits.max_in_flight)),
+            slots: Slots::new(server.limits.max_in_flight),
             parked: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
             server,
