@@ -81,6 +81,9 @@ struct Frames {
     framing: Framing,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
+    /// How many bytes may wait before senders wait in turn (a message
+    /// larger than this still goes, alone).
+    max_bytes: usize,
     /// Live [`FrameSender`]s: at none, the writer finishes.
     senders: AtomicUsize,
     /// Wakes the writer: bytes wait, or the last sender left.
@@ -95,6 +98,9 @@ struct Frames {
 struct Waiting {
     bytes: BytesMut,
     messages: usize,
+    /// A sender was refused for want of room since the writer last took
+    /// the bytes: it may be waiting.
+    refused: bool,
 }
 
 impl Frames {
@@ -112,7 +118,11 @@ impl Frames {
         }
         let was_empty = {
             let mut waiting = self.waiting();
-            if waiting.messages >= self.limit {
+            let bytes = waiting.bytes.len();
+            if waiting.messages >= self.limit
+                || (bytes > 0 && bytes + message.bytes.len() > self.max_bytes)
+            {
+                waiting.refused = true;
                 return Err(TrySendError::Full(message));
             }
             let was_empty = waiting.bytes.is_empty();
@@ -196,10 +206,10 @@ impl FrameWriter {
         let mut waiting = self.0.waiting();
         if !waiting.bytes.is_empty() {
             std::mem::swap(&mut waiting.bytes, batch);
-            let was_full = waiting.messages >= self.0.limit;
+            let refused = std::mem::take(&mut waiting.refused);
             waiting.messages = 0;
             drop(waiting);
-            if was_full {
+            if refused {
                 self.0.drained.notify_waiters();
             }
             return Some(true);
@@ -209,16 +219,22 @@ impl FrameWriter {
     }
 }
 
-/// A buffer of frames: at most `limit` messages wait for the writer, each
-/// written by `framing`.
-pub(crate) fn frames(framing: Framing, limit: usize) -> (FrameSender, FrameWriter) {
+/// A buffer of frames: at most `limit` messages and `max_bytes` bytes wait
+/// for the writer, each message written by `framing`.
+pub(crate) fn frames(
+    framing: Framing,
+    limit: usize,
+    max_bytes: usize,
+) -> (FrameSender, FrameWriter) {
     let frames = Arc::new(Frames {
         waiting: Mutex::new(Waiting {
             bytes: BytesMut::new(),
             messages: 0,
+            refused: false,
         }),
         framing,
         limit,
+        max_bytes,
         senders: AtomicUsize::new(1),
         filled: AtomicWaker::new(),
         drained: Notify::new(),
@@ -248,7 +264,7 @@ mod tests {
     /// batch, in order; the writer finishes once every sender is gone.
     #[tokio::test]
     async fn frames_gather_in_order_and_end_with_the_last_sender() {
-        let (sender, mut writer) = frames(line, 8);
+        let (sender, mut writer) = frames(line, 8, 1024);
         let other = Outbox::Frames(sender.clone());
         let first = Outbox::Frames(sender);
         first.try_send(message("a")).unwrap();
@@ -266,7 +282,7 @@ mod tests {
     /// the writer gone, messages come back and `closed` completes.
     #[tokio::test]
     async fn a_full_buffer_holds_senders_and_a_gone_writer_refuses_them() {
-        let (sender, mut writer) = frames(line, 1);
+        let (sender, mut writer) = frames(line, 1, 1024);
         let outbox = Outbox::Frames(sender);
         outbox.try_send(message("1")).unwrap();
         assert!(matches!(
@@ -292,5 +308,27 @@ mod tests {
             Err(TrySendError::Closed(_))
         ));
         assert!(outbox.send(message("4")).await.is_err());
+    }
+
+    /// Past `max_bytes` a sender waits too, but a message larger than the
+    /// bound still goes when nothing else waits.
+    #[tokio::test]
+    async fn bytes_bound_the_buffer_and_a_large_message_goes_alone() {
+        let (sender, mut writer) = frames(line, 100, 8);
+        let outbox = Outbox::Frames(sender);
+        outbox.try_send(message("12345")).unwrap();
+        assert!(matches!(
+            outbox.try_send(message("678")),
+            Err(TrySendError::Full(_))
+        ));
+        let mut batch = BytesMut::new();
+        assert!(writer.next(&mut batch).await);
+        assert_eq!(&batch[..], b"12345\n");
+        outbox
+            .try_send(message("a message over the bound"))
+            .unwrap();
+        batch.clear();
+        assert!(writer.next(&mut batch).await);
+        assert_eq!(&batch[..], b"a message over the bound\n");
     }
 }

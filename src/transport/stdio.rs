@@ -23,6 +23,9 @@ use crate::server::{Server, Session};
 /// How many outgoing messages may wait for the writer before request tasks
 /// wait for it in turn.
 const OUTBOX: usize = 256;
+/// How many bytes of outgoing messages may wait for the writer before
+/// request tasks wait for it in turn (one larger message still goes).
+const OUTBOX_BYTES: usize = 256 * 1024;
 /// The writer's buffer: what waits is swapped into it and written at once.
 const WRITE_BATCH: usize = 64 * 1024;
 
@@ -187,7 +190,7 @@ impl Server {
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX);
+        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX, OUTBOX_BYTES);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
         let session = Session::new(self, dialect, Outbox::Frames(out), stop.clone());
@@ -313,7 +316,7 @@ async fn write_messages<W: AsyncWrite + Unpin>(
             return Err(e);
         }
         batch.clear();
-        if batch.capacity() > 4 * WRITE_BATCH {
+        if batch.capacity() > OUTBOX_BYTES {
             // One huge message does not pin its size for the session's life.
             batch = BytesMut::with_capacity(WRITE_BATCH);
         }
