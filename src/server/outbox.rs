@@ -3,12 +3,13 @@
 //! [`frames`] written straight into one buffer that the transport's writer
 //! empties (stdio, where every message goes the same way).
 //!
-//! Frames cost a sender a copy into the buffer, under a lock held for that
-//! copy only — no channel slot, and the message's own allocation is freed
-//! at once, on the thread that made it. The writer takes the whole buffer
-//! in one swap: what a burst of requests answers goes out in one write, as
-//! the channel's writer gathered it.
+//! Frames cost a sender a copy into the queue's last chunk, under a lock
+//! held for that copy only — no channel slot, and the message's own
+//! allocation is freed at once, on the thread that made it. The writer
+//! takes a chunk at a time: what a burst of small replies answers goes out
+//! in one write, as the channel's writer gathered it.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
@@ -75,15 +76,14 @@ impl Outbox {
     }
 }
 
-/// A buffer of frames, shared by a session's senders and its writer.
+/// Frames waiting for a session's writer, shared with its senders.
 struct Frames {
     waiting: Mutex<Waiting>,
     framing: Framing,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
-    /// How many bytes may wait before senders wait in turn (a message
-    /// larger than this still goes, alone).
-    max_bytes: usize,
+    /// How large a chunk grows before the next message starts another.
+    chunk: usize,
     /// Live [`FrameSender`]s: at none, the writer finishes.
     senders: AtomicUsize,
     /// Wakes the writer: bytes wait, or the last sender left.
@@ -94,14 +94,22 @@ struct Frames {
     gone: CancellationToken,
 }
 
-/// What waits for the writer.
+/// What waits for the writer: chunks of frames, oldest first. A burst of
+/// large replies fills several chunks, which the writer takes one at a
+/// time while senders go on filling the last: what waits is held once.
 struct Waiting {
-    bytes: BytesMut,
+    chunks: VecDeque<BytesMut>,
+    /// Chunks the writer has written, to be filled again.
+    spare: Vec<BytesMut>,
     messages: usize,
-    /// A sender was refused for want of room since the writer last took
-    /// the bytes: it may be waiting.
+    /// A sender was refused for want of room since the writer last
+    /// emptied the queue: it may be waiting.
     refused: bool,
 }
+
+/// Written chunks kept for reuse (one burst's worth of small replies needs
+/// one or two).
+const SPARE_CHUNKS: usize = 2;
 
 impl Frames {
     fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
@@ -118,15 +126,25 @@ impl Frames {
         }
         let was_empty = {
             let mut waiting = self.waiting();
-            let bytes = waiting.bytes.len();
-            if waiting.messages >= self.limit
-                || (bytes > 0 && bytes + message.bytes.len() > self.max_bytes)
-            {
+            if waiting.messages >= self.limit {
                 waiting.refused = true;
                 return Err(TrySendError::Full(message));
             }
-            let was_empty = waiting.bytes.is_empty();
-            (self.framing)(&message.bytes, &mut waiting.bytes);
+            let was_empty = waiting.chunks.is_empty();
+            let fits = waiting
+                .chunks
+                .back()
+                .is_some_and(|last| last.len() + message.bytes.len() <= self.chunk);
+            if !fits {
+                let chunk = waiting
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| BytesMut::with_capacity(self.chunk));
+                waiting.chunks.push_back(chunk);
+            }
+            if let Some(last) = waiting.chunks.back_mut() {
+                (self.framing)(&message.bytes, last);
+            }
             waiting.messages += 1;
             was_empty
         };
@@ -183,58 +201,67 @@ impl Drop for FrameWriter {
 }
 
 impl FrameWriter {
-    /// Waits for bytes and swaps them for `batch` (which the caller wrote
-    /// and emptied); `false` once every sender is gone and nothing waits.
-    pub(crate) async fn next(&mut self, batch: &mut BytesMut) -> bool {
+    /// Waits for the oldest chunk of frames (hand it back with
+    /// [`written`](Self::written)); `None` once every sender is gone and
+    /// nothing waits.
+    pub(crate) async fn next(&mut self) -> Option<BytesMut> {
         std::future::poll_fn(|cx| {
-            if let Some(more) = self.take(batch) {
-                return Poll::Ready(more);
+            if let Some(next) = self.take() {
+                return Poll::Ready(next);
             }
             self.0.filled.register(cx.waker());
             // Again: a sender may have filled it (or left) meanwhile.
-            match self.take(batch) {
-                Some(more) => Poll::Ready(more),
+            match self.take() {
+                Some(next) => Poll::Ready(next),
                 None => Poll::Pending,
             }
         })
         .await
     }
 
-    /// Swaps what waits into `batch`: `Some(true)`; `Some(false)` when
-    /// nothing waits and no sender is left; `None` when nothing waits yet.
-    fn take(&self, batch: &mut BytesMut) -> Option<bool> {
+    /// A written chunk, kept to be filled again (while few are kept).
+    pub(crate) fn written(&mut self, mut chunk: BytesMut) {
+        chunk.clear();
         let mut waiting = self.0.waiting();
-        if !waiting.bytes.is_empty() {
-            std::mem::swap(&mut waiting.bytes, batch);
-            let refused = std::mem::take(&mut waiting.refused);
-            waiting.messages = 0;
+        if waiting.spare.len() < SPARE_CHUNKS && chunk.capacity() <= self.0.chunk * 2 {
+            waiting.spare.push(chunk);
+        }
+    }
+
+    /// `Some(Some(chunk))`: the oldest chunk; `Some(None)`: nothing waits
+    /// and no sender is left; `None`: nothing waits yet.
+    fn take(&self) -> Option<Option<BytesMut>> {
+        let mut waiting = self.0.waiting();
+        if let Some(chunk) = waiting.chunks.pop_front() {
+            let refused = waiting.chunks.is_empty() && std::mem::take(&mut waiting.refused);
+            if waiting.chunks.is_empty() {
+                waiting.messages = 0;
+            }
             drop(waiting);
             if refused {
                 self.0.drained.notify_waiters();
             }
-            return Some(true);
+            return Some(Some(chunk));
         }
         drop(waiting);
-        (self.0.senders.load(Ordering::Acquire) == 0).then_some(false)
+        (self.0.senders.load(Ordering::Acquire) == 0).then_some(None)
     }
 }
 
-/// A buffer of frames: at most `limit` messages and `max_bytes` bytes wait
-/// for the writer, each message written by `framing`.
-pub(crate) fn frames(
-    framing: Framing,
-    limit: usize,
-    max_bytes: usize,
-) -> (FrameSender, FrameWriter) {
+/// A queue of frames: at most `limit` messages wait for the writer, each
+/// written by `framing` into chunks of about `chunk` bytes (a larger
+/// message takes one of its own).
+pub(crate) fn frames(framing: Framing, limit: usize, chunk: usize) -> (FrameSender, FrameWriter) {
     let frames = Arc::new(Frames {
         waiting: Mutex::new(Waiting {
-            bytes: BytesMut::new(),
+            chunks: VecDeque::new(),
+            spare: Vec::new(),
             messages: 0,
             refused: false,
         }),
         framing,
         limit,
-        max_bytes,
+        chunk,
         senders: AtomicUsize::new(1),
         filled: AtomicWaker::new(),
         drained: Notify::new(),
@@ -260,8 +287,8 @@ mod tests {
         }
     }
 
-    /// What senders hand over while the writer is busy goes out in one
-    /// batch, in order; the writer finishes once every sender is gone.
+    /// What senders hand over while the writer is busy goes out together,
+    /// in order; the writer finishes once every sender is gone.
     #[tokio::test]
     async fn frames_gather_in_order_and_end_with_the_last_sender() {
         let (sender, mut writer) = frames(line, 8, 1024);
@@ -270,18 +297,43 @@ mod tests {
         first.try_send(message("a")).unwrap();
         other.send(message("b")).await.unwrap();
         first.try_send(message("")).unwrap(); // nothing to write
-        let mut batch = BytesMut::new();
-        assert!(writer.next(&mut batch).await);
-        assert_eq!(&batch[..], b"a\nb\n");
-        batch.clear();
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"a\nb\n");
+        writer.written(chunk);
         drop((first, other));
-        assert!(!writer.next(&mut batch).await);
+        assert!(writer.next().await.is_none());
     }
 
-    /// At the limit a sender waits until the writer takes the batch; with
-    /// the writer gone, messages come back and `closed` completes.
+    /// Past a chunk's size the next message starts another chunk, a larger
+    /// message takes one of its own, and the writer takes them in order.
     #[tokio::test]
-    async fn a_full_buffer_holds_senders_and_a_gone_writer_refuses_them() {
+    async fn chunks_fill_in_order_and_a_large_message_takes_its_own() {
+        let (sender, mut writer) = frames(line, 100, 8);
+        let outbox = Outbox::Frames(sender);
+        for text in ["123", "456", "789", "a message over the chunk size", "z"] {
+            outbox.try_send(message(text)).unwrap();
+        }
+        let mut written = Vec::new();
+        for _ in 0..4 {
+            let chunk = writer.next().await.expect("a chunk");
+            written.push(String::from_utf8(chunk.to_vec()).unwrap());
+            writer.written(chunk);
+        }
+        assert_eq!(
+            written,
+            [
+                "123\n456\n",
+                "789\n",
+                "a message over the chunk size\n",
+                "z\n"
+            ]
+        );
+    }
+
+    /// At the limit a sender waits until the writer has taken what waits;
+    /// with the writer gone, messages come back and `closed` completes.
+    #[tokio::test]
+    async fn a_full_queue_holds_senders_and_a_gone_writer_refuses_them() {
         let (sender, mut writer) = frames(line, 1, 1024);
         let outbox = Outbox::Frames(sender);
         outbox.try_send(message("1")).unwrap();
@@ -293,13 +345,11 @@ mod tests {
             let outbox = outbox.clone();
             async move { outbox.send(message("2")).await.is_ok() }
         });
-        let mut batch = BytesMut::new();
-        assert!(writer.next(&mut batch).await);
-        assert_eq!(&batch[..], b"1\n");
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"1\n");
         assert!(waiting.await.unwrap());
-        batch.clear();
-        assert!(writer.next(&mut batch).await);
-        assert_eq!(&batch[..], b"2\n");
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"2\n");
         assert!(!outbox.is_closed());
         drop(writer);
         outbox.closed().await;
@@ -308,27 +358,5 @@ mod tests {
             Err(TrySendError::Closed(_))
         ));
         assert!(outbox.send(message("4")).await.is_err());
-    }
-
-    /// Past `max_bytes` a sender waits too, but a message larger than the
-    /// bound still goes when nothing else waits.
-    #[tokio::test]
-    async fn bytes_bound_the_buffer_and_a_large_message_goes_alone() {
-        let (sender, mut writer) = frames(line, 100, 8);
-        let outbox = Outbox::Frames(sender);
-        outbox.try_send(message("12345")).unwrap();
-        assert!(matches!(
-            outbox.try_send(message("678")),
-            Err(TrySendError::Full(_))
-        ));
-        let mut batch = BytesMut::new();
-        assert!(writer.next(&mut batch).await);
-        assert_eq!(&batch[..], b"12345\n");
-        outbox
-            .try_send(message("a message over the bound"))
-            .unwrap();
-        batch.clear();
-        assert!(writer.next(&mut batch).await);
-        assert_eq!(&batch[..], b"a message over the bound\n");
     }
 }

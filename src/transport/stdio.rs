@@ -23,10 +23,8 @@ use crate::server::{Server, Session};
 /// How many outgoing messages may wait for the writer before request tasks
 /// wait for it in turn.
 const OUTBOX: usize = 256;
-/// How many bytes of outgoing messages may wait for the writer before
-/// request tasks wait for it in turn (one larger message still goes).
-const OUTBOX_BYTES: usize = 256 * 1024;
-/// The writer's buffer: what waits is swapped into it and written at once.
+/// The size of a chunk of outgoing frames, written at once (a pipe's
+/// buffer holds as much).
 const WRITE_BATCH: usize = 64 * 1024;
 
 impl Server {
@@ -190,7 +188,7 @@ impl Server {
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX, OUTBOX_BYTES);
+        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX, WRITE_BATCH);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
         let session = Session::new(self, dialect, Outbox::Frames(out), stop.clone());
@@ -283,21 +281,20 @@ fn json_line(body: &[u8], buf: &mut BytesMut) {
     buf.extend_from_slice(b"\n");
 }
 
-/// Writes what the session's senders framed, each batch that is ready in
-/// one write and one flush; returns when every sender is gone, or with
-/// `BrokenPipe` as soon as `output_gone` completes or a write fails
-/// (dropping the writer's end, which ends the session).
+/// Writes what the session's senders framed, a chunk at a time (a burst
+/// of small replies fits one: one write, one flush); returns when every
+/// sender is gone, or with `BrokenPipe` as soon as `output_gone` completes
+/// or a write fails (dropping the writer's end, which ends the session).
 async fn write_messages<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut frames: FrameWriter,
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let mut batch = BytesMut::with_capacity(WRITE_BATCH);
     tokio::pin!(output_gone);
     loop {
-        let more = tokio::select! {
+        let chunk = tokio::select! {
             biased;
-            more = frames.next(&mut batch) => more,
+            chunk = frames.next() => chunk,
             () = &mut output_gone => {
                 tracing::warn!("stdout's reader is gone; the session ends");
                 return Err(io::Error::new(
@@ -306,20 +303,14 @@ async fn write_messages<W: AsyncWrite + Unpin>(
                 ));
             }
         };
-        if !more {
-            break;
-        }
-        tracing::trace!(bytes = batch.len(), "frames written");
-        if let Err(e) = write_and_flush(&mut writer, &batch).await {
+        let Some(chunk) = chunk else { break };
+        tracing::trace!(bytes = chunk.len(), "frames written");
+        if let Err(e) = write_and_flush(&mut writer, &chunk).await {
             // The peer is gone: dropping the writer's end stops the session.
             drop(frames);
             return Err(e);
         }
-        batch.clear();
-        if batch.capacity() > OUTBOX_BYTES {
-            // One huge message does not pin its size for the session's life.
-            batch = BytesMut::with_capacity(WRITE_BATCH);
-        }
+        frames.written(chunk);
     }
     writer.flush().await
 }
