@@ -369,7 +369,7 @@ impl ServerBuilder {
 
     /// How long a client gets to answer a request a tool sends it
     /// (elicitation, sampling, roots) before the tool's call fails with
-    /// [`ClientError::TimedOut`](crate::peer::ClientError::TimedOut)
+    /// [`ClientError::TimedOut`](crate::client::ClientError::TimedOut)
     /// (default 5 minutes).
     pub fn client_request_timeout(mut self, timeout: Duration) -> Self {
         self.limits.client_request_timeout = timeout;

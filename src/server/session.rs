@@ -1,6 +1,7 @@
 //! One session: reads messages from a transport's input stream, runs the
 //! handshake, serves requests concurrently and writes every outgoing message
-//! to the transport's output channel (PROTOCOL.md §1, §3, §5).
+//! to the transport's [`Outbox`] — a channel (HTTP) or a queue of frames
+//! (stdio) (PROTOCOL.md §1, §3, §5).
 //!
 //! Concurrency: a request that needs async work is polled once on the
 //! session's reader — most tools finish then, at no cost — and otherwise
@@ -12,9 +13,9 @@
 //! message limit of their bytes, so that notifications — `$/cancelRequest`
 //! above all — take effect at once; parked requests start in order as slots
 //! free up, and a cancelled one is answered without running. Past that bound
-//! the session reads nothing more. The session's output channel closes only
-//! when the reader and every request task are done, so a transport that
-//! waits for the channel to close has flushed every reply.
+//! the session reads nothing more. The session's outbox closes only when
+//! the reader and every request task are done, so a transport that waits
+//! for it to close has flushed every reply.
 
 use std::collections::VecDeque;
 use std::io;
@@ -178,7 +179,7 @@ impl Session {
     /// when the output is gone (the client stopped reading): requests in
     /// flight are then stopped. When the session's stop token fires —
     /// before or after the end of the input — it drains instead (see
-    /// [`drain`](Self::drain)). The output channel closes when the last
+    /// [`drain`](Self::drain)). The outbox closes when the last
     /// task holding it (a batch's collector, a push forwarder) is done.
     pub(crate) async fn run<S>(mut self, mut input: S)
     where
