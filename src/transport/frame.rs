@@ -278,18 +278,23 @@ impl Decoder for FrameCodec {
     }
 }
 
+/// Appends `body` as a frame: `Content-Length: N\r\n\r\n` and the body.
+pub(crate) fn put_frame(body: &[u8], dst: &mut BytesMut) {
+    let mut digits = itoa::Buffer::new();
+    let len = digits.format(body.len());
+    dst.reserve(20 + len.len() + body.len());
+    dst.put_slice(b"Content-Length: ");
+    dst.put_slice(len.as_bytes());
+    dst.put_slice(b"\r\n\r\n");
+    dst.put_slice(body);
+}
+
 impl Encoder<&[u8]> for FrameCodec {
     type Error = io::Error;
 
     /// Writes `Content-Length: N\r\n\r\n` and the body.
     fn encode(&mut self, body: &[u8], dst: &mut BytesMut) -> Result<(), io::Error> {
-        let mut digits = itoa::Buffer::new();
-        let len = digits.format(body.len());
-        dst.reserve(20 + len.len() + body.len());
-        dst.put_slice(b"Content-Length: ");
-        dst.put_slice(len.as_bytes());
-        dst.put_slice(b"\r\n\r\n");
-        dst.put_slice(body);
+        put_frame(body, dst);
         Ok(())
     }
 }

@@ -257,21 +257,10 @@ impl Framing {
     /// The function that appends one message so framed.
     fn encoder(self) -> crate::server::outbox::Framing {
         match self {
-            Self::Frames => content_length_frame,
+            Self::Frames => super::frame::put_frame,
             Self::Lines => json_line,
         }
     }
-}
-
-/// Appends `body` as a `Content-Length` frame.
-fn content_length_frame(body: &[u8], buf: &mut BytesMut) {
-    let mut digits = itoa::Buffer::new();
-    let length = digits.format(body.len());
-    buf.reserve(20 + length.len() + body.len());
-    buf.extend_from_slice(b"Content-Length: ");
-    buf.extend_from_slice(length.as_bytes());
-    buf.extend_from_slice(b"\r\n\r\n");
-    buf.extend_from_slice(body);
 }
 
 /// Appends `body` as one line.
