@@ -231,6 +231,9 @@ impl FrameWriter {
     /// `Some(Some(chunk))`: the oldest chunk; `Some(None)`: nothing waits
     /// and no sender is left; `None`: nothing waits yet.
     fn take(&self) -> Option<Option<BytesMut>> {
+        // Read before the queue: a sender queues before it leaves, so with
+        // none left, what it queued is seen below.
+        let no_senders = self.0.senders.load(Ordering::Acquire) == 0;
         let mut waiting = self.0.waiting();
         if let Some(chunk) = waiting.chunks.pop_front() {
             let refused = waiting.chunks.is_empty() && std::mem::take(&mut waiting.refused);
@@ -244,7 +247,7 @@ impl FrameWriter {
             return Some(Some(chunk));
         }
         drop(waiting);
-        (self.0.senders.load(Ordering::Acquire) == 0).then_some(None)
+        no_senders.then_some(None)
     }
 }
 
@@ -358,5 +361,26 @@ mod tests {
             Err(TrySendError::Closed(_))
         ));
         assert!(outbox.send(message("4")).await.is_err());
+    }
+
+    /// A message queued just before its sender, the last, leaves is
+    /// written: the writer never ends on an empty look that raced it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_last_senders_last_message_is_never_lost() {
+        for round in 0..500 {
+            let (sender, mut writer) = frames(line, 8, 1024);
+            let last = tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                let outbox = Outbox::Frames(sender);
+                outbox.try_send(message("last")).unwrap();
+            });
+            let mut seen = Vec::new();
+            while let Some(chunk) = writer.next().await {
+                seen.extend_from_slice(&chunk);
+                writer.written(chunk);
+            }
+            last.await.unwrap();
+            assert_eq!(&seen[..], b"last\n", "round {round}");
+        }
     }
 }

@@ -766,10 +766,17 @@ pub(crate) enum Beside {
 /// method. A reply known at once, or work that ends on its first poll, is
 /// answered to the caller when nothing at all was sent meanwhile (so
 /// nothing can have come before the reply); anything else goes out through
-/// the session's output, in order, like the reader's replies. The caller
-/// checks that the session is not shutting down.
+/// the session's output, in order, like the reader's replies — from a task
+/// of its own, which the caller going away cannot stop. `stopping` says
+/// whether the session began to shut down: checked again once the slot is
+/// taken, so that a request the reader's drain can no longer see is left
+/// to the reader (which answers it as shutdown requires).
 #[cfg(feature = "http")]
-pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Beside {
+pub(crate) async fn beside(
+    shared: &Arc<Shared>,
+    stopping: impl Fn() -> bool,
+    message: Incoming<'_>,
+) -> Beside {
     let dialect = shared.dialect;
     let served = shared.is_ready()
         && shared.parked() == 0
@@ -780,7 +787,7 @@ pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Besid
         true => shared.slots.try_take(),
         false => None,
     };
-    let Some(slot) = slot else {
+    let Some(slot) = slot.filter(|_| !stopping()) else {
         return Beside::Not;
     };
     let Incoming::Request {
@@ -812,8 +819,11 @@ pub(crate) async fn beside(shared: &Arc<Shared>, message: Incoming<'_>) -> Besid
     if quiet && let Some(reply) = handled.reply.take() {
         return Beside::Answered(reply);
     }
-    shared.send_handled(handled).await;
-    drop(slot);
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        shared.send_handled(handled).await;
+        drop(slot);
+    });
     Beside::Sent
 }
 

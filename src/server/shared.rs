@@ -165,13 +165,13 @@ impl Shared {
 
     /// Records how many requests the reader holds parked.
     pub(super) fn set_parked(&self, parked: usize) {
-        self.parked.store(parked, Ordering::Relaxed);
+        self.parked.store(parked, Ordering::Release);
     }
 
     /// How many requests the reader holds parked.
     #[cfg(feature = "http")]
     pub(super) fn parked(&self) -> usize {
-        self.parked.load(Ordering::Relaxed)
+        self.parked.load(Ordering::Acquire)
     }
 
     /// How many messages were handed to the outbox so far: unchanged

@@ -87,11 +87,23 @@ impl HttpSession {
     }
 
     /// The core session's state, when a request may be served beside its
-    /// reader ([`beside`](crate::server::beside)): it runs and is not
-    /// shutting down.
+    /// reader ([`beside`](crate::server::beside)): the session runs, is
+    /// not ending or shutting down, and nothing waits for its reader (a
+    /// request handed to it earlier is not overtaken).
     pub(super) fn serving(&self) -> Option<Arc<Shared>> {
         self.touch();
-        self.shared().filter(|_| !self.stop.is_cancelled())
+        let reader_idle = self
+            .input
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|input| input.capacity() == INBOX);
+        self.shared().filter(|_| reader_idle && !self.stopping())
+    }
+
+    /// Whether the core session began to shut down.
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.is_cancelled()
     }
 
     /// Forgets request `id`, answered beside the reader with nothing sent

@@ -242,14 +242,16 @@ impl McpService {
             );
         };
         let to_reader = match (message, session.serving()) {
-            (Some(message), Some(shared)) => match beside(&shared, message).await {
-                Beside::Answered(reply) => {
-                    session.answered(&id);
-                    return json(StatusCode::OK, reply);
+            (Some(message), Some(shared)) => {
+                match beside(&shared, || session.stopping(), message).await {
+                    Beside::Answered(reply) => {
+                        session.answered(&id);
+                        return json(StatusCode::OK, reply);
+                    }
+                    Beside::Sent => false,
+                    Beside::Not => true,
                 }
-                Beside::Sent => false,
-                Beside::Not => true,
-            },
+            }
             _ => true,
         };
         if to_reader && !session.send(body).await {
