@@ -659,6 +659,44 @@ fn serve(
     }
 }
 
+/// A request's parts.
+struct Request<'a> {
+    id: RequestId,
+    method: std::borrow::Cow<'a, str>,
+    params: Option<&'a RawValue>,
+    call: Option<jsonrpc::ToolCall<'a>>,
+}
+
+/// `message` as a request that the method table serves in `phase` (an id
+/// the dialect takes, a method it admits there), or the message back.
+// The message comes back by value, as it came: boxing it would cost an
+// allocation on the path that serves it the usual way.
+#[allow(clippy::result_large_err)]
+fn servable(
+    dialect: Dialect,
+    phase: Phase,
+    message: Incoming<'_>,
+) -> Result<Request<'_>, Incoming<'_>> {
+    match message {
+        Incoming::Request {
+            id,
+            method,
+            params,
+            call,
+        } if (id != RequestId::Null || dialect.allows_null_ids())
+            && dialect.admit(phase, &method, &id) == Admission::Serve =>
+        {
+            Ok(Request {
+                id,
+                method,
+                params,
+                call,
+            })
+        }
+        other => Err(other),
+    }
+}
+
 /// A reply known at once, with its trace line.
 fn answered(
     shared: &Shared,
@@ -695,30 +733,16 @@ pub(super) enum Alone<'a> {
 /// that waits), so one state serves them all. Anything else comes back to
 /// be served the usual way. The caller checks that shutdown has not begun.
 pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a> {
-    let dialect = shared.dialect;
-    let served = match &message {
-        Incoming::Request { id, method, .. } => {
-            *id != RequestId::Null && dialect.admit(Phase::Implicit, method, id) == Admission::Serve
-        }
-        _ => false,
+    let request = match servable(shared.dialect, Phase::Implicit, message) {
+        Ok(request) => request,
+        Err(message) => return Alone::Not(message),
     };
-    let Incoming::Request {
+    let Request {
         id,
         method,
         params,
         call,
-    } = message
-    else {
-        return Alone::Not(message);
-    };
-    if !served {
-        return Alone::Not(Incoming::Request {
-            id,
-            method,
-            params,
-            call,
-        });
-    }
+    } = request;
     let handled = match serve(shared, id, &method, params, call, None) {
         Served::Work(job) if job.may_block => return Alone::Running(job),
         Served::Work(job) => match job.try_now(shared) {
@@ -777,26 +801,19 @@ pub(crate) async fn beside(
     stopping: impl Fn() -> bool,
     message: Incoming<'_>,
 ) -> Beside {
-    let dialect = shared.dialect;
-    let served = shared.is_ready()
-        && shared.parked() == 0
-        && matches!(&message, Incoming::Request { id, method, .. }
-            if (*id != RequestId::Null || dialect.allows_null_ids())
-                && dialect.admit(Phase::Ready, method, id) == Admission::Serve);
-    let slot = match served {
-        true => shared.slots.try_take(),
-        false => None,
-    };
-    let Some(slot) = slot.filter(|_| !stopping()) else {
+    if !shared.is_ready() || shared.parked() > 0 {
         return Beside::Not;
-    };
-    let Incoming::Request {
+    }
+    let Ok(Request {
         id,
         method,
         params,
         call,
-    } = message
+    }) = servable(shared.dialect, Phase::Ready, message)
     else {
+        return Beside::Not;
+    };
+    let Some(slot) = shared.slots.try_take().filter(|_| !stopping()) else {
         return Beside::Not;
     };
     let before = shared.sent();

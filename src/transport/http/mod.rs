@@ -287,13 +287,16 @@ where
 {
     type Response = Response<McpBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+    type Future = Responding;
 
     fn call(&self, request: Request<B>) -> Self::Future {
         let service = self.clone();
         Box::pin(async move { Ok(service.respond(request).await) })
     }
 }
+
+/// A response under way, as both the hyper and the tower `Service` give it.
+type Responding = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
 
 /// What is left of a request's body once its response is ready.
 pub(super) enum Leftover<B> {
@@ -314,7 +317,7 @@ where
 {
     type Response = Response<McpBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<McpBody>, Infallible>> + Send>>;
+    type Future = Responding;
 
     fn poll_ready(
         &mut self,
