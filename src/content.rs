@@ -25,10 +25,13 @@
 //! # let _ = sum;
 //! ```
 
+use std::sync::OnceLock;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Who a piece of content is for, in [`Annotations`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,11 +307,14 @@ impl Content {
 /// `Ok(json!(..))` in a tool is structured output: any `Value` converts.
 #[derive(Debug, Clone, Default)]
 pub struct ToolOutput {
-    structured: Option<Value>,
-    /// `structured` as the tool serialised it, keys in its order
+    /// The structured output as a value: given as one, or read from
+    /// `ordered` (at once by [`ToolOutput::serialize`]; when first needed
+    /// for output a quick check already admitted).
+    structured: OnceLock<Value>,
+    /// The structured output as the tool serialised it, keys in its order
     /// ([`ToolOutput::serialize`]); sent instead of `structured`, whose
     /// object keys are sorted.
-    ordered: Option<Box<serde_json::value::RawValue>>,
+    ordered: Option<Box<RawValue>>,
     blocks: Vec<Content>,
 }
 
@@ -316,38 +322,42 @@ pub struct ToolOutput {
 /// the blocks are.
 impl PartialEq for ToolOutput {
     fn eq(&self, other: &Self) -> bool {
-        self.structured == other.structured && self.blocks == other.blocks
+        self.structured_value() == other.structured_value() && self.blocks == other.blocks
     }
 }
 
 /// A tool's structured output as it goes on the wire: in the tool's key
 /// order when it was serialised by [`ToolOutput::serialize`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StructuredJson<'a> {
-    value: &'a Value,
-    ordered: Option<&'a serde_json::value::RawValue>,
+pub(crate) enum StructuredJson<'a> {
+    Value(&'a Value),
+    Ordered(&'a RawValue),
 }
 
 impl StructuredJson<'_> {
-    /// The value (for checks).
-    pub(crate) fn value(&self) -> &Value {
-        self.value
+    /// Whether it is a JSON object.
+    pub(crate) fn is_object(self) -> bool {
+        match self {
+            Self::Value(value) => value.is_object(),
+            // Serialised compact: the text starts with the value.
+            Self::Ordered(raw) => raw.get().starts_with('{'),
+        }
     }
 
     /// The compact JSON text.
     pub(crate) fn to_json(self) -> String {
-        match self.ordered {
-            Some(raw) => raw.get().to_owned(),
-            None => self.value.to_string(),
+        match self {
+            Self::Ordered(raw) => raw.get().to_owned(),
+            Self::Value(value) => value.to_string(),
         }
     }
 }
 
 impl Serialize for StructuredJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.ordered {
-            Some(raw) => raw.serialize(serializer),
-            None => self.value.serialize(serializer),
+        match self {
+            Self::Ordered(raw) => raw.serialize(serializer),
+            Self::Value(value) => value.serialize(serializer),
         }
     }
 }
@@ -356,7 +366,7 @@ impl ToolOutput {
     /// Structured output only.
     pub fn structured(value: Value) -> Self {
         Self {
-            structured: Some(value),
+            structured: OnceLock::from(value),
             ordered: None,
             blocks: Vec::new(),
         }
@@ -377,23 +387,42 @@ impl ToolOutput {
     /// `output` does not serialise to JSON (a map with non-string keys, a
     /// failing `Serialize` impl).
     pub fn serialize<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
-        // One serialisation, read back: what is checked against the output
-        // schema is exactly what the client reads (an `f32` is `0.1` in
-        // both, not `0.10000000149011612` in one; a repeated key is the
-        // last one, as JSON readers take it).
-        let ordered = serde_json::value::to_raw_value(output)?;
-        let structured = serde_json::from_str(ordered.get())?;
+        let output = Self::serialized(output)?;
+        output.read_back()?;
+        Ok(output)
+    }
+
+    /// Structured output serialised, not yet read back: the server reads
+    /// it back ([`read_back`](Self::read_back)) unless a quick check of its
+    /// text admits it. What is checked against the output schema is
+    /// exactly what the client reads (an `f32` is `0.1` in both, not
+    /// `0.10000000149011612` in one; a repeated key is the last one, as
+    /// JSON readers take it).
+    pub(crate) fn serialized<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
         Ok(Self {
-            structured: Some(structured),
-            ordered: Some(ordered),
+            structured: OnceLock::new(),
+            ordered: Some(serde_json::value::to_raw_value(output)?),
             blocks: Vec::new(),
         })
+    }
+
+    /// Reads serialised structured output back into a value, if that was
+    /// not done yet: it fails where a JSON reader would (nesting past
+    /// serde_json's limit of 128).
+    pub(crate) fn read_back(&self) -> Result<(), serde_json::Error> {
+        if let Some(raw) = &self.ordered
+            && self.structured.get().is_none()
+        {
+            let value = serde_json::from_str(raw.get())?;
+            let _ = self.structured.set(value);
+        }
+        Ok(())
     }
 
     /// Content blocks only.
     pub fn content(blocks: impl IntoIterator<Item = Content>) -> Self {
         Self {
-            structured: None,
+            structured: OnceLock::new(),
             ordered: None,
             blocks: blocks.into_iter().collect(),
         }
@@ -407,7 +436,7 @@ impl ToolOutput {
     /// The same output with `value` as its structured output.
     #[must_use]
     pub fn with_structured(mut self, value: Value) -> Self {
-        self.structured = Some(value);
+        self.structured = OnceLock::from(value);
         self.ordered = None;
         self
     }
@@ -421,7 +450,16 @@ impl ToolOutput {
 
     /// The structured output, if any.
     pub fn structured_value(&self) -> Option<&Value> {
-        self.structured.as_ref()
+        match (self.structured.get(), &self.ordered) {
+            (Some(value), _) => Some(value),
+            // Read back here only after a quick check walked the same text
+            // with the same reader (`read_back` succeeds on it).
+            (None, Some(raw)) => Some(
+                self.structured
+                    .get_or_init(|| serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+            ),
+            (None, None) => None,
+        }
     }
 
     /// The content blocks (empty for structured output alone).
@@ -431,20 +469,35 @@ impl ToolOutput {
 
     /// The structured output as it goes on the wire, if any.
     pub(crate) fn structured_json(&self) -> Option<StructuredJson<'_>> {
-        self.structured.as_ref().map(|value| StructuredJson {
-            value,
-            ordered: self.ordered.as_deref(),
-        })
+        match (&self.ordered, self.structured.get()) {
+            (Some(raw), _) => Some(StructuredJson::Ordered(raw)),
+            (None, Some(value)) => Some(StructuredJson::Value(value)),
+            (None, None) => None,
+        }
+    }
+
+    /// The structured output's JSON text, as the tool serialised it.
+    pub(crate) fn ordered_text(&self) -> Option<&str> {
+        self.ordered.as_deref().map(RawValue::get)
     }
 
     /// The output as MCP v1.0's `output`, also what `outputSchema` checks:
     /// the structured output, or `{"content": [blocks]}`.
     pub(crate) fn v1_output(&self) -> std::borrow::Cow<'_, Value> {
-        match &self.structured {
+        match self.structured_value() {
             Some(value) => std::borrow::Cow::Borrowed(value),
             None => std::borrow::Cow::Owned(serde_json::json!({ "content": self.blocks })),
         }
     }
+}
+
+/// Serialised structured output that does not serialise or read back as
+/// JSON (`-32603`).
+pub(crate) fn output_not_json(mcp_id: &str, error: &serde_json::Error) -> crate::ToolError {
+    crate::ToolError::with_code(
+        crate::ErrorCode::INTERNAL_ERROR,
+        format!("the output of tool {mcp_id} is not JSON: {error}"),
+    )
 }
 
 impl From<Value> for ToolOutput {

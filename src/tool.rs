@@ -91,7 +91,35 @@ pub trait Tool: Send + Sync + 'static {
     fn needs_state(&self) -> Vec<crate::state::StateType> {
         Vec::new()
     }
+
+    /// Whether the tool can read its arguments straight from JSON text,
+    /// without a `Value` ([`typed_tool`](crate::typed::typed_tool)s read
+    /// their type from it): the server then hands `call_json` the text of
+    /// arguments that already passed `inputSchema`. `call_json` answers
+    /// `Err(ctx)` to hand the call back (the server then reads a `Value`
+    /// and calls [`call`](Tool::call)); it must not act before it answers
+    /// `Ok`, and must do what `call` would. Default: no.
+    #[doc(hidden)]
+    fn reads_json(&self) -> bool {
+        false
+    }
+
+    /// See [`reads_json`](Tool::reads_json).
+    #[doc(hidden)]
+    fn call_json<'a>(
+        &'a self,
+        arguments: &str,
+        ctx: ToolContext,
+    ) -> Result<Calling<'a>, ToolContext> {
+        let _ = arguments;
+        Err(ctx)
+    }
 }
+
+/// A tool call under way ([`Tool::call_json`]).
+#[doc(hidden)]
+pub type Calling<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
 
 /// What a tool execution knows about its request and its server, and its
 /// way back to the client: [`progress`](Self::progress),

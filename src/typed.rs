@@ -55,11 +55,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::content::ToolOutput;
+use crate::content::{ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::protocol::ToolDefinition;
 use crate::state::{State, StateType};
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{Calling, Tool, ToolContext};
 
 /// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
 ///
@@ -267,6 +267,10 @@ impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
     }
 
     /// `-32602` for arguments `A` refused, at the path where it did.
+    fn not_json(&self, error: &serde_json::Error) -> ToolError {
+        output_not_json(&self.definition.mcp_id, error)
+    }
+
     fn refused(&self, arguments: &Value, error: &serde_json::Error) -> ToolError
     where
         A: DeserializeOwned,
@@ -311,15 +315,31 @@ where
             .call(arguments, ctx)?
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
-        ToolOutput::serialize(&output).map_err(|e| {
-            ToolError::with_code(
-                ErrorCode::INTERNAL_ERROR,
-                format!(
-                    "the output of tool {} is not JSON: {e}",
-                    self.definition.mcp_id
-                ),
-            )
-        })
+        ToolOutput::serialize(&output).map_err(|e| self.not_json(&e))
+    }
+
+    fn reads_json(&self) -> bool {
+        true
+    }
+
+    /// The hot path: `A` read straight from the text, the output only
+    /// serialised (the server reads it back unless its quick check admits
+    /// it). Any failure to read `A` hands the call back, and
+    /// [`call`](Tool::call) answers as it always does (a repeated key, for
+    /// one, which a `Value` reads as its last occurrence).
+    fn call_json<'a>(
+        &'a self,
+        arguments: &str,
+        ctx: ToolContext,
+    ) -> Result<Calling<'a>, ToolContext> {
+        let Ok(arguments) = serde_json::from_str::<A>(arguments) else {
+            return Err(ctx);
+        };
+        let running = self.handler.call(arguments, ctx);
+        Ok(Box::pin(async move {
+            let output = running?.await.map_err(|e| ToolError::new(e.to_string()))?;
+            ToolOutput::serialized(&output).map_err(|e| self.not_json(&e))
+        }))
     }
 
     fn time_limit(&self) -> Option<Duration> {

@@ -447,3 +447,82 @@ async fn raw_exchange(server: &Server, messages: &[&str], lines: bool) -> String
     }
     String::from_utf8(out).unwrap()
 }
+
+/// Typed tools read their arguments from the request's text (issue 13);
+/// whatever that reading cannot take is answered as the value reading
+/// always answered it.
+#[tokio::test]
+async fn arguments_read_as_text_are_answered_as_a_value_would_be() {
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Echo {
+        message: String,
+    }
+    let tool = typed_tool(
+        "mcp://t/tools/echo:v1",
+        "echo",
+        "Echo.",
+        |args: Echo| async move { Ok::<_, ToolError>(args) },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    let v1 = |arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"mcp/executeTool","params":{{"id":"mcp://t/tools/echo:v1","arguments":{arguments}}}}}"#
+        )
+    };
+    let v1_exchange = |arguments: String| {
+        let server = server.clone();
+        async move {
+            let call = v1(&arguments);
+            let text = raw_exchange(
+                &server,
+                &[
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientCapabilities":{}}}"#,
+                    r#"{"jsonrpc":"2.0","method":"initialized"}"#,
+                    &call,
+                ],
+                false,
+            )
+            .await;
+            let reply = text.rsplit("\r\n\r\n").next().unwrap().to_owned();
+            serde_json::from_str::<Value>(&reply).unwrap()
+        }
+    };
+
+    // A repeated name is its last occurrence, as in a value.
+    let reply = v1_exchange(r#"{"message":"first","message":"last"}"#.into()).await;
+    assert_eq!(
+        reply["result"]["output"],
+        json!({"message": "last"}),
+        "{reply}"
+    );
+    let reply = v1_exchange(r#"{"message":"fine"}"#.into()).await;
+    assert_eq!(
+        reply["result"]["output"],
+        json!({"message": "fine"}),
+        "{reply}"
+    );
+
+    // Refusals are worded by the value reading of the params.
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct ValueReading {
+        id: String,
+        #[serde(default)]
+        arguments: serde_json::Map<String, Value>,
+    }
+    let deep = format!(r#"{{"message":{}"x"{}}}"#, "[".repeat(130), "]".repeat(130));
+    for arguments in [r#""x""#.to_owned(), "null".into(), "[1]".into(), deep] {
+        let params = format!(r#"{{"id":"mcp://t/tools/echo:v1","arguments":{arguments}}}"#);
+        let error = serde_json::from_str::<ValueReading>(&params).err().unwrap();
+        let reply = v1_exchange(arguments.clone()).await;
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert_eq!(
+            reply["error"]["data"],
+            format!(
+                "mcp/executeTool params must be an object {{\"id\": mcpId, \"arguments\": {{...}}}}: {error}"
+            ),
+            "{arguments}"
+        );
+    }
+}

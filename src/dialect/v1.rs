@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::arguments::{self, ArgumentsText};
 use super::{Admission, Control, Ended, JobInfo, Step};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, ToolCall, encode_error, encode_notification, encode_result};
@@ -18,7 +19,7 @@ use crate::protocol::{
     ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
     TraceValue, methods,
 };
-use crate::server::{Catalog, Done, Failure, Phase, ServerInner, Shared, Work};
+use crate::server::{Arguments, Catalog, Done, Failure, Phase, ServerInner, Shared, Work};
 use crate::tool::CancelReason;
 
 /// MCP v1.0's capabilities and fixed lists, serialised once at build.
@@ -184,9 +185,21 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
     }
 }
 
-/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id borrowed.
+/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id and
+/// its arguments' text borrowed.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ExecuteParams<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "arguments::object")]
+    arguments: Option<ArgumentsText<'a>>,
+}
+
+/// The same params read with a value for arguments: read only to word a
+/// refusal of [`ExecuteParams`] exactly as it always was.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct ExecuteParamsShape<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
     #[serde(default)]
@@ -200,8 +213,14 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
     let raw = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
-    let params: ExecuteParams<'_> = serde_json::from_str(raw.get())
-        .map_err(|e| RpcError::invalid_params(format!("{SHAPE}: {e}")))?;
+    let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+        // Refused where the value reading refuses (tested in
+        // `dialect::arguments`), and worded by it.
+        let e = serde_json::from_str::<ExecuteParamsShape<'_>>(raw.get())
+            .err()
+            .unwrap_or(e);
+        RpcError::invalid_params(format!("{SHAPE}: {e}"))
+    })?;
     execute(catalog, params)
 }
 
@@ -211,11 +230,14 @@ fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcErro
         .tool_index
         .get(&*params.id)
         .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.id))?;
+    let arguments = match params.arguments {
+        Some(text) => text.for_tool(catalog, tool).map_err(|e| {
+            RpcError::invalid_params(format!("mcp/executeTool params: arguments: {e}"))
+        })?,
+        None => Arguments::none(),
+    };
     Ok(Step::Run {
-        work: Work::CallTool {
-            tool,
-            arguments: Value::Object(params.arguments),
-        },
+        work: Work::CallTool { tool, arguments },
         progress: None,
     })
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use jsonschema::Validator;
 
+use super::quick_check::QuickCheck;
 use super::{IdHasher, validate};
 use crate::completion::Complete;
 use crate::error::BuildError;
@@ -27,6 +28,13 @@ pub(crate) struct CompiledTool {
     pub(crate) may_block: bool,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
+    /// The input schema's quick check, for a tool that reads its arguments
+    /// as JSON text ([`Tool::reads_json`]), when the schema is in the
+    /// quick check's subset.
+    pub(crate) quick_input: Option<QuickCheck>,
+    /// The output schema's quick check, for structured output sent as the
+    /// tool serialised it.
+    pub(crate) quick_output: Option<QuickCheck>,
     /// Its `outputSchema` is an object schema: the Model Context Protocol
     /// lists it and sends `structuredContent`.
     pub(crate) lists_output: bool,
@@ -118,6 +126,9 @@ impl Catalog {
                 lists_output: validate::is_object_schema(&definition.output_schema),
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
+                quick_input: QuickCheck::compile(&definition.input_schema)
+                    .filter(|_| tool.reads_json()),
+                quick_output: QuickCheck::compile(&definition.output_schema),
                 tool,
                 input,
                 output,

@@ -9,6 +9,7 @@ mod operation;
 pub(crate) mod outbox;
 pub(crate) mod peer;
 mod push;
+mod quick_check;
 mod session;
 mod shared;
 mod slots;
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 pub(crate) use catalog::{Catalog, CompletionRef};
 pub(crate) use handshake::Phase;
-pub(crate) use operation::{Done, Failure, Work};
+pub(crate) use operation::{Arguments, Done, Failure, Work};
 pub use push::ServerHandle;
 use session::Alone;
 pub(crate) use session::Session;

@@ -7,12 +7,14 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tracing::Instrument;
 
 use super::ServerInner;
+use super::catalog::CompiledTool;
 use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
-use crate::content::{ResourceContents, ToolOutput};
+use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::prompt::{PromptArguments, PromptMessage};
 use crate::protocol::ResourceDefinition;
@@ -25,7 +27,7 @@ pub(crate) enum Work {
     /// Reads one resource, registered or matched by a template.
     ReadResource { uri: String },
     /// Runs tool `tool` (an index into the catalog).
-    CallTool { tool: usize, arguments: Value },
+    CallTool { tool: usize, arguments: Arguments },
     /// Renders prompt `prompt` with its arguments (every required one present).
     GetPrompt {
         prompt: usize,
@@ -37,6 +39,21 @@ pub(crate) enum Work {
         value: String,
         context: CompletionContext,
     },
+}
+
+/// A tool call's arguments (a JSON object).
+pub(crate) enum Arguments {
+    /// As the request wrote them, for a tool that reads JSON text
+    /// ([`Tool::reads_json`](crate::Tool::reads_json)).
+    Text(Box<RawValue>),
+    Value(Value),
+}
+
+impl Arguments {
+    /// No arguments: `{}`.
+    pub(crate) fn none() -> Self {
+        Self::Value(Value::Object(serde_json::Map::new()))
+    }
 }
 
 /// What finished work produced.
@@ -204,20 +221,65 @@ async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceCont
 async fn call_tool(
     server: &ServerInner,
     index: usize,
-    arguments: Value,
+    arguments: Arguments,
     ctx: ToolContext,
 ) -> Result<ToolOutput, Failure> {
     let Some(tool) = server.catalog.tools.get(index) else {
         return Err(internal("tool index out of range"));
     };
-    check_arguments(&tool.input, &arguments, tool.mcp_id()).map_err(Failure::InvalidArguments)?;
     let span = ctx.span().clone();
+    // The hot path: arguments the input schema's quick check admits, read
+    // by the tool from their text. Anything else takes the full path, as
+    // it always has.
+    let (arguments, ctx) = match arguments {
+        Arguments::Text(text) => {
+            let admitted = tool
+                .quick_input
+                .as_ref()
+                .is_some_and(|q| q.admits(text.get()));
+            let ctx = if admitted {
+                match tool.tool.call_json(text.get(), ctx) {
+                    Ok(running) => {
+                        let output = running.instrument(span).await.map_err(Failure::Tool)?;
+                        return checked_output(tool, output);
+                    }
+                    Err(ctx) => ctx,
+                }
+            } else {
+                ctx
+            };
+            let arguments = serde_json::from_str(text.get()).map_err(|e| {
+                Failure::InvalidArguments(format!(
+                    "Invalid value at '': {e} in arguments for tool {}",
+                    tool.mcp_id()
+                ))
+            })?;
+            (arguments, ctx)
+        }
+        Arguments::Value(arguments) => (arguments, ctx),
+    };
+    check_arguments(&tool.input, &arguments, tool.mcp_id()).map_err(Failure::InvalidArguments)?;
     let output = tool
         .tool
         .call(arguments, ctx)
         .instrument(span)
         .await
         .map_err(Failure::Tool)?;
+    checked_output(tool, output)
+}
+
+/// `output`, once it matches the tool's output schema: admitted by the
+/// quick check when it is text the check covers, else read back (when
+/// serialised) and validated in full.
+fn checked_output(tool: &CompiledTool, output: ToolOutput) -> Result<ToolOutput, Failure> {
+    if let (Some(quick), Some(text)) = (&tool.quick_output, output.ordered_text())
+        && quick.admits(text)
+    {
+        return Ok(output);
+    }
+    output
+        .read_back()
+        .map_err(|e| Failure::Tool(output_not_json(tool.mcp_id(), &e)))?;
     check_output(&tool.output, &output.v1_output(), tool.mcp_id()).map_err(Failure::BadOutput)?;
     Ok(output)
 }

@@ -22,8 +22,8 @@ use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, ToolCall, encode_error_with, encode_notification, encode_result};
 use crate::protocol::ServerInfo;
 use crate::server::{
-    Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared, Subscriptions,
-    Work,
+    Arguments, Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared,
+    Subscriptions, Work,
 };
 use crate::tool::CancelReason;
 use schema::{
@@ -347,7 +347,13 @@ pub(crate) fn route(
         methods::TOOLS_LIST if provides.tools => page(id, method, params, "tools", &lists.tools),
         methods::TOOLS_CALL if provides.tools => match call {
             Some(ToolCall::ModelContext(read)) => call_tool_with(&server.catalog, read),
-            _ => read(method, params).and_then(|p| call_tool_with(&server.catalog, p)),
+            _ => read(method, params)
+                .or_else(|e| {
+                    // Refused where the value reading refuses (tested in
+                    // `dialect::arguments`), and worded by it.
+                    read::<schema::CallToolParamsShape<'_>>(method, params).and(Err(e))
+                })
+                .and_then(|p| call_tool_with(&server.catalog, p)),
         },
         methods::RESOURCES_LIST if provides.resources => {
             page(id, method, params, "resources", &lists.resources)
@@ -427,9 +433,12 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
         .tool_names
         .get(params.name.as_ref())
         .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: '{}'", params.name)))?;
+    // (`null` reads as `None`.)
     let arguments = match params.arguments {
-        None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
-        Some(arguments @ serde_json::Value::Object(_)) => arguments,
+        None => Arguments::none(),
+        Some(text) if text.get().starts_with('{') => text
+            .for_tool(catalog, tool)
+            .map_err(|e| RpcError::invalid_params(format!("tools/call params: {e}")))?,
         Some(_) => {
             return Err(RpcError::invalid_params(
                 "tools/call arguments must be an object",
@@ -672,7 +681,7 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u
         id,
         &CallToolResult {
             content: blocks,
-            structured_content: structured.filter(|s| lists_output && s.value().is_object()),
+            structured_content: structured.filter(|s| lists_output && s.is_object()),
             is_error: false,
         },
     )

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::content::{Content, ResourceContents, StructuredJson};
+use crate::dialect::arguments::ArgumentsText;
 use crate::prompt::{PromptArgument, PromptMessage};
 
 /// `_meta` of a request's params: only the progress token is read.
@@ -61,10 +62,23 @@ pub(super) struct ListParams<'a> {
 pub(crate) struct CallToolParams<'a> {
     #[serde(borrow)]
     pub(super) name: Cow<'a, str>,
-    #[serde(default)]
-    pub(super) arguments: Option<Value>,
+    #[serde(default, borrow)]
+    pub(super) arguments: Option<ArgumentsText<'a>>,
     #[serde(default, borrow, rename = "_meta")]
     pub(super) meta: Option<RequestMeta<'a>>,
+}
+
+/// The same params read with a value for arguments: read only to word a
+/// refusal of [`CallToolParams`] exactly as it always was.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+pub(super) struct CallToolParamsShape<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default, borrow, rename = "_meta")]
+    meta: Option<RequestMeta<'a>>,
 }
 
 /// `resources/read`, `resources/subscribe` and `resources/unsubscribe`

@@ -1,0 +1,383 @@
+//! The quick check never admits what the full validator refuses, and it
+//! admits the plain valid arguments and outputs of the hot path.
+
+use serde_json::{Value, json};
+
+use super::QuickCheck;
+use crate::server::validate;
+
+/// Schemas within the subset, each with values it must admit.
+fn schemas() -> Vec<(Value, Vec<Value>)> {
+    let mut list = vec![
+        (
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Echo",
+                "type": "object", "additionalProperties": false, "required": ["message"],
+                "properties": {"message": {"type": "string", "description": "The text."}}}),
+            vec![json!({"message": "hi"}), json!({"message": ""})],
+        ),
+        (
+            json!({"type": "object", "required": ["a", "b"],
+                "properties": {"a": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                               "b": {"type": ["integer", "null"], "minimum": -9223372036854775808_i64,
+                                     "maximum": 9223372036854775807_i64}}}),
+            vec![
+                json!({"a": 0, "b": null}),
+                json!({"a": 255, "b": -5, "c": [1, {"d": 2.5}]}),
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {
+                "f": {"type": "number", "exclusiveMinimum": 1.5, "exclusiveMaximum": 10},
+                "g": {"type": "number"},
+                "u": {"type": "integer", "minimum": 0, "maximum": 18446744073709551615_u64},
+                "e": {"type": "string", "enum": ["red", "green"]},
+                "l": {"type": "array", "items": {"type": "boolean"}},
+                "o": {"type": "object", "additionalProperties": {"type": "string"}},
+                "t": true, "n": false}}),
+            vec![
+                json!({"f": 2, "g": 0.25, "u": 18446744073709551615_u64, "e": "red", "l": [true, false],
+                       "o": {"x": "y"}, "t": [null]}),
+                json!({}),
+            ],
+        ),
+        (
+            json!({"type": "object", "required": ["only"], "additionalProperties": false}),
+            vec![],
+        ),
+        (
+            json!({"type": "object", "required": ["k"], "additionalProperties": {"type": "integer"}}),
+            vec![json!({"k": 1, "z": -2})],
+        ),
+        (
+            json!({"type": "object", "default": {}, "examples": [{}]}),
+            vec![json!({"any": [1]})],
+        ),
+    ];
+    #[cfg(feature = "schemars")]
+    {
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        enum Colour {
+            Red,
+            Green,
+        }
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Wide {
+            name: String,
+            excitement: Option<u8>,
+            count: u32,
+            delta: i64,
+            ratio: f64,
+            tags: Vec<String>,
+            flag: bool,
+            colour: Colour,
+        }
+        let wide = crate::typed::schema_of::<Wide>();
+        assert!(
+            QuickCheck::compile(&wide).is_none(),
+            "Colour is a $ref: {wide}"
+        );
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Flat {
+            name: String,
+            excitement: Option<u8>,
+            count: u32,
+            delta: i64,
+            ratio: f64,
+            tags: Vec<String>,
+            flag: bool,
+        }
+        list.push((
+            crate::typed::schema_of::<Flat>(),
+            vec![
+                json!({"name": "n", "excitement": null, "count": 4294967295_u32, "delta": -1,
+                        "ratio": 0.5, "tags": ["a"], "flag": true}),
+            ],
+        ));
+    }
+    list
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        #[allow(clippy::cast_possible_truncation)]
+        from[(self.next() % from.len() as u64) as usize]
+    }
+}
+
+const SCALARS: &[&str] = &[
+    "null",
+    "true",
+    "false",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "255",
+    "256",
+    "-129",
+    "1.0",
+    "1.5",
+    "2",
+    "10",
+    "9.999",
+    "-0.0",
+    "1e2",
+    "1E400",
+    "2.5e-3",
+    "4294967295",
+    "4294967296",
+    "9007199254740993",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "-9223372036854775809",
+    "18446744073709551615",
+    "18446744073709551616",
+    "\"\"",
+    "\"red\"",
+    "\"green\"",
+    "\"r\\u0065d\"",
+    "\"é\"",
+    "\"a\\\"b\"",
+    "\"hi\"",
+];
+const NAMES: &[&str] = &[
+    "message",
+    "a",
+    "b",
+    "c",
+    "f",
+    "g",
+    "u",
+    "e",
+    "l",
+    "o",
+    "t",
+    "n",
+    "k",
+    "z",
+    "only",
+    "name",
+    "excitement",
+    "count",
+    "delta",
+    "ratio",
+    "tags",
+    "flag",
+    "mess\\u0061ge",
+    "",
+];
+
+/// JSON text (possibly with repeated member names and escapes).
+fn text(rng: &mut Rng, depth: u32) -> String {
+    match rng.next() % if depth == 0 { 1 } else { 5 } {
+        0 | 1 => rng.pick(SCALARS).to_owned(),
+        2 => {
+            let n = rng.next() % 4;
+            let items: Vec<String> = (0..n).map(|_| text(rng, depth - 1)).collect();
+            format!("[{}]", items.join(","))
+        }
+        _ => {
+            let n = rng.next() % 6;
+            let members: Vec<String> = (0..n)
+                .map(|_| format!("\"{}\":{}", rng.pick(NAMES), text(rng, depth - 1)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+    }
+}
+
+const INTEGERS: &[&str] = &[
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "255",
+    "256",
+    "-129",
+    "2",
+    "10",
+    "4294967295",
+    "4294967296",
+    "9007199254740993",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "-9223372036854775809",
+    "18446744073709551615",
+    "18446744073709551616",
+    "1.0",
+    "1e2",
+];
+const NUMBERS: &[&str] = &["1.5", "9.999", "-0.0", "2.5e-3", "1E300", "0.1", "10.0"];
+const STRINGS: &[&str] = &[
+    "\"\"",
+    "\"red\"",
+    "\"green\"",
+    "\"r\\u0065d\"",
+    "\"é\"",
+    "\"hi\"",
+];
+
+/// JSON text shaped by `schema`, now and then not: near the line between
+/// valid and invalid, where a quick check could go wrong.
+fn guided(schema: &Value, rng: &mut Rng, depth: u32) -> String {
+    if depth == 0 || rng.next().is_multiple_of(8) {
+        return text(rng, depth.min(2));
+    }
+    let Some(schema) = schema.as_object() else {
+        return text(rng, 1);
+    };
+    let extra = schema
+        .get("additionalProperties")
+        .unwrap_or(&Value::Bool(true));
+    let mut names: Vec<(&str, &Value)> = Vec::new();
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        names.extend(properties.iter().map(|(name, sub)| (name.as_str(), sub)));
+    }
+    if let Some(Value::Array(required)) = schema.get("required") {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !names.iter().any(|(known, _)| *known == name) {
+                names.push((name, extra));
+            }
+        }
+    }
+    if !names.is_empty() {
+        let mut members = Vec::new();
+        for (name, sub) in names {
+            if !rng.next().is_multiple_of(8) {
+                members.push(format!(
+                    "{}:{}",
+                    Value::from(name),
+                    guided(sub, rng, depth - 1)
+                ));
+            }
+            if rng.next().is_multiple_of(16) {
+                members.push(format!("{}:{}", Value::from(name), text(rng, 1)));
+            }
+        }
+        if rng.next().is_multiple_of(4) {
+            members.push(format!(
+                "\"{}\":{}",
+                rng.pick(NAMES),
+                guided(extra, rng, depth - 1)
+            ));
+        }
+        return format!("{{{}}}", members.join(","));
+    }
+    if let Some(items) = schema.get("items") {
+        let n = rng.next() % 4;
+        let items: Vec<String> = (0..n).map(|_| guided(items, rng, depth - 1)).collect();
+        return format!("[{}]", items.join(","));
+    }
+    let names: Vec<&str> = match schema.get("type") {
+        Some(Value::String(name)) => vec![name.as_str()],
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => vec!["string", "number", "object"],
+    };
+    match rng.pick(&names) {
+        "integer" => rng.pick(INTEGERS).to_owned(),
+        "number" => {
+            let pool = if rng.next().is_multiple_of(2) {
+                INTEGERS
+            } else {
+                NUMBERS
+            };
+            rng.pick(pool).to_owned()
+        }
+        "string" => rng.pick(STRINGS).to_owned(),
+        "boolean" => rng.pick(&["true", "false"]).to_owned(),
+        "null" => "null".to_owned(),
+        _ => text(rng, depth - 1),
+    }
+}
+
+#[test]
+fn what_the_quick_check_admits_the_full_validator_accepts() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for (schema, examples) in schemas() {
+        let quick =
+            QuickCheck::compile(&schema).unwrap_or_else(|| panic!("no quick check: {schema}"));
+        let full = validate::compile("t", "inputSchema", &schema).unwrap();
+        for value in &examples {
+            assert!(quick.admits(&value.to_string()), "{value} against {schema}");
+        }
+        let (mut admitted, mut valid) = (0, 0);
+        for _ in 0..20_000 {
+            let text = if rng.next().is_multiple_of(4) {
+                text(&mut rng, 3)
+            } else {
+                guided(&schema, &mut rng, 4)
+            };
+            let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            let is_valid = full.is_valid(&value);
+            if quick.admits(&text) {
+                assert!(is_valid, "admitted {text} against {schema}");
+                admitted += 1;
+            }
+            valid += usize::from(is_valid);
+        }
+        // Not a check that cannot fail: most valid texts are admitted
+        // (floats against integer types and bounds, and repeated names
+        // the validator reads as one, are left to it).
+        // (A schema without examples admits nothing at all.)
+        assert!(
+            examples.is_empty() || valid >= 200,
+            "{valid} valid texts for {schema}"
+        );
+        assert!(
+            admitted * 10 >= valid * 6,
+            "{admitted} of {valid} admitted for {schema}"
+        );
+    }
+}
+
+#[test]
+fn schemas_outside_the_subset_get_no_quick_check() {
+    for schema in [
+        json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {}}}),
+        json!({"type": "object", "anyOf": [{"required": ["a"]}]}),
+        json!({"type": "object", "properties": {"s": {"type": "string", "format": "date-time"}}}),
+        json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 1}}}),
+        json!({"type": "object", "x-vendor": 1}),
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+        json!({"type": "object", "properties": {"e": {"enum": ["a", 1]}}}),
+        json!("not a schema"),
+    ] {
+        assert!(QuickCheck::compile(&schema).is_none(), "{schema}");
+    }
+}
+
+#[test]
+fn what_it_cannot_be_sure_of_is_left_to_the_full_validator() {
+    let quick = QuickCheck::compile(&json!({"type": "object", "properties": {
+        "i": {"type": "integer"}, "m": {"type": "number", "minimum": 0}}}))
+    .unwrap();
+    assert!(quick.admits(r#"{"i": 1.0, "m": 0.5}"#));
+    assert!(!quick.admits(r#"{"i": 1.5}"#));
+    // 1e300 is past what compares exactly with a 64-bit bound.
+    let bounded =
+        QuickCheck::compile(&json!({"type": "integer", "maximum": 18446744073709551615_u64}))
+            .unwrap();
+    assert!(!bounded.admits("1e300"));
+    assert!(bounded.admits("1.0"));
+    assert!(bounded.admits("18446744073709551615"));
+    assert!(!bounded.admits("18446744073709551616"));
+    assert!(quick.admits(r#"{"i": 1, "m": 0}"#));
+    assert!(!quick.admits(r#"{"i": 1} x"#));
+}
