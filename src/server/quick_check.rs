@@ -1,13 +1,17 @@
 //! A quick check of JSON text against the simple schemas most tools have
-//! (typed tools' derived schemas among them), walked straight over the
-//! text: no `Value` tree is built, and nothing is allocated on success.
+//! (typed tools' derived schemas among them), walked straight over text
+//! that is already known to be valid JSON (arguments a JSON reader
+//! captured, output serde_json wrote): no `Value` tree is built, strings
+//! are skipped by a search for their closing quote, and nothing is
+//! allocated on success.
 //!
 //! It only ever *admits*: when it says a text is valid, the full JSON
-//! Schema validator (`validate.rs`) would say so too. Anything it is not
-//! sure of — a keyword outside its subset (the schema then gets no quick
-//! check at all), a number it cannot compare exactly with a bound, a
-//! failure of any kind — is "not admitted", and the caller takes the full path, which
-//! decides and words the error exactly as it always has.
+//! Schema validator (`validate.rs`) would say so too (a differential test
+//! holds it to that). Anything it is not sure of — a keyword outside its
+//! subset (the schema then gets no quick check at all), a number it cannot
+//! compare exactly with a bound, nesting past serde_json's limit, anything
+//! unexpected — is "not admitted", and the caller takes the full path,
+//! which decides and words the error exactly as it always has.
 //!
 //! The subset, in JSON Schema 2020-12 (the draft `jsonschema` picks for a
 //! schema without `$schema`, and the one derived schemas name): `type`,
@@ -18,10 +22,8 @@
 //! `format` that names a number width (which `jsonschema` ignores).
 
 use std::cmp::Ordering;
-use std::fmt;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use memchr::memchr2;
 use serde_json::Value;
 
 /// The only `$schema` a quick check accepts (or none).
@@ -71,8 +73,11 @@ impl QuickCheck {
     /// Whether `text` (one JSON value) is certainly valid against the
     /// schema. `false` says nothing: the full validator decides.
     pub(crate) fn admits(&self, text: &str) -> bool {
-        let mut reader = serde_json::Deserializer::from_str(text);
-        (&self.root).deserialize(&mut reader).is_ok() && reader.end().is_ok()
+        let mut walk = Walk {
+            text: text.as_bytes(),
+            at: 0,
+        };
+        walk.value(&self.root, 0).is_some() && walk.peek().is_none()
     }
 }
 
@@ -328,115 +333,239 @@ fn limit(value: &Value) -> Option<Limit> {
     }
 }
 
-/// Any refusal: the walk stops, and the full validator decides.
-fn refused<E: de::Error>() -> E {
-    E::custom("not admitted by the quick check")
+/// How deep a walk goes before it gives up (serde_json reads 127 levels).
+const MAX_DEPTH: u32 = 128;
+
+/// A walk over JSON text that is known to be valid: arguments as a JSON
+/// reader captured them, output as serde_json wrote it. Strings are
+/// skipped by a search for their closing quote, not read; the few things
+/// whose exact reading matters — an escaped name, an escaped `enum`
+/// member, a number that is not a plain 64-bit integer — are read by
+/// serde_json, as the full path reads them. `None` is "not admitted"
+/// (also for anything unexpected: the walk never panics).
+struct Walk<'t> {
+    text: &'t [u8],
+    at: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for &Node {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
-        match self {
-            Node::Any => IgnoredAny::deserialize(reader).map(drop),
-            Node::Never => Err(refused()),
-            Node::Checks(checks) => reader.deserialize_any(&**checks),
-        }
-    }
+/// A number as serde_json reads it into a `Value`.
+enum Read {
+    Integer(i128),
+    Float(f64),
 }
 
-impl<'de> Visitor<'de> for &Checks {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a value the schema admits")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        self.admits_kind(BOOLEAN).then_some(()).ok_or_else(refused)
-    }
-
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
-        self.admits_integer(value.into())
-            .then_some(())
-            .ok_or_else(refused)
-    }
-
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
-        self.admits_integer(value.into())
-            .then_some(())
-            .ok_or_else(refused)
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
-        self.admits_float(value).then_some(()).ok_or_else(refused)
-    }
-
-    fn visit_str<E: de::Error>(self, value: &str) -> Result<(), E> {
-        let admitted = self.types & STRING != 0
-            && self
-                .one_of_strings
-                .as_ref()
-                .is_none_or(|members| members.iter().any(|m| m == value));
-        admitted.then_some(()).ok_or_else(refused)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.admits_kind(NULL).then_some(()).ok_or_else(refused)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        if !self.admits_kind(ARRAY) {
-            return Err(refused());
+impl<'t> Walk<'t> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.text.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
         }
-        while items.next_element_seed(&self.items)?.is_some() {}
-        Ok(())
+        None
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        if !self.admits_kind(OBJECT) {
-            return Err(refused());
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// One value that `node` admits.
+    fn value(&mut self, node: &Node, depth: u32) -> Option<()> {
+        match node {
+            Node::Any => self.skip(depth),
+            Node::Never => None,
+            Node::Checks(checks) => self.checked(checks, depth),
         }
+    }
+
+    fn checked(&mut self, checks: &Checks, depth: u32) -> Option<()> {
+        let admitted = match self.peek()? {
+            b'{' => return self.object(checks, depth),
+            b'[' => return self.array(checks, depth),
+            b'"' => {
+                let (quoted, escaped) = self.string()?;
+                checks.types & STRING != 0
+                    && match &checks.one_of_strings {
+                        None => true,
+                        Some(members) => {
+                            let value = text_of(quoted, escaped)?;
+                            members.iter().any(|m| m.as_bytes() == &*value)
+                        }
+                    }
+            }
+            b't' => self.word(b"true").is_some() && checks.admits_kind(BOOLEAN),
+            b'f' => self.word(b"false").is_some() && checks.admits_kind(BOOLEAN),
+            b'n' => self.word(b"null").is_some() && checks.admits_kind(NULL),
+            _ => match self.number()? {
+                Read::Integer(value) => checks.admits_integer(value),
+                Read::Float(value) => checks.admits_float(value),
+            },
+        };
+        admitted.then_some(())
+    }
+
+    fn object(&mut self, checks: &Checks, depth: u32) -> Option<()> {
+        let depth = deeper(depth)?;
+        if !checks.admits_kind(OBJECT) {
+            return None;
+        }
+        self.at += 1;
         let mut seen = 0u64;
-        while let Some(key) = members.next_key_seed(KeyOf(&self.keys))? {
-            let node = match key {
-                Some(key) => {
-                    seen |= key.bit;
-                    key.node.as_ref().unwrap_or(&self.additional)
+        if self.eat(b'}').is_none() {
+            loop {
+                if self.peek()? != b'"' {
+                    return None;
                 }
-                None => &self.additional,
-            };
-            members.next_value_seed(node)?;
+                let (quoted, escaped) = self.string()?;
+                let name = text_of(quoted, escaped)?;
+                let key = checks.keys.iter().find(|k| k.name.as_bytes() == &*name);
+                self.eat(b':')?;
+                let node = match key {
+                    Some(key) => {
+                        seen |= key.bit;
+                        key.node.as_ref().unwrap_or(&checks.additional)
+                    }
+                    None => &checks.additional,
+                };
+                self.value(node, depth)?;
+                match self.peek()? {
+                    b',' => self.at += 1,
+                    b'}' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
         }
-        if seen & self.required == self.required {
-            Ok(())
+        (seen & checks.required == checks.required).then_some(())
+    }
+
+    fn array(&mut self, checks: &Checks, depth: u32) -> Option<()> {
+        if !checks.admits_kind(ARRAY) {
+            return None;
+        }
+        self.items(&checks.items, deeper(depth)?)
+    }
+
+    /// `[...]`, each item admitted by `node`.
+    fn items(&mut self, node: &Node, depth: u32) -> Option<()> {
+        self.at += 1;
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.value(node, depth)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Any one value.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
+            b'{' => {
+                let depth = deeper(depth)?;
+                self.at += 1;
+                if self.eat(b'}').is_some() {
+                    return Some(());
+                }
+                loop {
+                    if self.peek()? != b'"' {
+                        return None;
+                    }
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.skip(depth)?;
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b'}' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => self.items(&Node::Any, deeper(depth)?),
+            b'"' => self.string().map(drop),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+
+    /// A string, quotes included, and whether it has escapes.
+    fn string(&mut self) -> Option<(&'t [u8], bool)> {
+        let start = self.at;
+        let mut at = start + 1;
+        let mut escaped = false;
+        loop {
+            at += memchr2(b'"', b'\\', self.text.get(at..)?)?;
+            if self.text.get(at) == Some(&b'"') {
+                self.at = at + 1;
+                return Some((self.text.get(start..self.at)?, escaped));
+            }
+            escaped = true;
+            at += 2;
+        }
+    }
+
+    fn word(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.at + word.len();
+        (self.text.get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    /// A number: a plain integer read here, anything else by serde_json.
+    fn number(&mut self) -> Option<Read> {
+        let start = self.at;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.text.get(self.at) {
+            self.at += 1;
+        }
+        let token = self.text.get(start..self.at)?;
+        let (negative, digits) = match token.split_first()? {
+            (b'-', digits) => (true, digits),
+            _ => (false, token),
+        };
+        if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+            let magnitude = digits
+                .iter()
+                .fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
+            // serde_json reads `-0` as a float (-0.0), which admits as 0 does.
+            return Some(Read::Integer(if negative { -magnitude } else { magnitude }));
+        }
+        let number: serde_json::Number = serde_json::from_slice(token).ok()?;
+        if let Some(i) = number.as_i64() {
+            Some(Read::Integer(i.into()))
+        } else if let Some(u) = number.as_u64() {
+            Some(Read::Integer(u.into()))
         } else {
-            Err(refused())
+            number.as_f64().map(Read::Float)
         }
     }
 }
 
-/// Reads a member's name and finds its key, without keeping the name.
-struct KeyOf<'a>(&'a [Key]);
-
-impl<'de, 'a> DeserializeSeed<'de> for KeyOf<'a> {
-    type Value = Option<&'a Key>;
-
-    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Self::Value, D::Error> {
-        reader.deserialize_str(self)
+/// A string's text, as bytes: borrowed when it has no escapes (the text
+/// is valid UTF-8 already), else read by serde_json.
+fn text_of(quoted: &[u8], escaped: bool) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if escaped {
+        serde_json::from_slice::<String>(quoted)
+            .ok()
+            .map(|text| text.into_bytes().into())
+    } else {
+        quoted.get(1..quoted.len().checked_sub(1)?).map(Into::into)
     }
 }
 
-impl<'de, 'a> Visitor<'de> for KeyOf<'a> {
-    type Value = Option<&'a Key>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().find(|k| k.name == name))
-    }
+fn deeper(depth: u32) -> Option<u32> {
+    (depth < MAX_DEPTH).then_some(depth + 1)
 }
 
 #[cfg(test)]

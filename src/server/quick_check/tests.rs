@@ -13,7 +13,11 @@ fn schemas() -> Vec<(Value, Vec<Value>)> {
             json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Echo",
                 "type": "object", "additionalProperties": false, "required": ["message"],
                 "properties": {"message": {"type": "string", "description": "The text."}}}),
-            vec![json!({"message": "hi"}), json!({"message": ""})],
+            vec![
+                json!({"message": "hi"}),
+                json!({"message": ""}),
+                json!({"message": "say \"hi\" \\ é\n"}),
+            ],
         ),
         (
             json!({"type": "object", "required": ["a", "b"],
@@ -326,6 +330,9 @@ fn what_the_quick_check_admits_the_full_validator_accepts() {
                 continue;
             };
             let is_valid = full.is_valid(&value);
+            // The same text spaced out (no pooled string holds `,` or `:`).
+            let spaced = format!(" {} ", text.replace(',', " ,\n").replace(':', "\t: "));
+            assert_eq!(quick.admits(&text), quick.admits(&spaced), "{spaced}");
             if quick.admits(&text) {
                 assert!(is_valid, "admitted {text} against {schema}");
                 admitted += 1;
@@ -380,4 +387,10 @@ fn what_it_cannot_be_sure_of_is_left_to_the_full_validator() {
     assert!(!bounded.admits("18446744073709551616"));
     assert!(quick.admits(r#"{"i": 1, "m": 0}"#));
     assert!(!quick.admits(r#"{"i": 1} x"#));
+    // Nesting past serde_json's reading is left to it (and the walk does
+    // not run out of stack).
+    let deep = format!("{{\"t\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(!quick.admits(&deep));
+    let fits = format!("{{\"t\":{}{}}}", "[".repeat(100), "]".repeat(100));
+    assert!(quick.admits(&fits));
 }
