@@ -512,7 +512,8 @@ async fn arguments_read_as_text_are_answered_as_a_value_would_be() {
         arguments: serde_json::Map<String, Value>,
     }
     let deep = format!(r#"{{"message":{}"x"{}}}"#, "[".repeat(130), "]".repeat(130));
-    for arguments in [r#""x""#.to_owned(), "null".into(), "[1]".into(), deep] {
+    let huge = r#"{"message":"x","n":[1e400]}"#.to_owned();
+    for arguments in [r#""x""#.to_owned(), "null".into(), "[1]".into(), deep, huge] {
         let params = format!(r#"{{"id":"mcp://t/tools/echo:v1","arguments":{arguments}}}"#);
         let error = serde_json::from_str::<ValueReading>(&params).err().unwrap();
         let reply = v1_exchange(arguments.clone()).await;

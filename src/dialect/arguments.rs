@@ -3,12 +3,12 @@
 //! reads JSON text gets the text ([`Arguments::Text`]); any other tool gets
 //! the value read from it.
 //!
-//! Reading params into a `Value` refused arguments nested deeper than
-//! serde_json reads (127 levels from the params object, which is one of
-//! them); capturing text does not count levels, so [`ArgumentsText`]
-//! counts them, and refuses exactly what reading a value refused. On a
-//! refusal the dialect reads the params again as it used to, for the same
-//! error text.
+//! Capturing text checks its syntax but reads nothing: reading params into
+//! a `Value` also refused arguments nested deeper than serde_json reads
+//! (127 levels from the params object, which is one of them) and numbers
+//! past a float's range (`1e400`). [`ArgumentsText`] checks both, and so
+//! refuses exactly what reading a value refused; on a refusal the dialect
+//! reads the params again as it used to, for the same error text.
 
 use memchr::memchr2;
 use serde::de::Error as _;
@@ -50,10 +50,10 @@ impl<'a> ArgumentsText<'a> {
 impl<'de: 'a, 'a> Deserialize<'de> for ArgumentsText<'a> {
     fn deserialize<D: Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(reader)?;
-        if nests_within(raw.get().as_bytes(), MAX_NESTING) {
+        if reads_as_value(raw.get().as_bytes()) {
             Ok(Self(raw))
         } else {
-            Err(D::Error::custom("recursion limit exceeded"))
+            Err(D::Error::custom("arguments a value reading refuses"))
         }
     }
 }
@@ -70,13 +70,10 @@ pub(crate) fn object<'de: 'a, 'a, D: Deserializer<'de>>(
     }
 }
 
-/// Whether JSON text nests at most `limit` arrays and objects deep. Text
-/// shorter than `limit + 1` pairs of brackets cannot nest deeper, and is
-/// not looked at (the hot path's small arguments).
-fn nests_within(text: &[u8], limit: usize) -> bool {
-    if text.len() < 2 * (limit + 1) {
-        return true;
-    }
+/// Whether valid JSON text, captured without being read, also reads as a
+/// value: it nests at most [`MAX_NESTING`] arrays and objects deep, and
+/// each number is within a float's range.
+pub(crate) fn reads_as_value(text: &[u8]) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(&byte) = text.get(at) {
@@ -99,16 +96,33 @@ fn nests_within(text: &[u8], limit: usize) -> bool {
             }
             b'[' | b'{' => {
                 depth += 1;
-                if depth > limit {
+                if depth > MAX_NESTING {
                     return false;
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = text.get(at + 1) {
+                    at += 1;
+                }
+                if !number_in_range(text.get(start..=at).unwrap_or_default()) {
+                    return false;
+                }
+            }
             _ => {}
         }
         at += 1;
     }
     true
+}
+
+/// Whether a number token reads as a value's number. Only an exponent or
+/// a long run of digits can leave a float's range; those are read as a
+/// value reading reads them.
+pub(crate) fn number_in_range(token: &[u8]) -> bool {
+    let suspect = token.len() > 300 || token.iter().any(|b| matches!(b, b'e' | b'E'));
+    !suspect || serde_json::from_slice::<serde_json::Number>(token).is_ok()
 }
 
 #[cfg(test)]
@@ -121,12 +135,23 @@ mod tests {
 
     #[test]
     fn nesting_is_counted_past_strings_and_escapes() {
-        assert!(nests_within(nested(126).as_bytes(), 126));
-        assert!(!nests_within(nested(127).as_bytes(), 126));
+        assert!(reads_as_value(nested(MAX_NESTING).as_bytes()));
+        assert!(!reads_as_value(nested(MAX_NESTING + 1).as_bytes()));
         let quoted = format!("[\"{}\\\"{}\"]", "[".repeat(300), "{".repeat(300));
-        assert!(nests_within(quoted.as_bytes(), 126));
-        // A string cut short after an escape ends the count (no panic).
-        assert!(nests_within(b"\"abc\\", 0));
+        assert!(reads_as_value(quoted.as_bytes()));
+        // A string cut short after an escape ends the walk (no panic).
+        assert!(reads_as_value(b"\"abc\\"));
+    }
+
+    #[test]
+    fn numbers_past_a_floats_range_are_refused() {
+        assert!(reads_as_value(
+            br#"{"a":[1e308,-1.5E-400,"1e400",12345678901234567890123]}"#
+        ));
+        assert!(!reads_as_value(br#"{"a":1e400}"#));
+        assert!(!reads_as_value(br#"{"a":[-2E+309]}"#));
+        let long = format!("{{\"a\":{}}}", "9".repeat(400));
+        assert!(!reads_as_value(long.as_bytes()));
     }
 
     /// The old reading: arguments read into a value inside params.
