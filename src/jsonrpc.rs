@@ -17,6 +17,8 @@ use serde_json::value::RawValue;
 
 use crate::error::RpcError;
 
+mod plain_call;
+
 /// The id of a request: a string, an integer or `null`.
 ///
 /// Integers are kept as the digits the client sent, so `9223372036854775807`
@@ -220,12 +222,19 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
 
 /// A tool call (`mcp/executeTool`, `tools/call`) read in one pass, its
 /// params into the dialect's own params type — the hot path, which the
-/// general reading would walk twice (the envelope, then the params). Any
+/// general reading would walk twice (the envelope, then the params): by
+/// the plain reader ([`plain_call`]) when the call is written the usual
+/// way, else by serde. Any
 /// surprise — the method is not the one named in the text, `jsonrpc` is
 /// not `"2.0"`, no usable id, params that are not an object or do not
 /// read — gives `None`, and the general reading then answers exactly as
 /// it always does.
 fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
+    plain_call::read(text).or_else(|| read_tool_call_with_serde(text))
+}
+
+/// [`read_tool_call`] by serde: any tool call the plain reader leaves.
+fn read_tool_call_with_serde(text: &str) -> Option<Incoming<'_>> {
     use std::sync::LazyLock;
 
     use memchr::memmem::Finder;

@@ -19,16 +19,22 @@ use crate::server::{Arguments, Catalog};
 
 /// How deep arguments may nest (their own object is level 1): serde_json
 /// reads 127 levels from the root it starts at, the params object.
-const MAX_NESTING: usize = 126;
+pub(crate) const MAX_NESTING: usize = 126;
 
-/// The borrowed text of `arguments`.
+/// The borrowed text of `arguments`: valid JSON that reads as a value.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ArgumentsText<'a>(&'a RawValue);
+pub(crate) struct ArgumentsText<'a>(&'a str);
 
 impl<'a> ArgumentsText<'a> {
+    /// `text`, which the caller has checked is valid JSON and
+    /// [`reads_as_value`].
+    pub(crate) fn checked(text: &'a str) -> Self {
+        Self(text)
+    }
+
     /// The text.
     pub(crate) fn get(self) -> &'a str {
-        self.0.get()
+        self.0
     }
 
     /// What tool `tool` gets: the text itself, or the value read from it
@@ -39,9 +45,7 @@ impl<'a> ArgumentsText<'a> {
         tool: usize,
     ) -> Result<Arguments, serde_json::Error> {
         match catalog.tools.get(tool) {
-            Some(compiled) if compiled.quick_input.is_some() => {
-                Ok(Arguments::Text(self.0.to_owned()))
-            }
+            Some(compiled) if compiled.quick_input.is_some() => Ok(Arguments::Text(self.0.into())),
             _ => serde_json::from_str(self.get()).map(Arguments::Value),
         }
     }
@@ -51,7 +55,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for ArgumentsText<'a> {
     fn deserialize<D: Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(reader)?;
         if reads_as_value(raw.get().as_bytes()) {
-            Ok(Self(raw))
+            Ok(Self(raw.get()))
         } else {
             Err(D::Error::custom("arguments a value reading refuses"))
         }

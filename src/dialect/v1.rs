@@ -195,6 +195,16 @@ pub(crate) struct ExecuteParams<'a> {
     arguments: Option<ArgumentsText<'a>>,
 }
 
+impl<'a> ExecuteParams<'a> {
+    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    pub(crate) fn new(id: &'a str, arguments: ArgumentsText<'a>) -> Self {
+        Self {
+            id: Cow::Borrowed(id),
+            arguments: Some(arguments),
+        }
+    }
+}
+
 /// The same params read with a value for arguments: read only to word a
 /// refusal of [`ExecuteParams`] exactly as it always was.
 #[derive(Deserialize)]

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tracing::Instrument;
 
 use super::ServerInner;
@@ -45,7 +44,7 @@ pub(crate) enum Work {
 pub(crate) enum Arguments {
     /// As the request wrote them, for a tool that reads JSON text
     /// ([`Tool::reads_json`](crate::Tool::reads_json)).
-    Text(Box<RawValue>),
+    Text(Box<str>),
     Value(Value),
 }
 
@@ -233,12 +232,9 @@ async fn call_tool(
     // it always has.
     let (arguments, ctx) = match arguments {
         Arguments::Text(text) => {
-            let admitted = tool
-                .quick_input
-                .as_ref()
-                .is_some_and(|q| q.admits(text.get()));
+            let admitted = tool.quick_input.as_ref().is_some_and(|q| q.admits(&text));
             let ctx = if admitted {
-                match tool.tool.call_json(text.get(), ctx) {
+                match tool.tool.call_json(&text, ctx) {
                     Ok(running) => {
                         let output = running.instrument(span).await.map_err(Failure::Tool)?;
                         return checked_output(tool, output);
@@ -248,7 +244,7 @@ async fn call_tool(
             } else {
                 ctx
             };
-            let arguments = serde_json::from_str(text.get()).map_err(|e| {
+            let arguments = serde_json::from_str(&text).map_err(|e| {
                 Failure::InvalidArguments(format!(
                     "Invalid value at '': {e} in arguments for tool {}",
                     tool.mcp_id()

@@ -68,6 +68,17 @@ pub(crate) struct CallToolParams<'a> {
     pub(super) meta: Option<RequestMeta<'a>>,
 }
 
+impl<'a> CallToolParams<'a> {
+    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    pub(crate) fn new(name: &'a str, arguments: ArgumentsText<'a>) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            arguments: Some(arguments),
+            meta: None,
+        }
+    }
+}
+
 /// The same params read with a value for arguments: read only to word a
 /// refusal of [`CallToolParams`] exactly as it always was.
 #[derive(Deserialize)]

@@ -1,0 +1,364 @@
+//! The hot path's own reading of a plain tool call — `mcp/executeTool` or
+//! `tools/call`, written the way clients write them — in one pass over the
+//! bytes, without serde's machinery.
+//!
+//! It reads only what it fully understands: an object whose members are
+//! `jsonrpc` (`"2.0"`), `method`, an `id` that is a non-negative integer or
+//! a string, and `params` with the tool's `id` or `name` and object
+//! `arguments`; names and those strings without escapes; every member
+//! once. It checks the syntax of everything it reads — the arguments
+//! included, with the nesting and number rules of
+//! [`reads_as_value`](crate::dialect::arguments::reads_as_value) — and
+//! accepts nothing serde's reading would refuse. Anything else (another
+//! member, an escape it does not take, `_meta`, a repeated member, any
+//! error) is `None`, and serde's reading decides, as it always has.
+
+use std::borrow::Cow;
+
+use super::{Incoming, RequestId, ToolCall};
+use crate::dialect::arguments::{ArgumentsText, MAX_NESTING, number_in_range};
+use crate::dialect::model_context::CallToolParams;
+use crate::dialect::v1::ExecuteParams;
+
+/// The most digits of an integer id read here (it then fits an `i64`).
+const MAX_ID_DIGITS: usize = 18;
+
+/// A plain tool call, or `None`.
+pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
+    let mut reader = Reader {
+        source: text,
+        text: text.as_bytes(),
+        at: 0,
+    };
+    let (mut jsonrpc, mut method, mut id, mut params) = (false, None, None, None);
+    reader.eat(b'{')?;
+    loop {
+        match reader.name()? {
+            b"jsonrpc" if !jsonrpc => {
+                jsonrpc = reader.plain_string()? == b"2.0";
+                if !jsonrpc {
+                    return None;
+                }
+            }
+            b"method" if method.is_none() => {
+                method = Some(match reader.plain_string()? {
+                    b"mcp/executeTool" => "mcp/executeTool",
+                    b"tools/call" => "tools/call",
+                    _ => return None,
+                });
+            }
+            b"id" if id.is_none() => id = Some(reader.id()?),
+            b"params" if params.is_none() => params = Some(reader.params()?),
+            _ => return None,
+        }
+        if reader.next_member()? {
+            break;
+        }
+    }
+    reader.end()?;
+    let (method, id, params) = (method?, id?, params?);
+    if !jsonrpc {
+        return None;
+    }
+    let call = match (method, params) {
+        (
+            "mcp/executeTool",
+            Params {
+                tool_id: Some(tool),
+                name: None,
+                arguments: Some(arguments),
+            },
+        ) => ToolCall::V1(ExecuteParams::new(tool, arguments)),
+        (
+            "tools/call",
+            Params {
+                tool_id: None,
+                name: Some(name),
+                arguments: Some(arguments),
+            },
+        ) => ToolCall::ModelContext(CallToolParams::new(name, arguments)),
+        _ => return None,
+    };
+    Some(Incoming::Request {
+        id,
+        method: Cow::Borrowed(method),
+        params: None,
+        call: Some(call),
+    })
+}
+
+/// A tool call's params as read here.
+struct Params<'a> {
+    /// `id` (MCP v1.0).
+    tool_id: Option<&'a str>,
+    /// `name` (Model Context Protocol).
+    name: Option<&'a str>,
+    arguments: Option<ArgumentsText<'a>>,
+}
+
+struct Reader<'t> {
+    source: &'t str,
+    /// `source`'s bytes.
+    text: &'t [u8],
+    at: usize,
+}
+
+impl<'t> Reader<'t> {
+    /// The next byte past whitespace.
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.text.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// Only whitespace is left.
+    fn end(&mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// A member's name and its colon.
+    fn name(&mut self) -> Option<&'t [u8]> {
+        let name = self.plain_string()?;
+        self.eat(b':')?;
+        Some(name)
+    }
+
+    /// After a member: `true` at the object's end, `false` before the
+    /// next member.
+    fn next_member(&mut self) -> Option<bool> {
+        match self.peek()? {
+            b',' => {
+                self.at += 1;
+                Some(false)
+            }
+            b'}' => {
+                self.at += 1;
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    /// A string without escapes, its contents.
+    fn plain_string(&mut self) -> Option<&'t [u8]> {
+        self.plain_str().map(str::as_bytes)
+    }
+
+    /// A string without escapes, its contents.
+    fn plain_str(&mut self) -> Option<&'t str> {
+        let (start, end, escaped) = self.string()?;
+        if escaped {
+            return None;
+        }
+        self.source.get(start + 1..end - 1)
+    }
+
+    /// A string, checked: its span with quotes, and whether it has escapes
+    /// (each a simple one: `\uXXXX` is left to serde).
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        let mut at = start + 1;
+        let mut escaped = false;
+        loop {
+            at = plain_run(self.text, at);
+            match *self.text.get(at)? {
+                b'"' => {
+                    self.at = at + 1;
+                    return Some((start, self.at, escaped));
+                }
+                b'\\' => match *self.text.get(at + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                        escaped = true;
+                        at += 2;
+                    }
+                    _ => return None,
+                },
+                // A control character.
+                _ => return None,
+            }
+        }
+    }
+
+    /// A request id: a non-negative integer or a string without escapes.
+    fn id(&mut self) -> Option<RequestId> {
+        match self.peek()? {
+            b'"' => Some(RequestId::String(self.plain_str()?.into())),
+            b'0'..=b'9' => {
+                let start = self.at;
+                while let Some(b'0'..=b'9') = self.text.get(self.at) {
+                    self.at += 1;
+                }
+                let digits = self.source.get(start..self.at)?;
+                let plain = digits.len() <= MAX_ID_DIGITS
+                    && (digits.len() == 1 || !digits.starts_with('0'));
+                // A fraction or an exponent: not read here.
+                let ends = !matches!(self.text.get(self.at), Some(b'.' | b'e' | b'E'));
+                (plain && ends).then(|| RequestId::Number(digits.into()))
+            }
+            _ => None,
+        }
+    }
+
+    fn params(&mut self) -> Option<Params<'t>> {
+        let mut params = Params {
+            tool_id: None,
+            name: None,
+            arguments: None,
+        };
+        self.eat(b'{')?;
+        loop {
+            match self.name()? {
+                b"id" if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
+                b"name" if params.name.is_none() => params.name = Some(self.plain_str()?),
+                b"arguments" if params.arguments.is_none() => {
+                    if self.peek()? != b'{' {
+                        return None;
+                    }
+                    let start = self.at;
+                    self.value(0)?;
+                    // (Cut at ASCII bytes: no UTF-8 to check again.)
+                    let text = self.source.get(start..self.at)?;
+                    params.arguments = Some(ArgumentsText::checked(text));
+                }
+                _ => return None,
+            }
+            if self.next_member()? {
+                return Some(params);
+            }
+        }
+    }
+
+    /// Any JSON value, checked, `depth` levels down in the arguments.
+    fn value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => {
+                let depth = deeper(depth)?;
+                self.at += 1;
+                if self.eat(b'}').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.value(depth)?;
+                    if self.next_member()? {
+                        return Some(());
+                    }
+                }
+            }
+            b'[' => {
+                let depth = deeper(depth)?;
+                self.at += 1;
+                if self.eat(b']').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.value(depth)?;
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b']' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => self.string().map(drop),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn word(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.at + word.len();
+        (self.text.get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    /// A number as JSON writes one (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`),
+    /// within a float's range.
+    fn number(&mut self) -> Option<()> {
+        let start = self.at;
+        if self.text.get(self.at) == Some(&b'-') {
+            self.at += 1;
+        }
+        match *self.text.get(self.at)? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.text.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.text.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.text.get(self.at) {
+                self.at += 1;
+            }
+            self.some_digits()?;
+        }
+        number_in_range(self.text.get(start..self.at)?).then_some(())
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.text.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.at;
+        self.digits();
+        (self.at > start).then_some(())
+    }
+}
+
+/// One level deeper into the arguments (their own object is level 1), or
+/// `None` past what a value reading reads.
+fn deeper(depth: usize) -> Option<usize> {
+    (depth < MAX_NESTING).then_some(depth + 1)
+}
+
+/// From `at`, the index of the first `"`, `\` or control character (or the
+/// end), eight bytes at a step (as serde_json looks for them).
+fn plain_run(text: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES << 7;
+    while let Some(Ok(chunk)) = text.get(at..at + 8).map(<[u8; 8]>::try_from) {
+        let bytes = u64::from_le_bytes(chunk);
+        let control = bytes.wrapping_sub(ONES * 0x20) & !bytes;
+        let quote = bytes ^ (ONES * u64::from(b'"'));
+        let quote = quote.wrapping_sub(ONES) & !quote;
+        let backslash = bytes ^ (ONES * u64::from(b'\\'));
+        let backslash = backslash.wrapping_sub(ONES) & !backslash;
+        let found = (control | quote | backslash) & HIGH;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while let Some(&byte) = text.get(at) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests;

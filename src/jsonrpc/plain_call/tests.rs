@@ -1,0 +1,288 @@
+//! The plain reader accepts nothing serde's reading refuses, reads what it
+//! accepts exactly as serde does, and accepts the usual calls.
+
+use super::read;
+use crate::dialect::model_context::CallToolParams;
+use crate::dialect::v1::ExecuteParams;
+use crate::jsonrpc::{Envelope, Incoming, ToolCall, classify, read_tool_call_with_serde};
+
+/// What a reading made of a tool call: id, method and params.
+fn summary(incoming: &Incoming<'_>) -> Option<String> {
+    match incoming {
+        Incoming::Request {
+            id,
+            method,
+            call: Some(ToolCall::V1(params)),
+            ..
+        } => Some(format!("{id:?} {method} {params:?}")),
+        Incoming::Request {
+            id,
+            method,
+            call: Some(ToolCall::ModelContext(params)),
+            ..
+        } => Some(format!("{id:?} {method} {params:?}")),
+        _ => None,
+    }
+}
+
+/// serde's reading: its one-pass reading, else the general one (the
+/// envelope, then the params as the dialect reads them).
+fn serde_reading(text: &str) -> Option<String> {
+    if let Some(incoming) = read_tool_call_with_serde(text) {
+        return summary(&incoming);
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
+    let Incoming::Request {
+        id,
+        method,
+        params: Some(raw),
+        call: None,
+    } = classify(envelope)
+    else {
+        return None;
+    };
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    match &*method {
+        "mcp/executeTool" => {
+            let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).ok()?;
+            Some(format!("{id:?} {method} {params:?}"))
+        }
+        "tools/call" => {
+            let params: CallToolParams<'_> = serde_json::from_str(raw.get()).ok()?;
+            Some(format!("{id:?} {method} {params:?}"))
+        }
+        _ => None,
+    }
+}
+
+fn agrees(text: &str) -> bool {
+    let plain = read(text).as_ref().and_then(summary);
+    if let Some(plain) = &plain {
+        assert_eq!(Some(plain), serde_reading(text).as_ref(), "{text}");
+    }
+    plain.is_some()
+}
+
+#[test]
+fn the_usual_calls_are_read_here() {
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/echo:v1","arguments":{"message":"hi"}}}"#,
+        r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+        " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
+    ] {
+        assert!(agrees(text), "{text}");
+    }
+}
+
+#[test]
+fn what_it_does_not_take_is_left_to_serde() {
+    for text in [
+        // Escapes in names or in the read strings, and \u escapes anywhere.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ech\u006f","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041"}}}"#,
+        r#"{"json\u0072pc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+        // Members it does not read, repeated ones, other ids.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":-1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"mcp/executeTool","params":{"id":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":null}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"e","arguments":{}}}"#,
+        // Bad syntax, bad numbers, raw control characters.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"a":01}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"a":1e400}}}"#,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\",\"arguments\":{\"a\":\"\t\"}}}",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"a":1,}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}} x"#,
+    ] {
+        assert!(!agrees(text), "{text}");
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    #[allow(clippy::cast_possible_truncation)]
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+const VALUES: &[&str] = &[
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "10",
+    "01",
+    "1.",
+    "1.5",
+    "-2.5e-3",
+    "1E2",
+    "1e+2",
+    "1e",
+    "1e400",
+    "-",
+    "123456789012345678901234567890",
+    "true",
+    "false",
+    "null",
+    "nul",
+    "\"\"",
+    "\"x\"",
+    "\"a\\\"b\"",
+    "\"a\\\\\"",
+    "\"\\n\\t\\/\"",
+    "\"\\u0041\"",
+    "\"\\x\"",
+    "\"é\"",
+    "\"\t\"",
+    "[]",
+    "{}",
+    "[1,2]",
+    "[1,]",
+    "{\"a\":1}",
+    "{\"a\"}",
+    "{\"a\":1,\"a\":2}",
+];
+const IDS: &[&str] = &[
+    "1",
+    "0",
+    "42",
+    "007",
+    "-3",
+    "1.0",
+    "2e3",
+    "\"r\"",
+    "\"\"",
+    "null",
+    "true",
+    "123456789012345678",
+    "1234567890123456789",
+];
+
+fn arguments(rng: &mut Rng, depth: u32) -> String {
+    let n = rng.below(4);
+    let members: Vec<String> = (0..n)
+        .map(|_| {
+            let value = if depth > 0 && rng.below(3) == 0 {
+                if rng.below(2) == 0 {
+                    arguments(rng, depth - 1)
+                } else {
+                    format!("[{}]", arguments(rng, depth - 1))
+                }
+            } else {
+                rng.pick(VALUES).to_owned()
+            };
+            format!("\"{}\":{value}", rng.pick(&["message", "a", "b\\n", "c d"]))
+        })
+        .collect();
+    format!("{{{}}}", members.join(","))
+}
+
+fn message(rng: &mut Rng) -> String {
+    let v1 = rng.below(2) == 0;
+    let mut params = vec![
+        if v1 {
+            format!(
+                "\"id\":{}",
+                rng.pick(&["\"mcp://t/tools/echo:v1\"", "\"t\"", "1"])
+            )
+        } else {
+            format!("\"name\":{}", rng.pick(&["\"echo\"", "\"e\\\"\"", "null"]))
+        },
+        format!(
+            "\"arguments\":{}",
+            if rng.below(8) == 0 {
+                rng.pick(VALUES).to_owned()
+            } else {
+                arguments(rng, 3)
+            }
+        ),
+    ];
+    if rng.below(6) == 0 {
+        params.push(
+            rng.pick(&["\"_meta\":{}", "\"extra\":1", "\"arguments\":{}"])
+                .to_owned(),
+        );
+    }
+    let mut members = vec![
+        format!(
+            "\"jsonrpc\":{}",
+            rng.pick(&["\"2.0\"", "\"2.0\"", "\"2.0\"", "\"1.0\"", "2.0"])
+        ),
+        format!("\"id\":{}", rng.pick(IDS)),
+        format!(
+            "\"method\":\"{}\"",
+            if v1 { "mcp/executeTool" } else { "tools/call" }
+        ),
+        format!("\"params\":{{{}}}", params.join(",")),
+    ];
+    if rng.below(8) == 0 {
+        members.push(
+            rng.pick(&["\"result\":1", "\"id\":2", "\"x\":[]"])
+                .to_owned(),
+        );
+    }
+    for i in (1..members.len()).rev() {
+        members.swap(i, rng.below(i + 1));
+    }
+    let mut text = format!("{{{}}}", members.join(","));
+    // Now and then a byte changed, dropped or added, or whitespace.
+    let mut bytes = text.into_bytes();
+    for _ in 0..rng.below(3) {
+        let at = rng.below(bytes.len());
+        match rng.below(4) {
+            0 => bytes[at] = b"{}[],:\"\\ 0e-"[rng.below(12)],
+            1 => {
+                bytes.remove(at);
+            }
+            2 => bytes.insert(at, b" \t\n\r"[rng.below(4)]),
+            _ => bytes.insert(at, b",}]\"0"[rng.below(5)]),
+        }
+    }
+    text = String::from_utf8_lossy(&bytes).into_owned();
+    text
+}
+
+#[test]
+fn it_reads_what_serde_reads_and_nothing_it_refuses() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let (mut read_here, mut serde_reads) = (0, 0);
+    for _ in 0..60_000 {
+        let text = message(&mut rng);
+        read_here += usize::from(agrees(&text));
+        serde_reads += usize::from(serde_reading(&text).is_some());
+    }
+    // Not a check that cannot fail: much of what serde reads is read here
+    // (the rest has escapes, other ids or members this reader leaves).
+    assert!(read_here * 4 >= serde_reads, "{read_here} of {serde_reads}");
+}
+
+#[test]
+fn deep_arguments_are_refused_where_a_value_reading_refuses_them() {
+    for levels in 120..130 {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"e","arguments":{{"a":{}1{}}}}}}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        );
+        assert_eq!(agrees(&text), serde_reading(&text).is_some(), "{levels}");
+    }
+}
