@@ -416,6 +416,23 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
     out
 }
 
+/// Encodes a success response whose result is `parts` of JSON text one
+/// after the other (each already JSON, as a serialised output is).
+pub(crate) fn encode_result_text(id: &RequestId, parts: &[&str]) -> Vec<u8> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
+    let length = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(HEAD.len() + RESULT.len() + length + 24);
+    out.extend_from_slice(HEAD);
+    write_id(&mut out, id);
+    out.extend_from_slice(RESULT);
+    for part in parts {
+        out.extend_from_slice(part.as_bytes());
+    }
+    out.push(b'}');
+    out
+}
+
 /// Encodes an error response with the code's fixed message (MCP v1.0's
 /// table) and `data`.
 pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Vec<u8> {

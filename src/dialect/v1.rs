@@ -12,8 +12,11 @@ use serde_json::value::RawValue;
 
 use super::arguments::{self, ArgumentsText};
 use super::{Admission, Control, Ended, JobInfo, Step};
+use crate::content::StructuredJson;
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, ToolCall, encode_error, encode_notification, encode_result};
+use crate::jsonrpc::{
+    RequestId, ToolCall, encode_error, encode_notification, encode_result, encode_result_text,
+};
 use crate::protocol::{
     CancelParams, ExecutionProvider, InitializeParams, InitializeResult, PromptDefinition,
     ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
@@ -294,6 +297,10 @@ pub(crate) fn encode_end(
         Ended::Finished(Ok(Done::Resources(list))) => return encode_result(id, &list),
         Ended::Finished(Ok(Done::Tool(output))) => {
             return match output.structured_json() {
+                // As the tool serialised it: written around, not through serde.
+                Some(StructuredJson::Ordered(text)) => {
+                    encode_result_text(id, &[r#"{"output":"#, text.get(), "}"])
+                }
                 Some(structured) => encode_result(id, &ExecuteResult { output: structured }),
                 None => encode_result(
                     id,

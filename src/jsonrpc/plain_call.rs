@@ -33,22 +33,23 @@ pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
     let (mut jsonrpc, mut method, mut id, mut params) = (false, None, None, None);
     reader.eat(b'{')?;
     loop {
-        match reader.name()? {
-            b"jsonrpc" if !jsonrpc => {
-                jsonrpc = reader.plain_string()? == b"2.0";
-                if !jsonrpc {
-                    return None;
-                }
+        // Names and the strings compared whole are matched as written
+        // (with their quotes): an escaped spelling is left to serde.
+        match reader.name(&[b"\"jsonrpc\"", b"\"method\"", b"\"id\"", b"\"params\""])? {
+            0 if !jsonrpc => {
+                reader.literal(b"\"2.0\"")?;
+                jsonrpc = true;
             }
-            b"method" if method.is_none() => {
-                method = Some(match reader.plain_string()? {
-                    b"mcp/executeTool" => "mcp/executeTool",
-                    b"tools/call" => "tools/call",
-                    _ => return None,
+            1 if method.is_none() => {
+                method = Some(if reader.literal(b"\"mcp/executeTool\"").is_some() {
+                    "mcp/executeTool"
+                } else {
+                    reader.literal(b"\"tools/call\"")?;
+                    "tools/call"
                 });
             }
-            b"id" if id.is_none() => id = Some(reader.id()?),
-            b"params" if params.is_none() => params = Some(reader.params()?),
+            2 if id.is_none() => id = Some(reader.id()?),
+            3 if params.is_none() => params = Some(reader.params()?),
             _ => return None,
         }
         if reader.next_member()? {
@@ -124,11 +125,22 @@ impl<'t> Reader<'t> {
         self.peek().is_none().then_some(())
     }
 
-    /// A member's name and its colon.
-    fn name(&mut self) -> Option<&'t [u8]> {
-        let name = self.plain_string()?;
+    /// A member's name, one of `names` (each with its quotes), and its
+    /// colon: the index of the name.
+    fn name(&mut self, names: &[&[u8]]) -> Option<usize> {
+        self.peek()?;
+        let rest = self.text.get(self.at..)?;
+        let found = names.iter().position(|name| rest.starts_with(name))?;
+        self.at += names.get(found)?.len();
         self.eat(b':')?;
-        Some(name)
+        Some(found)
+    }
+
+    /// `literal`, exactly.
+    fn literal(&mut self, literal: &[u8]) -> Option<()> {
+        self.peek()?;
+        let found = self.text.get(self.at..)?.starts_with(literal);
+        found.then(|| self.at += literal.len())
     }
 
     /// After a member: `true` at the object's end, `false` before the
@@ -145,11 +157,6 @@ impl<'t> Reader<'t> {
             }
             _ => None,
         }
-    }
-
-    /// A string without escapes, its contents.
-    fn plain_string(&mut self) -> Option<&'t [u8]> {
-        self.plain_str().map(str::as_bytes)
     }
 
     /// A string without escapes, its contents.
@@ -218,10 +225,10 @@ impl<'t> Reader<'t> {
         };
         self.eat(b'{')?;
         loop {
-            match self.name()? {
-                b"id" if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
-                b"name" if params.name.is_none() => params.name = Some(self.plain_str()?),
-                b"arguments" if params.arguments.is_none() => {
+            match self.name(&[b"\"id\"", b"\"name\"", b"\"arguments\""])? {
+                0 if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
+                1 if params.name.is_none() => params.name = Some(self.plain_str()?),
+                2 if params.arguments.is_none() => {
                     if self.peek()? != b'{' {
                         return None;
                     }
