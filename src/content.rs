@@ -407,8 +407,8 @@ impl ToolOutput {
     }
 
     /// Reads serialised structured output back into a value, if that was
-    /// not done yet: it fails where a JSON reader would (nesting past
-    /// serde_json's limit of 128).
+    /// not done yet: it fails where a JSON reader would (nesting past the
+    /// 127 levels serde_json reads).
     pub(crate) fn read_back(&self) -> Result<(), serde_json::Error> {
         if let Some(raw) = &self.ordered
             && self.structured.get().is_none()
@@ -452,8 +452,9 @@ impl ToolOutput {
     pub fn structured_value(&self) -> Option<&Value> {
         match (self.structured.get(), &self.ordered) {
             (Some(value), _) => Some(value),
-            // Read back here only after a quick check walked the same text
-            // with the same reader (`read_back` succeeds on it).
+            // Not read back yet only when a quick check admitted the text,
+            // which it does only within what `read_back` reads (nesting,
+            // and serde_json wrote it): this reading does not fail.
             (None, Some(raw)) => Some(
                 self.structured
                     .get_or_init(|| serde_json::from_str(raw.get()).unwrap_or(Value::Null)),

@@ -92,15 +92,17 @@ pub trait Tool: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Whether the tool can read its arguments straight from JSON text,
+    /// Whether the tool reads its arguments straight from JSON text,
     /// without a `Value` ([`typed_tool`](crate::typed::typed_tool)s read
     /// their type from it): the server then hands `call_json` the text of
     /// arguments that already passed `inputSchema`. `call_json` answers
     /// `Err(ctx)` to hand the call back (the server then reads a `Value`
     /// and calls [`call`](Tool::call)); it must not act before it answers
-    /// `Ok`, and must do what `call` would. Default: no.
+    /// `Ok`, and must do what `call` would. Sealed: only this crate's
+    /// tools can say yes (the [`Sealed`] argument cannot be named outside
+    /// it). Default: no.
     #[doc(hidden)]
-    fn reads_json(&self) -> bool {
+    fn reads_json(&self, _: Sealed) -> bool {
         false
     }
 
@@ -110,6 +112,7 @@ pub trait Tool: Send + Sync + 'static {
         &'a self,
         arguments: &str,
         ctx: ToolContext,
+        _: Sealed,
     ) -> Result<Calling<'a>, ToolContext> {
         let _ = arguments;
         Err(ctx)
@@ -120,6 +123,16 @@ pub trait Tool: Send + Sync + 'static {
 #[doc(hidden)]
 pub type Calling<'a> =
     std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+
+pub(crate) use sealed::Sealed;
+
+mod sealed {
+    /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
+    /// [`Tool::call_json`](super::Tool::call_json): a type outside code
+    /// cannot name, so it cannot override them.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Sealed(pub(crate) ());
+}
 
 /// What a tool execution knows about its request and its server, and its
 /// way back to the client: [`progress`](Self::progress),

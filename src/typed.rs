@@ -59,7 +59,7 @@ use crate::content::{ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::protocol::ToolDefinition;
 use crate::state::{State, StateType};
-use crate::tool::{Calling, Tool, ToolContext};
+use crate::tool::{Calling, Sealed, Tool, ToolContext};
 
 /// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
 ///
@@ -266,11 +266,12 @@ impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
         &mut self.definition
     }
 
-    /// `-32602` for arguments `A` refused, at the path where it did.
+    /// `-32603` for output that does not serialise or read back as JSON.
     fn not_json(&self, error: &serde_json::Error) -> ToolError {
         output_not_json(&self.definition.mcp_id, error)
     }
 
+    /// `-32602` for arguments `A` refused, at the path where it did.
     fn refused(&self, arguments: &Value, error: &serde_json::Error) -> ToolError
     where
         A: DeserializeOwned,
@@ -318,7 +319,7 @@ where
         ToolOutput::serialize(&output).map_err(|e| self.not_json(&e))
     }
 
-    fn reads_json(&self) -> bool {
+    fn reads_json(&self, _: Sealed) -> bool {
         true
     }
 
@@ -331,6 +332,7 @@ where
         &'a self,
         arguments: &str,
         ctx: ToolContext,
+        _: Sealed,
     ) -> Result<Calling<'a>, ToolContext> {
         let Ok(arguments) = serde_json::from_str::<A>(arguments) else {
             return Err(ctx);

@@ -513,7 +513,15 @@ async fn arguments_read_as_text_are_answered_as_a_value_would_be() {
     }
     let deep = format!(r#"{{"message":{}"x"{}}}"#, "[".repeat(130), "]".repeat(130));
     let huge = r#"{"message":"x","n":[1e400]}"#.to_owned();
-    for arguments in [r#""x""#.to_owned(), "null".into(), "[1]".into(), deep, huge] {
+    let unpaired = r#"{"message":"\ud800"}"#.to_owned();
+    for arguments in [
+        r#""x""#.to_owned(),
+        "null".into(),
+        "[1]".into(),
+        deep,
+        huge,
+        unpaired,
+    ] {
         let params = format!(r#"{{"id":"mcp://t/tools/echo:v1","arguments":{arguments}}}"#);
         let error = serde_json::from_str::<ValueReading>(&params).err().unwrap();
         let reply = v1_exchange(arguments.clone()).await;
@@ -524,6 +532,60 @@ async fn arguments_read_as_text_are_answered_as_a_value_would_be() {
                 "mcp/executeTool params must be an object {{\"id\": mcpId, \"arguments\": {{...}}}}: {error}"
             ),
             "{arguments}"
+        );
+    }
+}
+
+/// The same in the Model Context Protocol: arguments a value reading
+/// refuses are refused as invalid params, worded by that reading.
+#[tokio::test]
+async fn tools_call_arguments_a_value_refuses_are_invalid_params_as_before() {
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    struct Echo {
+        message: String,
+    }
+    let tool = typed_tool(
+        "mcp://t/tools/echo:v1",
+        "echo",
+        "Echo.",
+        |args: Echo| async move { Ok::<_, ToolError>(args) },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct ValueReading {
+        name: String,
+        arguments: Option<Value>,
+    }
+    let deep = format!(r#"{{"message":{}"x"{}}}"#, "[".repeat(130), "]".repeat(130));
+    for arguments in [
+        r#"{"message":"x","junk":"\ud800"}"#.to_owned(),
+        r#"{"message":"x","n":[1e400]}"#.into(),
+        deep,
+    ] {
+        let params = format!(r#"{{"name":"echo","arguments":{arguments}}}"#);
+        let error = serde_json::from_str::<ValueReading>(&params).err().unwrap();
+        let call = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#);
+        let text = raw_exchange(
+            &server,
+            &[
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                &call,
+            ],
+            true,
+        )
+        .await;
+        let reply: Value = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|reply| reply["id"] == 7)
+            .unwrap();
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert_eq!(
+            reply["error"]["data"],
+            format!("tools/call params: {error}"),
+            "{reply}"
         );
     }
 }

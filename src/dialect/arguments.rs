@@ -5,8 +5,9 @@
 //!
 //! Capturing text checks its syntax but reads nothing: reading params into
 //! a `Value` also refused arguments nested deeper than serde_json reads
-//! (127 levels from the params object, which is one of them) and numbers
-//! past a float's range (`1e400`). [`ArgumentsText`] checks both, and so
+//! (127 levels from the params object, which is one of them), numbers
+//! past a float's range (`1e400`) and unpaired UTF-16 surrogate escapes
+//! (`"\ud800"`). [`ArgumentsText`] checks all three, and so
 //! refuses exactly what reading a value refused; on a refusal the dialect
 //! reads the params again as it used to, for the same error text.
 
@@ -38,7 +39,7 @@ impl<'a> ArgumentsText<'a> {
     }
 
     /// What tool `tool` gets: the text itself, or the value read from it
-    /// (which does not fail: the text was read once, within the limits).
+    /// (which does not fail: the text [`reads_as_value`]).
     pub(crate) fn for_tool(
         self,
         catalog: &Catalog,
@@ -75,15 +76,19 @@ pub(crate) fn object<'de: 'a, 'a, D: Deserializer<'de>>(
 }
 
 /// Whether valid JSON text, captured without being read, also reads as a
-/// value: it nests at most [`MAX_NESTING`] arrays and objects deep, and
-/// each number is within a float's range.
+/// value: it nests at most [`MAX_NESTING`] arrays and objects deep, each
+/// number is within a float's range, and each surrogate escape is paired.
 pub(crate) fn reads_as_value(text: &[u8]) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(&byte) = text.get(at) {
         match byte {
             b'"' => {
-                // Past the string: to its closing quote, over escapes.
+                // Past the string: to its closing quote, over escapes. A
+                // `\u` escape of a UTF-16 surrogate must be one of a pair:
+                // such a string is read as a value reading reads it.
+                let start = at;
+                let mut surrogate = false;
                 at += 1;
                 loop {
                     let Some(found) = text.get(at..).and_then(|rest| memchr2(b'"', b'\\', rest))
@@ -92,10 +97,18 @@ pub(crate) fn reads_as_value(text: &[u8]) -> bool {
                     };
                     at += found;
                     if text.get(at) == Some(&b'\\') {
+                        surrogate |= matches!(
+                            text.get(at + 1..at + 4),
+                            Some([b'u', b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])
+                        );
                         at += 2;
                     } else {
                         break;
                     }
+                }
+                let quoted = text.get(start..=at).unwrap_or_default();
+                if surrogate && serde_json::from_slice::<String>(quoted).is_err() {
+                    return false;
                 }
             }
             b'[' | b'{' => {
@@ -145,6 +158,21 @@ mod tests {
         assert!(reads_as_value(quoted.as_bytes()));
         // A string cut short after an escape ends the walk (no panic).
         assert!(reads_as_value(b"\"abc\\"));
+    }
+
+    #[test]
+    fn unpaired_surrogate_escapes_are_refused() {
+        assert!(reads_as_value(
+            br#"{"a":"\ud83d\ude00 \u00e9 \\ud800","\uD83D\uDE00":1}"#
+        ));
+        for text in [
+            br#"{"a":"\ud800"}"#.as_slice(),
+            br#"{"a":"\uDC00"}"#,
+            br#"{"a":"\ud800\u0041"}"#,
+            br#"{"\ud800":1}"#,
+        ] {
+            assert!(!reads_as_value(text), "{}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::prompt::{Prompt, PromptArgument};
 use crate::protocol::{PromptDefinition, ToolDefinition};
 use crate::resource::{Resource, ResourceInfo};
 use crate::template::{ResourceTemplate, Variables};
-use crate::tool::Tool;
+use crate::tool::{Sealed, Tool};
 
 /// A registered tool with its compiled schemas.
 pub(crate) struct CompiledTool {
@@ -127,7 +127,7 @@ impl Catalog {
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
                 quick_input: QuickCheck::compile(&definition.input_schema)
-                    .filter(|_| tool.reads_json()),
+                    .filter(|_| tool.reads_json(Sealed(()))),
                 quick_output: QuickCheck::compile(&definition.output_schema),
                 tool,
                 input,

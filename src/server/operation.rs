@@ -17,7 +17,7 @@ use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::prompt::{PromptArguments, PromptMessage};
 use crate::protocol::ResourceDefinition;
-use crate::tool::ToolContext;
+use crate::tool::{Sealed, ToolContext};
 
 /// Async work for one request.
 pub(crate) enum Work {
@@ -234,7 +234,7 @@ async fn call_tool(
         Arguments::Text(text) => {
             let admitted = tool.quick_input.as_ref().is_some_and(|q| q.admits(&text));
             let ctx = if admitted {
-                match tool.tool.call_json(&text, ctx) {
+                match tool.tool.call_json(&text, ctx, Sealed(())) {
                     Ok(running) => {
                         let output = running.instrument(span).await.map_err(Failure::Tool)?;
                         return checked_output(tool, output);

@@ -1,7 +1,8 @@
 //! A quick check of JSON text against the simple schemas most tools have
 //! (typed tools' derived schemas among them), walked straight over text
-//! that is already known to be valid JSON (arguments a JSON reader
-//! captured, output serde_json wrote): no `Value` tree is built, strings
+//! that is already known to be valid JSON which reads as a value
+//! (arguments a JSON reader captured and checked, output serde_json
+//! wrote): no `Value` tree is built, strings
 //! are skipped by a search for their closing quote, and nothing is
 //! allocated on success.
 //!
@@ -333,8 +334,8 @@ fn limit(value: &Value) -> Option<Limit> {
     }
 }
 
-/// How deep a walk goes before it gives up (serde_json reads 127 levels).
-const MAX_DEPTH: u32 = 128;
+/// How deep a walk goes before it gives up: serde_json reads 127 levels.
+const MAX_DEPTH: u32 = 127;
 
 /// A walk over JSON text that is known to be valid: arguments as a JSON
 /// reader captured them, output as serde_json wrote it. Strings are
