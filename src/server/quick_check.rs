@@ -18,9 +18,12 @@
 //! schema without `$schema`, and the one derived schemas name): `type`,
 //! `properties`, `required`, `additionalProperties`, `items`, `enum` of
 //! strings, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`,
-//! boolean schemas, and the annotations `title`, `description`, `default`,
-//! `examples`, `$comment`, `deprecated`, `readOnly`, `writeOnly` and a
-//! `format` that names a number width (which `jsonschema` ignores).
+//! boolean schemas, `$ref` to the root's `$defs` (beside annotations only,
+//! and not to a definition that holds itself: nested structs and unit
+//! enums derive to these), and the annotations `title`, `description`,
+//! `default`, `examples`, `$comment`, `deprecated`, `readOnly`,
+//! `writeOnly` and a `format` that names a number width (which
+//! `jsonschema` ignores).
 
 use std::cmp::Ordering;
 
@@ -66,8 +69,16 @@ impl QuickCheck {
         {
             return None;
         }
+        let defs = match object.get("$defs") {
+            Some(defs) => Some(defs.as_object()?),
+            None => None,
+        };
+        let mut compiling = Compiling {
+            defs,
+            expanding: Vec::new(),
+        };
         Some(Self {
-            root: Node::compile(schema, true)?,
+            root: Node::compile(schema, true, &mut compiling)?,
         })
     }
 
@@ -144,8 +155,16 @@ enum Bound {
     ExclusiveMaximum(Limit),
 }
 
+/// What compiling a schema needs beyond the (sub)schema at hand: the
+/// root's `$defs`, and the definitions being expanded (a type that holds
+/// itself gets no quick check).
+struct Compiling<'s> {
+    defs: Option<&'s serde_json::Map<String, Value>>,
+    expanding: Vec<&'s str>,
+}
+
 impl Node {
-    fn compile(schema: &Value, root: bool) -> Option<Self> {
+    fn compile<'s>(schema: &'s Value, root: bool, compiling: &mut Compiling<'s>) -> Option<Self> {
         let object = match schema {
             Value::Bool(true) => return Some(Self::Any),
             Value::Bool(false) => return Some(Self::Never),
@@ -161,15 +180,18 @@ impl Node {
             one_of_strings: None,
             bounds: Vec::new(),
         };
+        if let Some(reference) = object.get("$ref") {
+            return Self::referenced(object, reference, compiling);
+        }
         for (keyword, value) in object {
             match keyword.as_str() {
-                "$schema" if root => {}
+                "$schema" | "$defs" if root => {}
                 k if ANNOTATIONS.contains(&k) => {}
                 "format" if value.as_str().is_some_and(|f| WIDTH_FORMATS.contains(&f)) => {}
                 "type" => checks.types = types(value)?,
                 "properties" => {
                     for (name, schema) in value.as_object()? {
-                        checks.key(name).node = Some(Self::compile(schema, false)?);
+                        checks.key(name).node = Some(Self::compile(schema, false, compiling)?);
                     }
                 }
                 "required" => {
@@ -184,8 +206,10 @@ impl Node {
                         checks.required |= bit;
                     }
                 }
-                "additionalProperties" => checks.additional = Self::compile(value, false)?,
-                "items" => checks.items = Self::compile(value, false)?,
+                "additionalProperties" => {
+                    checks.additional = Self::compile(value, false, compiling)?;
+                }
+                "items" => checks.items = Self::compile(value, false, compiling)?,
                 "enum" => {
                     let members = value.as_array()?;
                     let strings: Option<Vec<String>> = members
@@ -206,6 +230,33 @@ impl Node {
         } else {
             Self::Any
         })
+    }
+}
+
+impl Node {
+    /// `{"$ref": "#/$defs/Name"}` beside annotations only: the definition,
+    /// compiled in its place.
+    fn referenced<'s>(
+        object: &'s serde_json::Map<String, Value>,
+        reference: &'s Value,
+        compiling: &mut Compiling<'s>,
+    ) -> Option<Self> {
+        let only_annotations = object
+            .keys()
+            .all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
+        let name = reference.as_str()?.strip_prefix("#/$defs/")?;
+        // A name with pointer escapes or percent-encoding is left alone.
+        if !only_annotations
+            || name.contains(['~', '/', '%'])
+            || compiling.expanding.contains(&name)
+        {
+            return None;
+        }
+        let definition = compiling.defs?.get(name)?;
+        compiling.expanding.push(name);
+        let node = Self::compile(definition, false, compiling);
+        compiling.expanding.pop();
+        node
     }
 }
 
