@@ -10,7 +10,7 @@
 //! in one write, as the channel's writer gathered it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
@@ -71,7 +71,7 @@ impl Outbox {
     pub(crate) fn is_closed(&self) -> bool {
         match self {
             Self::Channel(channel) => channel.is_closed(),
-            Self::Frames(frames) => frames.0.gone.is_cancelled(),
+            Self::Frames(frames) => frames.0.writer_gone.load(Ordering::Acquire),
         }
     }
 }
@@ -92,6 +92,9 @@ struct Frames {
     drained: Notify,
     /// Cancelled when the writer is gone.
     gone: CancellationToken,
+    /// Set just before `gone` is cancelled: read at every message, where
+    /// the token's own check takes a lock.
+    writer_gone: AtomicBool,
 }
 
 /// What waits for the writer: chunks of frames, oldest first. A burst of
@@ -117,7 +120,7 @@ impl Frames {
     }
 
     fn try_send(&self, message: Outgoing) -> Result<(), TrySendError<Outgoing>> {
-        if self.gone.is_cancelled() {
+        if self.writer_gone.load(Ordering::Acquire) {
             return Err(TrySendError::Closed(message));
         }
         // A request that ended without a reply has nothing to write.
@@ -196,6 +199,7 @@ pub(crate) struct FrameWriter(Arc<Frames>);
 
 impl Drop for FrameWriter {
     fn drop(&mut self) {
+        self.0.writer_gone.store(true, Ordering::Release);
         self.0.gone.cancel();
     }
 }
@@ -269,6 +273,7 @@ pub(crate) fn frames(framing: Framing, limit: usize, chunk: usize) -> (FrameSend
         filled: AtomicWaker::new(),
         drained: Notify::new(),
         gone: CancellationToken::new(),
+        writer_gone: AtomicBool::new(false),
     });
     (FrameSender(frames.clone()), FrameWriter(frames))
 }
