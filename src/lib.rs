@@ -69,6 +69,7 @@ pub mod completion;
 pub mod content;
 mod dialect;
 pub mod error;
+mod json_cursor;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]
 pub mod logging;
@@ -79,6 +80,8 @@ pub mod resource;
 pub mod server;
 pub mod state;
 pub mod template;
+#[cfg(test)]
+mod test_rng;
 pub mod testing;
 pub mod tool;
 pub mod transport;

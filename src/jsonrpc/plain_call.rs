@@ -19,6 +19,7 @@ use super::{Incoming, RequestId, ToolCall};
 use crate::dialect::arguments::{ArgumentsText, MAX_NESTING, number_in_range};
 use crate::dialect::model_context::CallToolParams;
 use crate::dialect::v1::ExecuteParams;
+use crate::json_cursor::Cursor;
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
@@ -27,11 +28,10 @@ const MAX_ID_DIGITS: usize = 18;
 pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
     let mut reader = Reader {
         source: text,
-        text: text.as_bytes(),
-        at: 0,
+        cursor: Cursor::new(text.as_bytes()),
     };
     let (mut jsonrpc, mut method, mut id, mut params) = (false, None, None, None);
-    reader.eat(b'{')?;
+    reader.cursor.eat(b'{')?;
     loop {
         // Names and the strings compared whole are matched as written
         // (with their quotes): an escaped spelling is left to serde.
@@ -52,11 +52,11 @@ pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
             3 if params.is_none() => params = Some(reader.params()?),
             _ => return None,
         }
-        if reader.next_member()? {
+        if reader.cursor.closes(b'}')? {
             break;
         }
     }
-    reader.end()?;
+    reader.cursor.end()?;
     let (method, id, params) = (method?, id?, params?);
     if !jsonrpc {
         return None;
@@ -99,64 +99,27 @@ struct Params<'a> {
 
 struct Reader<'t> {
     source: &'t str,
-    /// `source`'s bytes.
-    text: &'t [u8],
-    at: usize,
+    /// Over `source`'s bytes.
+    cursor: Cursor<'t>,
 }
 
 impl<'t> Reader<'t> {
-    /// The next byte past whitespace.
-    fn peek(&mut self) -> Option<u8> {
-        while let Some(&byte) = self.text.get(self.at) {
-            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
-                return Some(byte);
-            }
-            self.at += 1;
-        }
-        None
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// Only whitespace is left.
-    fn end(&mut self) -> Option<()> {
-        self.peek().is_none().then_some(())
-    }
-
     /// A member's name, one of `names` (each with its quotes), and its
     /// colon: the index of the name.
     fn name(&mut self, names: &[&[u8]]) -> Option<usize> {
-        self.peek()?;
-        let rest = self.text.get(self.at..)?;
+        self.cursor.peek()?;
+        let rest = self.cursor.text.get(self.cursor.at..)?;
         let found = names.iter().position(|name| rest.starts_with(name))?;
-        self.at += names.get(found)?.len();
-        self.eat(b':')?;
+        self.cursor.at += names.get(found)?.len();
+        self.cursor.eat(b':')?;
         Some(found)
     }
 
     /// `literal`, exactly.
     fn literal(&mut self, literal: &[u8]) -> Option<()> {
-        self.peek()?;
-        let found = self.text.get(self.at..)?.starts_with(literal);
-        found.then(|| self.at += literal.len())
-    }
-
-    /// After a member: `true` at the object's end, `false` before the
-    /// next member.
-    fn next_member(&mut self) -> Option<bool> {
-        match self.peek()? {
-            b',' => {
-                self.at += 1;
-                Some(false)
-            }
-            b'}' => {
-                self.at += 1;
-                Some(true)
-            }
-            _ => None,
-        }
+        self.cursor.peek()?;
+        let found = self.cursor.text.get(self.cursor.at..)?.starts_with(literal);
+        found.then(|| self.cursor.at += literal.len())
     }
 
     /// A string without escapes, its contents.
@@ -171,20 +134,20 @@ impl<'t> Reader<'t> {
     /// A string, checked: its span with quotes, and whether it has escapes
     /// (each a simple one: `\uXXXX` is left to serde).
     fn string(&mut self) -> Option<(usize, usize, bool)> {
-        if self.peek()? != b'"' {
+        if self.cursor.peek()? != b'"' {
             return None;
         }
-        let start = self.at;
+        let start = self.cursor.at;
         let mut at = start + 1;
         let mut escaped = false;
         loop {
-            at = plain_run(self.text, at);
-            match *self.text.get(at)? {
+            at = plain_run(self.cursor.text, at);
+            match *self.cursor.text.get(at)? {
                 b'"' => {
-                    self.at = at + 1;
-                    return Some((start, self.at, escaped));
+                    self.cursor.at = at + 1;
+                    return Some((start, self.cursor.at, escaped));
                 }
-                b'\\' => match *self.text.get(at + 1)? {
+                b'\\' => match *self.cursor.text.get(at + 1)? {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
                         escaped = true;
                         at += 2;
@@ -199,18 +162,21 @@ impl<'t> Reader<'t> {
 
     /// A request id: a non-negative integer or a string without escapes.
     fn id(&mut self) -> Option<RequestId> {
-        match self.peek()? {
+        match self.cursor.peek()? {
             b'"' => Some(RequestId::String(self.plain_str()?.into())),
             b'0'..=b'9' => {
-                let start = self.at;
-                while let Some(b'0'..=b'9') = self.text.get(self.at) {
-                    self.at += 1;
+                let start = self.cursor.at;
+                while let Some(b'0'..=b'9') = self.cursor.text.get(self.cursor.at) {
+                    self.cursor.at += 1;
                 }
-                let digits = self.source.get(start..self.at)?;
+                let digits = self.source.get(start..self.cursor.at)?;
                 let plain = digits.len() <= MAX_ID_DIGITS
                     && (digits.len() == 1 || !digits.starts_with('0'));
                 // A fraction or an exponent: not read here.
-                let ends = !matches!(self.text.get(self.at), Some(b'.' | b'e' | b'E'));
+                let ends = !matches!(
+                    self.cursor.text.get(self.cursor.at),
+                    Some(b'.' | b'e' | b'E')
+                );
                 (plain && ends).then(|| RequestId::Number(digits.into()))
             }
             _ => None,
@@ -223,24 +189,24 @@ impl<'t> Reader<'t> {
             name: None,
             arguments: None,
         };
-        self.eat(b'{')?;
+        self.cursor.eat(b'{')?;
         loop {
             match self.name(&[b"\"id\"", b"\"name\"", b"\"arguments\""])? {
                 0 if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
                 1 if params.name.is_none() => params.name = Some(self.plain_str()?),
                 2 if params.arguments.is_none() => {
-                    if self.peek()? != b'{' {
+                    if self.cursor.peek()? != b'{' {
                         return None;
                     }
-                    let start = self.at;
+                    let start = self.cursor.at;
                     self.value(0)?;
                     // (Cut at ASCII bytes: no UTF-8 to check again.)
-                    let text = self.source.get(start..self.at)?;
+                    let text = self.source.get(start..self.cursor.at)?;
                     params.arguments = Some(ArgumentsText::checked(text));
                 }
                 _ => return None,
             }
-            if self.next_member()? {
+            if self.cursor.closes(b'}')? {
                 return Some(params);
             }
         }
@@ -248,89 +214,79 @@ impl<'t> Reader<'t> {
 
     /// Any JSON value, checked, `depth` levels down in the arguments.
     fn value(&mut self, depth: usize) -> Option<()> {
-        match self.peek()? {
+        match self.cursor.peek()? {
             b'{' => {
                 let depth = deeper(depth)?;
-                self.at += 1;
-                if self.eat(b'}').is_some() {
+                self.cursor.at += 1;
+                if self.cursor.eat(b'}').is_some() {
                     return Some(());
                 }
                 loop {
                     self.string()?;
-                    self.eat(b':')?;
+                    self.cursor.eat(b':')?;
                     self.value(depth)?;
-                    if self.next_member()? {
+                    if self.cursor.closes(b'}')? {
                         return Some(());
                     }
                 }
             }
             b'[' => {
                 let depth = deeper(depth)?;
-                self.at += 1;
-                if self.eat(b']').is_some() {
+                self.cursor.at += 1;
+                if self.cursor.eat(b']').is_some() {
                     return Some(());
                 }
                 loop {
                     self.value(depth)?;
-                    match self.peek()? {
-                        b',' => self.at += 1,
-                        b']' => {
-                            self.at += 1;
-                            return Some(());
-                        }
-                        _ => return None,
+                    if self.cursor.closes(b']')? {
+                        return Some(());
                     }
                 }
             }
             b'"' => self.string().map(drop),
-            b't' => self.word(b"true"),
-            b'f' => self.word(b"false"),
-            b'n' => self.word(b"null"),
+            b't' => self.cursor.word(b"true"),
+            b'f' => self.cursor.word(b"false"),
+            b'n' => self.cursor.word(b"null"),
             _ => self.number(),
         }
-    }
-
-    fn word(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.at + word.len();
-        (self.text.get(self.at..end)? == word).then(|| self.at = end)
     }
 
     /// A number as JSON writes one (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`),
     /// within a float's range.
     fn number(&mut self) -> Option<()> {
-        let start = self.at;
-        if self.text.get(self.at) == Some(&b'-') {
-            self.at += 1;
+        let start = self.cursor.at;
+        if self.cursor.text.get(self.cursor.at) == Some(&b'-') {
+            self.cursor.at += 1;
         }
-        match *self.text.get(self.at)? {
-            b'0' => self.at += 1,
+        match *self.cursor.text.get(self.cursor.at)? {
+            b'0' => self.cursor.at += 1,
             b'1'..=b'9' => self.digits(),
             _ => return None,
         }
-        if self.text.get(self.at) == Some(&b'.') {
-            self.at += 1;
+        if self.cursor.text.get(self.cursor.at) == Some(&b'.') {
+            self.cursor.at += 1;
             self.some_digits()?;
         }
-        if let Some(b'e' | b'E') = self.text.get(self.at) {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.text.get(self.at) {
-                self.at += 1;
+        if let Some(b'e' | b'E') = self.cursor.text.get(self.cursor.at) {
+            self.cursor.at += 1;
+            if let Some(b'+' | b'-') = self.cursor.text.get(self.cursor.at) {
+                self.cursor.at += 1;
             }
             self.some_digits()?;
         }
-        number_in_range(self.text.get(start..self.at)?).then_some(())
+        number_in_range(self.cursor.text.get(start..self.cursor.at)?).then_some(())
     }
 
     fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.text.get(self.at) {
-            self.at += 1;
+        while let Some(b'0'..=b'9') = self.cursor.text.get(self.cursor.at) {
+            self.cursor.at += 1;
         }
     }
 
     fn some_digits(&mut self) -> Option<()> {
-        let start = self.at;
+        let start = self.cursor.at;
         self.digits();
-        (self.at > start).then_some(())
+        (self.cursor.at > start).then_some(())
     }
 }
 

@@ -30,6 +30,8 @@ use std::cmp::Ordering;
 use memchr::memchr2;
 use serde_json::Value;
 
+use crate::json_cursor::Cursor;
+
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 /// Keywords that only annotate: they never make an instance invalid.
@@ -86,10 +88,9 @@ impl QuickCheck {
     /// schema. `false` says nothing: the full validator decides.
     pub(crate) fn admits(&self, text: &str) -> bool {
         let mut walk = Walk {
-            text: text.as_bytes(),
-            at: 0,
+            cursor: Cursor::new(text.as_bytes()),
         };
-        walk.value(&self.root, 0).is_some() && walk.peek().is_none()
+        walk.value(&self.root, 0).is_some() && walk.cursor.end().is_some()
     }
 }
 
@@ -396,8 +397,7 @@ const MAX_DEPTH: u32 = 127;
 /// serde_json, as the full path reads them. `None` is "not admitted"
 /// (also for anything unexpected: the walk never panics).
 struct Walk<'t> {
-    text: &'t [u8],
-    at: usize,
+    cursor: Cursor<'t>,
 }
 
 /// A number as serde_json reads it into a `Value`.
@@ -407,20 +407,6 @@ enum Read {
 }
 
 impl<'t> Walk<'t> {
-    fn peek(&mut self) -> Option<u8> {
-        while let Some(&byte) = self.text.get(self.at) {
-            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
-                return Some(byte);
-            }
-            self.at += 1;
-        }
-        None
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
     /// One value that `node` admits.
     fn value(&mut self, node: &Node, depth: u32) -> Option<()> {
         match node {
@@ -431,7 +417,7 @@ impl<'t> Walk<'t> {
     }
 
     fn checked(&mut self, checks: &Checks, depth: u32) -> Option<()> {
-        let admitted = match self.peek()? {
+        let admitted = match self.cursor.peek()? {
             b'{' => return self.object(checks, depth),
             b'[' => return self.array(checks, depth),
             b'"' => {
@@ -445,9 +431,9 @@ impl<'t> Walk<'t> {
                         }
                     }
             }
-            b't' => self.word(b"true").is_some() && checks.admits_kind(BOOLEAN),
-            b'f' => self.word(b"false").is_some() && checks.admits_kind(BOOLEAN),
-            b'n' => self.word(b"null").is_some() && checks.admits_kind(NULL),
+            b't' => self.cursor.word(b"true").is_some() && checks.admits_kind(BOOLEAN),
+            b'f' => self.cursor.word(b"false").is_some() && checks.admits_kind(BOOLEAN),
+            b'n' => self.cursor.word(b"null").is_some() && checks.admits_kind(NULL),
             _ => match self.number()? {
                 Read::Integer(value) => checks.admits_integer(value),
                 Read::Float(value) => checks.admits_float(value),
@@ -461,17 +447,17 @@ impl<'t> Walk<'t> {
         if !checks.admits_kind(OBJECT) {
             return None;
         }
-        self.at += 1;
+        self.cursor.at += 1;
         let mut seen = 0u64;
-        if self.eat(b'}').is_none() {
+        if self.cursor.eat(b'}').is_none() {
             loop {
-                if self.peek()? != b'"' {
+                if self.cursor.peek()? != b'"' {
                     return None;
                 }
                 let (quoted, escaped) = self.string()?;
                 let name = text_of(quoted, escaped)?;
                 let key = checks.keys.iter().find(|k| k.name.as_bytes() == &*name);
-                self.eat(b':')?;
+                self.cursor.eat(b':')?;
                 let node = match key {
                     Some(key) => {
                         seen |= key.bit;
@@ -480,13 +466,8 @@ impl<'t> Walk<'t> {
                     None => &checks.additional,
                 };
                 self.value(node, depth)?;
-                match self.peek()? {
-                    b',' => self.at += 1,
-                    b'}' => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return None,
+                if self.cursor.closes(b'}')? {
+                    break;
                 }
             }
         }
@@ -502,86 +483,73 @@ impl<'t> Walk<'t> {
 
     /// `[...]`, each item admitted by `node`.
     fn items(&mut self, node: &Node, depth: u32) -> Option<()> {
-        self.at += 1;
-        if self.eat(b']').is_some() {
+        self.cursor.at += 1;
+        if self.cursor.eat(b']').is_some() {
             return Some(());
         }
         loop {
             self.value(node, depth)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.cursor.closes(b']')? {
+                return Some(());
             }
         }
     }
 
     /// Any one value.
     fn skip(&mut self, depth: u32) -> Option<()> {
-        match self.peek()? {
+        match self.cursor.peek()? {
             b'{' => {
                 let depth = deeper(depth)?;
-                self.at += 1;
-                if self.eat(b'}').is_some() {
+                self.cursor.at += 1;
+                if self.cursor.eat(b'}').is_some() {
                     return Some(());
                 }
                 loop {
-                    if self.peek()? != b'"' {
+                    if self.cursor.peek()? != b'"' {
                         return None;
                     }
                     self.string()?;
-                    self.eat(b':')?;
+                    self.cursor.eat(b':')?;
                     self.skip(depth)?;
-                    match self.peek()? {
-                        b',' => self.at += 1,
-                        b'}' => {
-                            self.at += 1;
-                            return Some(());
-                        }
-                        _ => return None,
+                    if self.cursor.closes(b'}')? {
+                        return Some(());
                     }
                 }
             }
             b'[' => self.items(&Node::Any, deeper(depth)?),
             b'"' => self.string().map(drop),
-            b't' => self.word(b"true"),
-            b'f' => self.word(b"false"),
-            b'n' => self.word(b"null"),
+            b't' => self.cursor.word(b"true"),
+            b'f' => self.cursor.word(b"false"),
+            b'n' => self.cursor.word(b"null"),
             _ => self.number().map(drop),
         }
     }
 
     /// A string, quotes included, and whether it has escapes.
     fn string(&mut self) -> Option<(&'t [u8], bool)> {
-        let start = self.at;
+        let start = self.cursor.at;
         let mut at = start + 1;
         let mut escaped = false;
         loop {
-            at += memchr2(b'"', b'\\', self.text.get(at..)?)?;
-            if self.text.get(at) == Some(&b'"') {
-                self.at = at + 1;
-                return Some((self.text.get(start..self.at)?, escaped));
+            at += memchr2(b'"', b'\\', self.cursor.text.get(at..)?)?;
+            if self.cursor.text.get(at) == Some(&b'"') {
+                self.cursor.at = at + 1;
+                return Some((self.cursor.text.get(start..self.cursor.at)?, escaped));
             }
             escaped = true;
             at += 2;
         }
     }
 
-    fn word(&mut self, word: &[u8]) -> Option<()> {
-        let end = self.at + word.len();
-        (self.text.get(self.at..end)? == word).then(|| self.at = end)
-    }
-
     /// A number: a plain integer read here, anything else by serde_json.
     fn number(&mut self) -> Option<Read> {
-        let start = self.at;
-        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.text.get(self.at) {
-            self.at += 1;
+        let start = self.cursor.at;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
+            self.cursor.text.get(self.cursor.at)
+        {
+            self.cursor.at += 1;
         }
-        let token = self.text.get(start..self.at)?;
+        let token = self.cursor.text.get(start..self.cursor.at)?;
         let (negative, digits) = match token.split_first()? {
             (b'-', digits) => (true, digits),
             _ => (false, token),

@@ -5,6 +5,7 @@ use super::read;
 use crate::dialect::model_context::CallToolParams;
 use crate::dialect::v1::ExecuteParams;
 use crate::jsonrpc::{Envelope, Incoming, ToolCall, classify, read_tool_call_with_serde};
+use crate::test_rng::Rng;
 
 /// What a reading made of a tool call: id, method and params.
 fn summary(incoming: &Incoming<'_>) -> Option<String> {
@@ -124,27 +125,6 @@ fn what_it_does_not_take_is_left_to_serde() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}} x"#,
     ] {
         assert!(!agrees(text), "{text}");
-    }
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    #[allow(clippy::cast_possible_truncation)]
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
     }
 }
 

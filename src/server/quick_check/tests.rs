@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::QuickCheck;
 use crate::server::validate;
+use crate::test_rng::Rng;
 
 /// Schemas within the subset, each with values it must admit.
 fn schemas() -> Vec<(Value, Vec<Value>)> {
@@ -121,27 +122,6 @@ fn schemas() -> Vec<(Value, Vec<Value>)> {
         ));
     }
     list
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    #[allow(clippy::cast_possible_truncation)]
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
 }
 
 const SCALARS: &[&str] = &[
