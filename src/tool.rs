@@ -128,8 +128,8 @@ pub(crate) use sealed::Sealed;
 
 mod sealed {
     /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
-    /// [`Tool::call_json`](super::Tool::call_json): a type outside code
-    /// cannot name, so it cannot override them.
+    /// [`Tool::call_json`](super::Tool::call_json): code outside this
+    /// crate cannot name this type, so it cannot override them.
     #[derive(Debug, Clone, Copy)]
     pub struct Sealed(pub(crate) ());
 }

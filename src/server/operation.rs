@@ -234,7 +234,13 @@ async fn call_tool(
         Arguments::Text(text) => {
             let admitted = tool.quick_input.as_ref().is_some_and(|q| q.admits(&text));
             let ctx = if admitted {
-                match tool.tool.call_json(&text, ctx, Sealed(())) {
+                // In the tool's span, as `call` runs: the handler is called
+                // (and its type read) here, before the first await.
+                let attempt = {
+                    let _in_span = span.enter();
+                    tool.tool.call_json(&text, ctx, Sealed(()))
+                };
+                match attempt {
                     Ok(running) => {
                         let output = running.instrument(span).await.map_err(Failure::Tool)?;
                         return checked_output(tool, output);
