@@ -314,7 +314,7 @@ pub struct ToolOutput {
     /// The structured output as the tool serialised it, keys in its order
     /// ([`ToolOutput::serialize`]); sent instead of `structured`, whose
     /// object keys are sorted.
-    ordered: Option<Box<RawValue>>,
+    ordered: Option<String>,
     blocks: Vec<Content>,
 }
 
@@ -331,7 +331,8 @@ impl PartialEq for ToolOutput {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum StructuredJson<'a> {
     Value(&'a Value),
-    Ordered(&'a RawValue),
+    /// Compact JSON text, as serde_json wrote it.
+    Ordered(&'a str),
 }
 
 impl StructuredJson<'_> {
@@ -340,14 +341,14 @@ impl StructuredJson<'_> {
         match self {
             Self::Value(value) => value.is_object(),
             // Serialised compact: the text starts with the value.
-            Self::Ordered(raw) => raw.get().starts_with('{'),
+            Self::Ordered(json) => json.starts_with('{'),
         }
     }
 
     /// The compact JSON text.
     pub(crate) fn to_json(self) -> String {
         match self {
-            Self::Ordered(raw) => raw.get().to_owned(),
+            Self::Ordered(json) => json.to_owned(),
             Self::Value(value) => value.to_string(),
         }
     }
@@ -356,7 +357,11 @@ impl StructuredJson<'_> {
 impl Serialize for StructuredJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Self::Ordered(raw) => raw.serialize(serializer),
+            // Written as it is (both dialects write it around, without
+            // serde, on their hot paths).
+            Self::Ordered(json) => serde_json::from_str::<&RawValue>(json)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
             Self::Value(value) => value.serialize(serializer),
         }
     }
@@ -401,7 +406,8 @@ impl ToolOutput {
     pub(crate) fn serialized<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
         Ok(Self {
             structured: OnceLock::new(),
-            ordered: Some(serde_json::value::to_raw_value(output)?),
+            // A `String`, not a `Box<RawValue>`: no shrinking copy.
+            ordered: Some(serde_json::to_string(output)?),
             blocks: Vec::new(),
         })
     }
@@ -413,7 +419,7 @@ impl ToolOutput {
         if let Some(raw) = &self.ordered
             && self.structured.get().is_none()
         {
-            let value = serde_json::from_str(raw.get())?;
+            let value = serde_json::from_str(raw)?;
             let _ = self.structured.set(value);
         }
         Ok(())
@@ -457,7 +463,7 @@ impl ToolOutput {
             // and serde_json wrote it): this reading does not fail.
             (None, Some(raw)) => Some(
                 self.structured
-                    .get_or_init(|| serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+                    .get_or_init(|| serde_json::from_str(raw).unwrap_or(Value::Null)),
             ),
             (None, None) => None,
         }
@@ -479,7 +485,7 @@ impl ToolOutput {
 
     /// The structured output's JSON text, as the tool serialised it.
     pub(crate) fn ordered_text(&self) -> Option<&str> {
-        self.ordered.as_deref().map(RawValue::get)
+        self.ordered.as_deref()
     }
 
     /// The output as MCP v1.0's `output`, also what `outputSchema` checks:

@@ -299,7 +299,7 @@ pub(crate) fn encode_end(
             return match output.structured_json() {
                 // As the tool serialised it: written around, not through serde.
                 Some(StructuredJson::Ordered(text)) => {
-                    encode_result_text(id, &[r#"{"output":"#, text.get(), "}"])
+                    encode_result_text(id, &[r#"{"output":"#, text, "}"])
                 }
                 Some(structured) => encode_result(id, &ExecuteResult { output: structured }),
                 None => encode_result(

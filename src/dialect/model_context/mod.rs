@@ -17,9 +17,11 @@ use serde_json::value::RawValue;
 
 use super::{Admission, Control, Ended, JobInfo, Step};
 use crate::completion::CompletionContext;
-use crate::content::{Content, ToolOutput};
+use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, ToolCall, encode_error_with, encode_notification, encode_result};
+use crate::jsonrpc::{
+    RequestId, ToolCall, encode_error_with, encode_notification, encode_result, encode_result_text,
+};
 use crate::protocol::ServerInfo;
 use crate::server::{
     Arguments, Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared,
@@ -669,6 +671,24 @@ pub(crate) fn encode_end(
 /// an output schema.
 fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
     let structured = output.structured_json();
+    // Structured output alone, as the tool serialised it (a typed tool's):
+    // written around its text, as serde writes the result below.
+    if let ([], Some(ordered @ StructuredJson::Ordered(json))) = (output.blocks(), structured)
+        && let Ok(quoted) = serde_json::to_string(json)
+    {
+        let parts: &[&str] = if lists_output && ordered.is_object() {
+            &[
+                r#"{"content":[{"type":"text","text":"#,
+                &quoted,
+                r#"}],"structuredContent":"#,
+                json,
+                "}",
+            ]
+        } else {
+            &[r#"{"content":[{"type":"text","text":"#, &quoted, "}]}"]
+        };
+        return encode_result_text(id, parts);
+    }
     let text;
     let blocks = match (output.blocks(), structured) {
         ([], Some(json)) => {
@@ -754,4 +774,45 @@ pub(crate) fn resource_changed(subscriptions: &Subscriptions, uri: &str) -> Opti
     subscriptions
         .contains(uri)
         .then(|| encode_notification(methods::RESOURCE_UPDATED, &json!({ "uri": uri })))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The serde path, for any output (the blocks, or the structured
+    /// output as its value's text).
+    fn through_serde(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
+        let structured = output.structured_json();
+        let text = structured.map(|s| [Content::text(s.to_json())]);
+        encode_result(
+            id,
+            &CallToolResult {
+                content: text.as_ref().map_or(output.blocks(), |t| &t[..]),
+                structured_content: structured.filter(|s| lists_output && s.is_object()),
+                is_error: false,
+            },
+        )
+    }
+
+    #[test]
+    fn serialised_output_is_written_as_serde_writes_it() {
+        let id = RequestId::from(7);
+        for value in [
+            json!({"message": "say \"hi\"\n\\ é \u{1F600}", "n": [1, 2.5, null], "</script>": true}),
+            json!({}),
+            json!("just a string"),
+            json!([1, {"a": "b"}]),
+        ] {
+            let output = ToolOutput::serialized(&value).unwrap();
+            for lists_output in [true, false] {
+                assert_eq!(
+                    String::from_utf8(tool_result(&id, &output, lists_output)).unwrap(),
+                    String::from_utf8(through_serde(&id, &output, lists_output)).unwrap(),
+                );
+            }
+        }
+    }
 }
