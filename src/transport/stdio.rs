@@ -26,6 +26,10 @@ const OUTBOX: usize = 256;
 /// The size of a chunk of outgoing frames, written at once (a pipe's
 /// buffer holds as much).
 const WRITE_BATCH: usize = 64 * 1024;
+/// The size of the input buffer: what a pipe holds, so that one read
+/// takes in a whole burst of pipelined requests (with tokio-util's default
+/// of 8 KiB, 64 small calls in flight took two or three reads).
+const READ_BUFFER: usize = 64 * 1024;
 
 impl Server {
     /// Serves one session on the process's stdin and stdout until stdin
@@ -148,7 +152,7 @@ impl Server {
             Dialect::McpV1 => {
                 let codec = FrameCodec::new(self.max_message_size())
                     .with_max_header_size(self.max_header_size());
-                let input = FramedRead::new(reader, codec);
+                let input = FramedRead::with_capacity(reader, codec, READ_BUFFER);
                 self.serve_session(
                     dialect,
                     input,
@@ -160,7 +164,11 @@ impl Server {
                 .await
             }
             Dialect::ModelContext => {
-                let input = FramedRead::new(reader, LineCodec::new(self.max_message_size()));
+                let input = FramedRead::with_capacity(
+                    reader,
+                    LineCodec::new(self.max_message_size()),
+                    READ_BUFFER,
+                );
                 self.serve_session(
                     dialect,
                     input,
