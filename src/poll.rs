@@ -36,6 +36,8 @@ pin_project_lite::pin_project! {
         flag: std::sync::Arc<WakeFlag>,
         waker: std::task::Waker,
         started: bool,
+        // The task's waker as registered with `flag`.
+        registered: Option<std::task::Waker>,
     }
 }
 
@@ -47,6 +49,7 @@ impl<F: std::future::Future> OnWake<F> {
             waker: std::task::Waker::from(flag.clone()),
             flag,
             started: false,
+            registered: None,
         }
     }
 }
@@ -55,13 +58,21 @@ impl<F: std::future::Future> std::future::Future for OnWake<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        use std::sync::atomic::Ordering;
         let this = self.project();
-        // The task's waker first, so that a wake from now on reaches it.
-        this.flag.remember(cx.waker());
-        let woken = this
-            .flag
-            .woken
-            .swap(false, std::sync::atomic::Ordering::AcqRel);
+        // The task's waker first, so that a wake from now on reaches it:
+        // only when it changed (the flag keeps it across wakes), so that
+        // a poll by the same task costs two loads, not a lock.
+        if !this
+            .registered
+            .as_ref()
+            .is_some_and(|waker| waker.will_wake(cx.waker()))
+        {
+            this.flag.remember(cx.waker());
+            *this.registered = Some(cx.waker().clone());
+        }
+        let woken = this.flag.woken.load(Ordering::Acquire)
+            && this.flag.woken.swap(false, Ordering::AcqRel);
         if *this.started && !woken {
             return std::task::Poll::Pending;
         }
@@ -71,17 +82,21 @@ impl<F: std::future::Future> std::future::Future for OnWake<F> {
     }
 }
 
-/// Whether an [`OnWake`] future's waker fired, and the task to wake then.
+/// Whether an [`OnWake`] future's waker fired, and the task to wake then
+/// (kept across wakes: a wake does not take it).
 #[derive(Default)]
 pub(crate) struct WakeFlag {
     woken: std::sync::atomic::AtomicBool,
-    task: atomic_waker::AtomicWaker,
+    task: std::sync::Mutex<Option<std::task::Waker>>,
 }
 
 impl WakeFlag {
-    /// The task to wake (cheap when it is the one remembered already).
+    /// The task to wake from now on.
     fn remember(&self, waker: &std::task::Waker) {
-        self.task.register(waker);
+        *self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(waker.clone());
     }
 }
 
@@ -91,9 +106,19 @@ impl std::task::Wake for WakeFlag {
     }
 
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        // Before the task is woken: a poll that registered its waker
+        // before this lock sees the flag; one that registers after it is
+        // the one woken (rare: shutdown, a closed output).
         self.woken.store(true, std::sync::atomic::Ordering::Release);
-        // The task polls its `OnWake` again, which remembers it anew.
-        self.task.wake();
+        // Woken outside the lock (a clone: wakes are rare).
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(task) = task {
+            task.wake();
+        }
     }
 }
 
@@ -126,5 +151,31 @@ mod tests {
         tokio::join!(counted, busy);
         // The first poll, then the one its own wake caused.
         assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    /// The task's waker stays registered across wakes (a poll by the same
+    /// task does not register it again): every later wake still reaches
+    /// the task, however many came before, from this thread or another.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_wake_reaches_the_task_not_only_the_first() {
+        const WAKES: usize = 200;
+        let (send, mut receive) = tokio::sync::mpsc::unbounded_channel();
+        let waiting = OnWake::new(async move {
+            for _ in 0..WAKES {
+                receive.recv().await.expect("a message");
+            }
+        });
+        let waking = tokio::spawn(async move {
+            for i in 0..WAKES {
+                send.send(i).expect("the receiver is there");
+                tokio::task::yield_now().await;
+            }
+        });
+        // In a task of its own, which nothing else wakes: a lost wake
+        // would leave `waiting` pending for good.
+        let joined = tokio::spawn(waiting);
+        let joined = tokio::time::timeout(std::time::Duration::from_secs(60), joined);
+        assert!(joined.await.is_ok(), "a wake was lost");
+        waking.await.expect("the waking task ran");
     }
 }

@@ -1,6 +1,7 @@
 //! The [`Tool`] trait a server author implements, the [`ToolContext`] each
 //! execution receives, and [`tool_fn`] for tools written as closures.
 
+use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -16,8 +17,8 @@ use crate::content::ToolOutput;
 use crate::error::ToolError;
 use crate::jsonrpc::RequestId;
 use crate::protocol::ToolDefinition;
-use crate::server::ServerHandle;
 use crate::server::peer::Link;
+use crate::server::{ServerHandle, ServerInner};
 
 /// A tool that clients run (`mcp/executeTool` in MCP v1.0, `tools/call` in
 /// the Model Context Protocol, where it is called by its `name`).
@@ -139,20 +140,35 @@ mod sealed {
 /// [`log`](Self::log), and (Model Context Protocol) requests to the client —
 /// [`elicit`](Self::elicit), [`sample`](Self::sample),
 /// [`roots`](Self::roots).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     request_id: RequestId,
     cancel: Cancellation,
-    server: ServerHandle,
+    /// The server, whose handle [`server`](Self::server) lends: one
+    /// reference count per request, where the handle's own clone takes
+    /// three.
+    server: Arc<ServerInner>,
     span: tracing::Span,
     link: Option<Arc<Link>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("request_id", &self.request_id)
+            .field("cancel", &self.cancel)
+            .field("server", self.server())
+            .field("span", &self.span)
+            .field("link", &self.link)
+            .finish()
+    }
 }
 
 impl ToolContext {
     pub(crate) fn new(
         request_id: RequestId,
         cancel: Cancellation,
-        server: ServerHandle,
+        server: Arc<ServerInner>,
         span: tracing::Span,
         link: Option<Link>,
     ) -> Self {
@@ -207,13 +223,13 @@ impl ToolContext {
 
     /// The server's handle, e.g. to announce that a resource changed.
     pub fn server(&self) -> &ServerHandle {
-        &self.server
+        &self.server.handle
     }
 
     /// The state value of type `S` registered with
     /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
     pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
-        self.server.state::<S>()
+        self.server().state::<S>()
     }
 }
 

@@ -84,13 +84,7 @@ impl Job {
         // Only a Model Context Protocol session can carry progress, log
         // lines or requests to the client.
         let link = (shared.dialect == Dialect::ModelContext).then(|| Link::new(shared, progress));
-        let ctx = ToolContext::new(
-            id.clone(),
-            cancel.clone(),
-            server.handle.clone(),
-            span,
-            link,
-        );
+        let ctx = ToolContext::new(id.clone(), cancel.clone(), server.clone(), span, link);
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(server);
         let perform = operation::perform(server.clone(), work, ctx);

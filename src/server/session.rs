@@ -345,7 +345,7 @@ impl Session {
     /// Starts parked requests, in order, while slots are free.
     async fn start_parked(&mut self) {
         while !self.parked.is_empty() {
-            let Some(slot) = self.slots.try_take() else {
+            let Some(slot) = self.slots.try_take().map(Slot::owned) else {
                 return;
             };
             self.start_next(slot).await;
@@ -361,11 +361,11 @@ impl Session {
     }
 
     /// Starts the first parked request in `slot`.
-    async fn start_next(&mut self, slot: Slot) {
+    async fn start_next(&mut self, slot: Slot<'static>) {
         if let Some(parked) = self.parked.pop_front() {
             self.shared.set_parked(self.parked.len());
             self.parked_bytes -= parked.bytes;
-            self.start(parked.job, parked.to, slot).await;
+            start(&self.shared, parked.job, parked.to, slot).await;
         }
     }
 
@@ -376,7 +376,7 @@ impl Session {
         let started = if self.parked.is_empty()
             && let Some(slot) = self.slots.try_take()
         {
-            Some(self.start(job, to, slot))
+            Some(start(&self.shared, job, to, slot))
         } else {
             self.parked_bytes += bytes;
             self.parked.push_back(Parked { job, to, bytes });
@@ -387,46 +387,6 @@ impl Session {
             if let Some(started) = started {
                 started.await;
             }
-        }
-    }
-
-    /// Runs `job` in `slot`: on the reader if it completes
-    /// at once (most tools do, and then cost no task), else in a task of its
-    /// own. The slot is freed once the reply is handed on.
-    fn start(&mut self, job: Job, to: ReplyTo, slot: Slot) -> impl Future<Output = ()> + Send {
-        let shared = &self.shared;
-        let mut slot = Some(slot);
-        let done = match to {
-            ReplyTo::Session => {
-                let now = if job.may_block {
-                    Err(job)
-                } else {
-                    job.try_now(shared)
-                };
-                match now {
-                    Ok(handled) => Some(handled),
-                    Err(job) => {
-                        run_in_task(shared, job, slot.take());
-                        None
-                    }
-                }
-            }
-            ReplyTo::Batch(collector) => {
-                let running = job.registered(shared);
-                let taken = slot.take();
-                tokio::spawn(async move {
-                    let handled = running.await;
-                    drop(taken);
-                    let _ = collector.send(handled).await;
-                });
-                None
-            }
-        };
-        async move {
-            if let Some(handled) = done {
-                shared.send_handled(handled).await;
-            }
-            drop(slot);
         }
     }
 
@@ -635,6 +595,50 @@ impl Session {
     }
 }
 
+/// Runs `job` in `slot`: on the reader if it completes
+/// at once (most tools do, and then cost no task), else in a task of its
+/// own. The slot is freed once the reply is handed on.
+fn start<'a>(
+    shared: &'a Arc<Shared>,
+    job: Job,
+    to: ReplyTo,
+    slot: Slot<'a>,
+) -> impl Future<Output = ()> + Send + 'a {
+    let mut slot = Some(slot);
+    let done = match to {
+        ReplyTo::Session => {
+            let now = if job.may_block {
+                Err(job)
+            } else {
+                job.try_now(shared)
+            };
+            match now {
+                Ok(handled) => Some(handled),
+                Err(job) => {
+                    run_in_task(shared, job, slot.take().map(Slot::owned));
+                    None
+                }
+            }
+        }
+        ReplyTo::Batch(collector) => {
+            let running = job.registered(shared);
+            let taken = slot.take().map(Slot::owned);
+            tokio::spawn(async move {
+                let handled = running.await;
+                drop(taken);
+                let _ = collector.send(handled).await;
+            });
+            None
+        }
+    };
+    async move {
+        if let Some(handled) = done {
+            shared.send_handled(handled).await;
+        }
+        drop(slot);
+    }
+}
+
 /// A request served through the method table.
 enum Served {
     /// Answered at once.
@@ -759,7 +763,7 @@ pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a
 
 /// Runs `job` in a task of its own; its reply goes to the session's output,
 /// then its slot is freed.
-fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot>) {
+fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot<'static>>) {
     let running = job.registered(shared);
     let shared = shared.clone();
     tokio::spawn(async move {
@@ -813,7 +817,12 @@ pub(crate) async fn beside(
     else {
         return Beside::Not;
     };
-    let Some(slot) = shared.slots.try_take().filter(|_| !stopping()) else {
+    let Some(slot) = shared
+        .slots
+        .try_take()
+        .filter(|_| !stopping())
+        .map(Slot::owned)
+    else {
         return Beside::Not;
     };
     let before = shared.sent();

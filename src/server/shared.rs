@@ -35,6 +35,21 @@ pub(crate) struct Outgoing {
     pub(crate) about: About,
 }
 
+/// A request's reply as an outgoing message (an empty one, about the
+/// request, when the dialect does not answer it).
+fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
+    match reply {
+        Some(bytes) => Outgoing {
+            bytes,
+            about: About::Reply(id),
+        },
+        None => Outgoing {
+            bytes: Vec::new(),
+            about: About::Unanswered(id),
+        },
+    }
+}
+
 /// What an outgoing message is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum About {
@@ -96,7 +111,8 @@ pub(crate) struct Shared {
     pub(crate) slots: Arc<Slots>,
     /// How many requests the reader holds parked (read-ahead).
     parked: AtomicUsize,
-    /// How many messages were handed to the outbox so far.
+    /// How many messages were handed to the outbox so far (counted over
+    /// HTTP only).
     sent: AtomicU64,
 }
 
@@ -175,9 +191,11 @@ impl Shared {
     }
 
     /// How many messages were handed to the outbox so far: unchanged
-    /// across some work means it sent nothing.
+    /// across some work means it sent nothing. Counted in sessions served
+    /// over HTTP only.
     #[cfg(feature = "http")]
     pub(super) fn sent(&self) -> u64 {
+        debug_assert!(self.over_http, "sent messages are counted over HTTP only");
         self.sent.load(Ordering::Acquire)
     }
 
@@ -207,7 +225,11 @@ impl Shared {
     /// Hands `message` over if the outbox has room (or drops it, logged,
     /// when the transport is gone); gives it back when the outbox is full.
     fn offer(&self, message: Outgoing) -> Option<Outgoing> {
-        self.sent.fetch_add(1, Ordering::AcqRel);
+        // Only [`beside`](super::session::beside), on HTTP, asks; an
+        // atomic add per message is not free.
+        if self.over_http {
+            self.sent.fetch_add(1, Ordering::AcqRel);
+        }
         if tracing::enabled!(tracing::Level::TRACE) && !message.bytes.is_empty() {
             tracing::trace!("-> {}", String::from_utf8_lossy(&message.bytes));
         }
@@ -245,39 +267,41 @@ impl Shared {
         handled: super::job::Handled,
     ) -> impl Future<Output = ()> + Send + '_ {
         let id = handled.id;
-        let caused = handled.caused.into_iter().map({
-            let id = id.clone();
-            move |bytes| Outgoing {
-                bytes,
-                about: About::CausedBy(id.clone()),
-            }
-        });
-        let reply = match handled.reply {
-            Some(bytes) => Outgoing {
-                bytes,
-                about: About::Reply(id),
-            },
-            None => Outgoing {
-                bytes: Vec::new(),
-                about: About::Unanswered(id),
-            },
-        };
-        let trace = handled.trace.map(|bytes| Outgoing {
-            bytes,
-            about: About::Session,
-        });
-        let mut messages = caused.chain(std::iter::once(reply)).chain(trace);
-        // Hand over what fits now; the rest (from the first that did not
-        // fit, in order) waits.
-        let waiting = messages.by_ref().find_map(|m| self.offer(m)).map(|first| {
-            let rest: Vec<Outgoing> = messages.collect();
-            Box::pin(async move {
-                self.send_waiting(first).await;
-                for message in rest {
-                    self.send_waiting(message).await;
-                }
-            })
-        });
+        let waiting: Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> =
+            if handled.caused.is_empty() && handled.trace.is_none() {
+                // The usual case: the reply alone.
+                let reply = reply_message(handled.reply, id);
+                self.offer(reply).map(|reply| self.send_waiting(reply))
+            } else {
+                let caused: Vec<Outgoing> = handled
+                    .caused
+                    .into_iter()
+                    .map(|bytes| Outgoing {
+                        bytes,
+                        about: About::CausedBy(id.clone()),
+                    })
+                    .collect();
+                let reply = reply_message(handled.reply, id);
+                let trace = handled.trace.map(|bytes| Outgoing {
+                    bytes,
+                    about: About::Session,
+                });
+                let mut messages = caused
+                    .into_iter()
+                    .chain(std::iter::once(reply))
+                    .chain(trace);
+                // Hand over what fits now; the rest (from the first that
+                // did not fit, in order) waits.
+                messages.by_ref().find_map(|m| self.offer(m)).map(|first| {
+                    let rest: Vec<Outgoing> = messages.collect();
+                    Box::pin(async move {
+                        self.send_waiting(first).await;
+                        for message in rest {
+                            self.send_waiting(message).await;
+                        }
+                    }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
+                })
+            };
         async move {
             if let Some(waiting) = waiting {
                 waiting.await;

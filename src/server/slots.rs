@@ -18,17 +18,45 @@ pub(crate) struct Slots {
     freed: Notify,
 }
 
-/// A taken slot, freed when dropped.
+/// A taken slot, freed when dropped: lent by its session's slots (a
+/// request served on the reader, which owes no reference count) or holding
+/// them (one handed to a task: [`owned`](Self::owned)).
 #[derive(Debug)]
-pub(crate) struct Slot(Arc<Slots>);
+pub(crate) struct Slot<'a> {
+    /// `None` once handed on by [`owned`](Self::owned).
+    slots: Option<Held<'a>>,
+}
 
-impl Drop for Slot {
+#[derive(Debug)]
+enum Held<'a> {
+    Lent(&'a Arc<Slots>),
+    Owned(Arc<Slots>),
+}
+
+impl Slot<'_> {
+    /// The same slot, free of the borrow (for a task).
+    pub(crate) fn owned(mut self) -> Slot<'static> {
+        let slots = match self.slots.take() {
+            Some(Held::Lent(slots)) => Some(Held::Owned(slots.clone())),
+            Some(Held::Owned(slots)) => Some(Held::Owned(slots)),
+            None => None,
+        };
+        Slot { slots }
+    }
+}
+
+impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        self.0.used.fetch_sub(1, Ordering::SeqCst);
+        let slots: &Slots = match &self.slots {
+            Some(Held::Lent(slots)) => slots,
+            Some(Held::Owned(slots)) => slots,
+            None => return,
+        };
+        slots.used.fetch_sub(1, Ordering::SeqCst);
         // A waiter counts itself before it looks at `used` (both SeqCst):
         // either it sees this slot free, or this sees it waiting.
-        if self.0.waiting.load(Ordering::SeqCst) > 0 {
-            self.0.freed.notify_waiters();
+        if slots.waiting.load(Ordering::SeqCst) > 0 {
+            slots.freed.notify_waiters();
         }
     }
 }
@@ -44,13 +72,15 @@ impl Slots {
     }
 
     /// A slot, if one is free.
-    pub(crate) fn try_take(self: &Arc<Self>) -> Option<Slot> {
+    pub(crate) fn try_take(self: &Arc<Self>) -> Option<Slot<'_>> {
         self.used
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
                 (used < self.max).then_some(used + 1)
             })
             .ok()
-            .map(|_| Slot(self.clone()))
+            .map(|_| Slot {
+                slots: Some(Held::Lent(self)),
+            })
     }
 
     /// Whether no slot is taken.
@@ -59,8 +89,9 @@ impl Slots {
     }
 
     /// A slot, once one is free.
-    pub(crate) async fn take(self: &Arc<Self>) -> Slot {
-        self.wait_until(|slots| slots.try_take()).await
+    pub(crate) async fn take(self: &Arc<Self>) -> Slot<'static> {
+        self.wait_until(|slots| slots.try_take().map(Slot::owned))
+            .await
     }
 
     /// Completes once no slot is taken.
@@ -126,6 +157,25 @@ mod tests {
         assert!(!all.is_finished() && !slots.all_are_free());
         drop(c);
         all.await.expect("all slots free");
+        assert!(slots.all_are_free());
+    }
+
+    /// A lent slot made owned is still the one slot: freed once, when the
+    /// owned one goes (in a task of its own), not when the loan ends.
+    #[tokio::test]
+    async fn a_lent_slot_handed_to_a_task_is_freed_once_when_the_task_drops_it() {
+        let slots = Slots::new(1);
+        let owned = slots.try_take().expect("a free slot").owned();
+        assert!(slots.try_take().is_none(), "the slot stays taken");
+        assert_eq!(Arc::strong_count(&slots), 2, "the owned slot holds the slots");
+        tokio::spawn(async move { drop(owned) })
+            .await
+            .expect("the task ran");
+        assert!(slots.all_are_free());
+        assert_eq!(Arc::strong_count(&slots), 1);
+        let lent = slots.try_take().expect("the slot again");
+        assert_eq!(Arc::strong_count(&slots), 1, "a lent slot holds no count");
+        drop(lent);
         assert!(slots.all_are_free());
     }
 
