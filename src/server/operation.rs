@@ -122,9 +122,7 @@ pub(crate) async fn perform(
     match work {
         Work::ListResources => list_resources(&server).await.map(Done::Resources),
         Work::ReadResource { uri } => read_resource(&server, uri).await.map(Done::Contents),
-        Work::CallTool { tool, arguments } => call_tool(&server, tool, arguments, ctx)
-            .await
-            .map(Done::Tool),
+        Work::CallTool { tool, arguments } => call_tool(server, tool, arguments, ctx).await,
         Work::GetPrompt { prompt, arguments } => {
             let Some(compiled) = server.catalog.prompts.get(prompt) else {
                 return Err(internal("prompt index out of range"));
@@ -217,7 +215,19 @@ async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceCont
     })
 }
 
-async fn call_tool(
+/// Runs tool `index` with `arguments`.
+pub(crate) async fn call_tool(
+    server: Arc<ServerInner>,
+    index: usize,
+    arguments: Arguments,
+    ctx: ToolContext,
+) -> Result<Done, Failure> {
+    run_tool(&server, index, arguments, ctx)
+        .await
+        .map(Done::Tool)
+}
+
+async fn run_tool(
     server: &ServerInner,
     index: usize,
     arguments: Arguments,
