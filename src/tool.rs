@@ -96,7 +96,8 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether the tool reads its arguments straight from JSON text,
     /// without a `Value` ([`typed_tool`](crate::typed::typed_tool)s read
     /// their type from it): the server then hands `call_json` the text of
-    /// arguments that already passed `inputSchema`. `call_json` answers
+    /// arguments that already passed `inputSchema`, and a context it
+    /// builds only if the tool asks for it. `call_json` answers
     /// `Err(ctx)` to hand the call back (the server then reads a `Value`
     /// and calls [`call`](Tool::call)); it must not act before it answers
     /// `Ok`, and must do what `call` would. Sealed: only this crate's
@@ -109,30 +110,129 @@ pub trait Tool: Send + Sync + 'static {
 
     /// See [`reads_json`](Tool::reads_json).
     #[doc(hidden)]
-    fn call_json<'a>(
-        &'a self,
+    fn call_json<'c>(
+        &self,
         arguments: &str,
-        ctx: ToolContext,
+        ctx: LazyContext<'c>,
         _: Sealed,
-    ) -> Result<Calling<'a>, ToolContext> {
+    ) -> Result<Calling, LazyContext<'c>> {
         let _ = arguments;
         Err(ctx)
     }
 }
 
-/// A tool call under way ([`Tool::call_json`]).
+/// A tool call under way ([`Tool::call_json`]), which borrows nothing (so
+/// the server can poll it once where it was read and hand it to a task
+/// only if it waits): its output, or why it failed. An output that is not
+/// JSON is left for the server to word, with the tool's name.
 #[doc(hidden)]
-pub type Calling<'a> =
-    std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+pub type Calling =
+    std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, CallFailure>> + Send + 'static>>;
 
-pub(crate) use sealed::Sealed;
+pub(crate) use sealed::{CallFailure, LazyContext, Sealed};
 
 mod sealed {
+    use std::sync::Arc;
+
+    use super::{Cancellation, ToolContext};
+    use crate::jsonrpc::RequestId;
+    use crate::server::peer::Link;
+    use crate::server::{ServerHandle, ServerInner};
+
     /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
     /// [`Tool::call_json`](super::Tool::call_json): code outside this
     /// crate cannot name this type, so it cannot override them.
     #[derive(Debug, Clone, Copy)]
     pub struct Sealed(pub(crate) ());
+
+    /// Why a [`Calling`](super::Calling) failed.
+    #[derive(Debug)]
+    pub enum CallFailure {
+        /// The tool's error.
+        Tool(crate::ToolError),
+        /// Its output could not be serialised.
+        NotJson(serde_json::Error),
+    }
+
+    /// A tool call's [`ToolContext`], made only when a tool asks for it:
+    /// a handler that takes none costs the request no context (no
+    /// cancellation signal, no reference counts).
+    pub struct LazyContext<'a>(Lazy<'a>);
+
+    impl std::fmt::Debug for LazyContext<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("LazyContext")
+                .field("made", &matches!(self.0, Lazy::Made(_)))
+                .finish()
+        }
+    }
+
+    enum Lazy<'a> {
+        /// What to make it of, lent by the request's job.
+        Parts {
+            id: &'a RequestId,
+            cancel: &'a mut Option<Cancellation>,
+            server: &'a Arc<ServerInner>,
+            span: &'a tracing::Span,
+            link: &'a mut Option<Link>,
+        },
+        /// Made already.
+        Made(ToolContext),
+    }
+
+    impl<'a> LazyContext<'a> {
+        /// A context to make of a job's parts: its cancellation signal is
+        /// made (into `cancel`) with it, its link taken.
+        pub(crate) fn of_parts(
+            id: &'a RequestId,
+            cancel: &'a mut Option<Cancellation>,
+            server: &'a Arc<ServerInner>,
+            span: &'a tracing::Span,
+            link: &'a mut Option<Link>,
+        ) -> Self {
+            Self(Lazy::Parts {
+                id,
+                cancel,
+                server,
+                span,
+                link,
+            })
+        }
+
+        /// A context made already.
+        pub(crate) fn made(ctx: ToolContext) -> Self {
+            Self(Lazy::Made(ctx))
+        }
+
+        /// The context, made now if it was not.
+        pub(crate) fn get(self) -> ToolContext {
+            match self.0 {
+                Lazy::Made(ctx) => ctx,
+                Lazy::Parts {
+                    id,
+                    cancel,
+                    server,
+                    span,
+                    link,
+                } => ToolContext::new(
+                    id.clone(),
+                    cancel.get_or_insert_with(Cancellation::new).clone(),
+                    server.clone(),
+                    span.clone(),
+                    link.take(),
+                ),
+            }
+        }
+
+        /// The server's handle, without making the context.
+        #[cfg_attr(not(feature = "schemars"), allow(dead_code))]
+        pub(crate) fn server(&self) -> &ServerHandle {
+            match &self.0 {
+                Lazy::Made(ctx) => ctx.server(),
+                Lazy::Parts { server, .. } => &server.handle,
+            }
+        }
+    }
 }
 
 /// What a tool execution knows about its request and its server, and its

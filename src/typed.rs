@@ -58,8 +58,9 @@ use serde_json::Value;
 use crate::content::{ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::protocol::ToolDefinition;
+use crate::server::ServerHandle;
 use crate::state::{State, StateType};
-use crate::tool::{Calling, Sealed, Tool, ToolContext};
+use crate::tool::{CallFailure, Calling, LazyContext, Sealed, Tool, ToolContext};
 
 /// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
 ///
@@ -127,6 +128,18 @@ pub trait TypedHandler<A, O, E, M>: Send + Sync + 'static {
     /// hold (which `build()` rules out for tools it registers).
     fn call(&self, arguments: A, ctx: ToolContext) -> Result<Self::Future, ToolError>;
 
+    /// [`call`](Self::call) with a context made only if the function
+    /// takes one (the server's fast path; sealed).
+    #[doc(hidden)]
+    fn call_lazily(
+        &self,
+        arguments: A,
+        ctx: LazyContext<'_>,
+        _: Sealed,
+    ) -> Result<Self::Future, ToolError> {
+        self.call(arguments, ctx.get())
+    }
+
     /// The state type the function takes, if any.
     fn state(&self) -> Option<StateType> {
         None
@@ -141,6 +154,10 @@ where
     type Future = Fut;
 
     fn call(&self, arguments: A, _ctx: ToolContext) -> Result<Fut, ToolError> {
+        Ok(self(arguments))
+    }
+
+    fn call_lazily(&self, arguments: A, _: LazyContext<'_>, _: Sealed) -> Result<Fut, ToolError> {
         Ok(self(arguments))
     }
 }
@@ -166,7 +183,12 @@ where
     type Future = Fut;
 
     fn call(&self, arguments: A, ctx: ToolContext) -> Result<Fut, ToolError> {
-        let state = state_of::<S>(&ctx)?;
+        let state = state_of::<S>(ctx.server())?;
+        Ok(self(state, arguments))
+    }
+
+    fn call_lazily(&self, arguments: A, ctx: LazyContext<'_>, _: Sealed) -> Result<Fut, ToolError> {
+        let state = state_of::<S>(ctx.server())?;
         Ok(self(state, arguments))
     }
 
@@ -184,7 +206,7 @@ where
     type Future = Fut;
 
     fn call(&self, arguments: A, ctx: ToolContext) -> Result<Fut, ToolError> {
-        let state = state_of::<S>(&ctx)?;
+        let state = state_of::<S>(ctx.server())?;
         Ok(self(state, arguments, ctx))
     }
 
@@ -194,8 +216,10 @@ where
 }
 
 /// A clone of the server's `S`, or the error for a server without one.
-fn state_of<S: Clone + Send + Sync + 'static>(ctx: &ToolContext) -> Result<State<S>, ToolError> {
-    ctx.state::<S>().cloned().map(State).ok_or_else(|| {
+fn state_of<S: Clone + Send + Sync + 'static>(
+    server: &ServerHandle,
+) -> Result<State<S>, ToolError> {
+    server.state::<S>().cloned().map(State).ok_or_else(|| {
         ToolError::with_code(
             ErrorCode::INTERNAL_ERROR,
             format!(
@@ -297,6 +321,9 @@ where
     O: Serialize + JsonSchema + Send + 'static,
     E: Display + Send + 'static,
     H: TypedHandler<A, O, E, M>,
+    // Always so for a `'static` function; said, so that a call can be
+    // handed to a task once polled.
+    H::Future: 'static,
     M: 'static,
 {
     fn definition(&self) -> ToolDefinition {
@@ -325,22 +352,26 @@ where
 
     /// The hot path: `A` read straight from the text, the output only
     /// serialised (the server reads it back unless its quick check admits
-    /// it). Any failure to read `A` hands the call back, and
-    /// [`call`](Tool::call) answers as it always does (a repeated key, for
-    /// one, which a `Value` reads as its last occurrence).
-    fn call_json<'a>(
-        &'a self,
+    /// it), and a context made only for a function that takes one. Any
+    /// failure to read `A` hands the call back, and [`call`](Tool::call)
+    /// answers as it always does (a repeated key, for one, which a `Value`
+    /// reads as its last occurrence).
+    fn call_json<'c>(
+        &self,
         arguments: &str,
-        ctx: ToolContext,
+        ctx: LazyContext<'c>,
         _: Sealed,
-    ) -> Result<Calling<'a>, ToolContext> {
+    ) -> Result<Calling, LazyContext<'c>> {
         let Ok(arguments) = serde_json::from_str::<A>(arguments) else {
             return Err(ctx);
         };
-        let running = self.handler.call(arguments, ctx);
+        let running = self.handler.call_lazily(arguments, ctx, Sealed(()));
         Ok(Box::pin(async move {
-            let output = running?.await.map_err(|e| ToolError::new(e.to_string()))?;
-            ToolOutput::serialized(&output).map_err(|e| self.not_json(&e))
+            let output = running
+                .map_err(CallFailure::Tool)?
+                .await
+                .map_err(|e| CallFailure::Tool(ToolError::new(e.to_string())))?;
+            ToolOutput::serialized(&output).map_err(CallFailure::NotJson)
         }))
     }
 

@@ -589,3 +589,117 @@ async fn tools_call_arguments_a_value_refuses_are_invalid_params_as_before() {
         );
     }
 }
+
+/// A typed tool that panics — when its function is called, at its first
+/// poll (both on the session's reader), or after it waited (in a task) —
+/// is answered `-32603` with the panic's text, and the session serves the
+/// next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_tool_that_panics_anywhere_is_answered_32603_and_the_session_goes_on() {
+    let at_call = typed_tool(
+        "mcp://t/tools/at-call:v1",
+        "at-call",
+        "Panics when called.",
+        |args: Wait| {
+            assert!(args.ms > 1_000_000, "panicked when called");
+            async move { Ok::<_, ToolError>(Waited { ms: args.ms }) }
+        },
+    );
+    let at_poll = typed_tool(
+        "mcp://t/tools/at-poll:v1",
+        "at-poll",
+        "Panics when first polled.",
+        |args: Wait| async move {
+            assert!(args.ms > 1_000_000, "panicked when polled");
+            Ok::<_, ToolError>(Waited { ms: args.ms })
+        },
+    );
+    let later = typed_tool(
+        "mcp://t/tools/later:v1",
+        "later",
+        "Panics after it waited.",
+        |args: Wait, ctx: ToolContext| async move {
+            tokio::time::sleep(Duration::from_millis(args.ms)).await;
+            assert!(ctx.is_cancelled(), "panicked after waiting");
+            Ok::<_, ToolError>(Waited { ms: args.ms })
+        },
+    );
+    let server = Server::builder()
+        .tool(at_call)
+        .tool(at_poll)
+        .tool(later)
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    for (tool, text) in [
+        ("at-call", "panicked when called"),
+        ("at-poll", "panicked when polled"),
+        ("later", "panicked after waiting"),
+    ] {
+        let e = client
+            .execute(&format!("mcp://t/tools/{tool}:v1"), json!({"ms": 5}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code.0, -32603, "{tool}: {e}");
+        assert!(e.data.contains(text), "{tool}: {}", e.data);
+    }
+    let out = client
+        .execute("mcp://t/tools/at-call:v1", json!({"ms": 2_000_000}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"ms": 2_000_000}));
+}
+
+/// A typed tool whose function takes no context (so none is made for it)
+/// and that waits is still stopped by `$/cancelRequest`: answered
+/// `-32003`, its future dropped, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_typed_tool_without_a_context_is_still_cancelled() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let witness = dropped.clone();
+    let slow = typed_tool(
+        "mcp://t/tools/slow:v1",
+        "slow",
+        "Sleeps.",
+        move |args: Wait| {
+            // Set when the tool's future is dropped.
+            let guard = DropFlag(witness.clone());
+            async move {
+                let _guard = guard;
+                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                Ok::<_, ToolError>(Waited { ms: args.ms })
+            }
+        },
+    );
+    let server = Server::builder().tool(slow).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": "w", "method": "mcp/executeTool",
+                      "params": {"id": "mcp://t/tools/slow:v1", "arguments": {"ms": 30_000}}}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!dropped.load(Ordering::SeqCst), "the tool is still waiting");
+    client.notify("$/cancelRequest", json!({"id": "w"})).await;
+    let reply = client.reply(&json!("w")).await;
+    assert_eq!(reply["error"]["code"], -32003, "{reply}");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the tool's future was dropped"
+    );
+    let out = client
+        .execute("mcp://t/tools/slow:v1", json!({"ms": 1}))
+        .await
+        .unwrap();
+    assert_eq!(out, json!({"ms": 1}));
+}
+
+/// Sets its flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}

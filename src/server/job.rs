@@ -5,7 +5,7 @@
 //! Model Context Protocol does not answer a cancelled request).
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -13,23 +13,35 @@ use std::time::Instant;
 
 use serde_json::value::RawValue;
 
-use super::operation::{self, Done, Failure, Work};
+use tracing::Instrument;
+
+use super::ServerInner;
+use super::operation::{self, Arguments, Done, Failure, Work};
 use super::peer::Link;
 use super::push::Cause;
 use super::shared::Shared;
 use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::jsonrpc::RequestId;
-use crate::tool::{CancelReason, Cancellation, ToolContext};
+use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
+
+/// What a request's work ended with: its result, or its panic's message.
+type Outcome = Result<Result<Done, Failure>, String>;
 
 /// A request's work under way, its panics caught.
-type Running = Pin<Box<dyn Future<Output = Result<Result<Done, Failure>, String>> + Send>>;
+type Running = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+/// The answer to a job polled again after it ended (no path does so).
+const POLLED_AFTER_ITS_END: &str = "the request's work was polled after it ended";
 
 /// A request whose reply needs async work.
 pub(super) struct Job {
     pub(super) id: RequestId,
     /// The method, for MCP v1.0's trace lines.
     method: &'static str,
-    cancel: Cancellation,
+    /// The request's cancellation signal: made with its context, or when
+    /// the job is registered to run in a task (a tool call served on the
+    /// reader by a function that takes no context needs none).
+    cancel: Option<Cancellation>,
     /// When it was read, if trace is on.
     started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
@@ -38,7 +50,24 @@ pub(super) struct Job {
     /// What the work causes, captured (Model Context Protocol sessions that
     /// subscribed to resources).
     cause: Option<Arc<Cause>>,
-    running: Running,
+    stage: Stage,
+}
+
+/// Where a job's work stands.
+enum Stage {
+    /// A tool call, on the JSON path (the tool reads its arguments' text),
+    /// not started: started on the reader, it costs no box of its own,
+    /// and a context only if the tool's function takes one.
+    Call {
+        tool: usize,
+        text: Box<str>,
+        span: tracing::Span,
+        link: Option<Link>,
+    },
+    /// Work boxed, to poll (started or not).
+    Running(Running),
+    /// Finished: polled to its end.
+    Done,
 }
 
 /// A handled request: the notifications it caused, its reply (none for a
@@ -72,7 +101,6 @@ impl Job {
         started: Option<Instant>,
     ) -> Self {
         let server = &shared.server;
-        let cancel = Cancellation::new();
         let info = JobInfo {
             tool: work.tool_index(),
             limit: work.time_limit(server),
@@ -84,7 +112,6 @@ impl Job {
         // Only a Model Context Protocol session can carry progress, log
         // lines or requests to the client.
         let link = (shared.dialect == Dialect::ModelContext).then(|| Link::new(shared, progress));
-        let ctx = ToolContext::new(id.clone(), cancel.clone(), server.clone(), span, link);
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(server);
         // A change a tool of this session fires goes on the request's
@@ -92,28 +119,61 @@ impl Job {
         // want it at all.
         let cause = (shared.dialect.captures_causes() && !shared.subscriptions.is_empty())
             .then(|| Cause::new(shared.push_number()));
-        // A tool call boxes a future of its own size (a few hundred bytes
-        // fewer to write and copy than `perform`'s largest branch).
-        let running = match work {
-            Work::CallTool { tool, arguments } => {
-                let call = operation::call_tool(server.clone(), tool, arguments, ctx);
-                running(call, cause.as_ref())
-            }
-            work => running(
-                operation::perform(server.clone(), work, ctx),
-                cause.as_ref(),
-            ),
-        };
-        Job {
+        let mut job = Job {
             method,
             may_block,
-            running,
+            stage: Stage::Done,
             cause,
             info,
             id,
-            cancel,
+            cancel: None,
             started,
-        }
+        };
+        job.stage = match work {
+            // The usual tool call: left to start where it runs.
+            Work::CallTool {
+                tool,
+                arguments: Arguments::Text(text),
+            } if job.cause.is_none()
+                && !may_block
+                && server
+                    .catalog
+                    .tools
+                    .get(tool)
+                    .is_some_and(|t| t.quick_input.is_some()) =>
+            {
+                Stage::Call {
+                    tool,
+                    text,
+                    span,
+                    link,
+                }
+            }
+            // A tool call boxes a future of its own size (a few hundred
+            // bytes fewer to write and copy than `perform`'s largest
+            // branch).
+            Work::CallTool { tool, arguments } => {
+                let ctx = job.context(server, span, link);
+                let call = operation::call_tool(server.clone(), tool, arguments, ctx, false);
+                Stage::Running(running(call, job.cause.as_ref()))
+            }
+            work => {
+                let ctx = job.context(server, span, link);
+                let perform = operation::perform(server.clone(), work, ctx);
+                Stage::Running(running(perform, job.cause.as_ref()))
+            }
+        };
+        job
+    }
+
+    /// The request's context, made now (with its cancellation signal).
+    fn context(
+        &mut self,
+        server: &Arc<ServerInner>,
+        span: tracing::Span,
+        mut link: Option<Link>,
+    ) -> ToolContext {
+        LazyContext::of_parts(&self.id, &mut self.cancel, server, &span, &mut link).get()
     }
 
     /// Polls the work once, without a waker: the reply if it finished (most
@@ -125,9 +185,83 @@ impl Job {
     #[allow(clippy::result_large_err)]
     pub(super) fn try_now(mut self, shared: &Shared) -> Result<Handled, Self> {
         let mut cx = Context::from_waker(Waker::noop());
-        match self.running.as_mut().poll(&mut cx) {
-            Poll::Ready(outcome) => Ok(self.finish(shared, Some(outcome))),
-            Poll::Pending => Err(self),
+        let polled = match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Call {
+                tool,
+                text,
+                span,
+                link,
+            } => self.call_now(&shared.server, tool, text, span, link),
+            Stage::Running(mut running) => match running.as_mut().poll(&mut cx) {
+                Poll::Ready(outcome) => Ok(outcome),
+                Poll::Pending => Err(running),
+            },
+            Stage::Done => Ok(Err(POLLED_AFTER_ITS_END.to_owned())),
+        };
+        match polled {
+            Ok(outcome) => Ok(self.finish(shared, Some(outcome))),
+            Err(running) => {
+                self.stage = Stage::Running(running);
+                Err(self)
+            }
+        }
+    }
+
+    /// Starts a tool call on the JSON path and polls it once, here: its
+    /// outcome, or the call boxed to run on (it waits). A context is made
+    /// only if the tool's function takes one; a call the tool hands back
+    /// takes the whole path. Panics are caught as in a task.
+    fn call_now(
+        &mut self,
+        server: &Arc<ServerInner>,
+        index: usize,
+        text: Box<str>,
+        span: tracing::Span,
+        mut link: Option<Link>,
+    ) -> Result<Outcome, Running> {
+        let Some(tool) = server.catalog.tools.get(index) else {
+            return Ok(Ok(Err(operation::tool_out_of_range())));
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        let ctx = LazyContext::of_parts(&self.id, &mut self.cancel, server, &span, &mut link);
+        let started = catch_unwind(AssertUnwindSafe(|| {
+            operation::start_json_call(tool, &text, ctx, &span)
+        }));
+        let mut calling = match started {
+            Ok(Ok(calling)) => calling,
+            Ok(Err(ctx)) => {
+                let ctx = ctx.get();
+                let call =
+                    operation::call_tool(server.clone(), index, Arguments::Text(text), ctx, true);
+                let mut running = running(call, None);
+                return match running.as_mut().poll(&mut cx) {
+                    Poll::Ready(outcome) => Ok(outcome),
+                    Poll::Pending => Err(running),
+                };
+            }
+            Err(payload) => return Ok(Err(panic_message(&*payload))),
+        };
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            let polled = {
+                let _in_span = span.enter();
+                calling.as_mut().poll(&mut cx)
+            };
+            polled.map(|ended| operation::finish_json_call(tool, ended))
+        }));
+        match polled {
+            Ok(Poll::Ready(result)) => Ok(Ok(result.map(Done::Tool))),
+            Ok(Poll::Pending) => {
+                let server = server.clone();
+                let call = async move {
+                    let ended = calling.instrument(span).await;
+                    match server.catalog.tools.get(index) {
+                        Some(tool) => operation::finish_json_call(tool, ended).map(Done::Tool),
+                        None => Err(operation::tool_out_of_range()),
+                    }
+                };
+                Err(running(call, None))
+            }
+            Err(payload) => Ok(Err(panic_message(&*payload))),
         }
     }
 
@@ -135,6 +269,30 @@ impl Job {
     /// cancel, the time limit, the end of shutdown's grace period, the
     /// client going away). The time limit counts from here.
     async fn run(mut self, shared: Arc<Shared>) -> Handled {
+        // A tool call not started on the reader starts here.
+        self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Call {
+                tool,
+                text,
+                span,
+                link,
+            } => {
+                let ctx = self.context(&shared.server, span, link);
+                let call = operation::call_tool(
+                    shared.server.clone(),
+                    tool,
+                    Arguments::Text(text),
+                    ctx,
+                    false,
+                );
+                Stage::Running(running(call, None))
+            }
+            stage => stage,
+        };
+        let cancel = self.cancel.get_or_insert_with(Cancellation::new).clone();
+        let Stage::Running(work) = &mut self.stage else {
+            return self.finish(&shared, Some(Err(POLLED_AFTER_ITS_END.to_owned())));
+        };
         let limit = self.info.limit;
         let expired = async {
             match limit {
@@ -144,15 +302,15 @@ impl Job {
         };
         let outcome = tokio::select! {
             biased;
-            () = self.cancel.cancelled() => None,
-            outcome = self.running.as_mut() => Some(outcome),
+            () = cancel.cancelled() => None,
+            outcome = work.as_mut() => Some(outcome),
             () = expired => {
-                self.cancel.cancel(CancelReason::TimeLimit); // tell work the tool handed elsewhere
+                cancel.cancel(CancelReason::TimeLimit); // tell work the tool handed elsewhere
                 None
             }
             () = shared.out.closed() => {
                 // Nobody reads the reply (the client went away): stop the tool.
-                self.cancel.cancel(CancelReason::Gone);
+                cancel.cancel(CancelReason::Gone);
                 None
             }
         };
@@ -167,8 +325,13 @@ impl Job {
     ) -> Handled {
         let ended = match outcome {
             // A tool that saw the cancellation and returned is still cancelled.
-            Some(_) | None if self.cancel.is_cancelled() => {
-                Ended::Stopped(self.cancel.reason().unwrap_or(CancelReason::Client))
+            Some(_) | None if self.cancel.as_ref().is_some_and(Cancellation::is_cancelled) => {
+                Ended::Stopped(
+                    self.cancel
+                        .as_ref()
+                        .and_then(Cancellation::reason)
+                        .unwrap_or(CancelReason::Client),
+                )
             }
             None => Ended::Stopped(CancelReason::Client),
             Some(Ok(result)) => Ended::Finished(result),
@@ -205,10 +368,11 @@ impl Job {
     /// Registers the job for cancellation now, and returns it running,
     /// wrapped to unregister when it is done.
     pub(super) fn registered(
-        self,
+        mut self,
         shared: &Arc<Shared>,
     ) -> impl Future<Output = Handled> + Send + 'static {
-        let registration = shared.register(&self.id, &self.cancel);
+        let cancel = self.cancel.get_or_insert_with(Cancellation::new);
+        let registration = shared.register(&self.id, cancel);
         let shared = shared.clone();
         async move {
             let handled = self.run(shared.clone()).await;
@@ -247,11 +411,16 @@ impl<F: Future> Future for CatchUnwind<F> {
         match std::panic::catch_unwind(AssertUnwindSafe(move || inner.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Err(payload) => Poll::Ready(Err(payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned()))),
+            Err(payload) => Poll::Ready(Err(panic_message(&*payload))),
         }
     }
+}
+
+/// A panic's message, as a request's reply words it.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

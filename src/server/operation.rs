@@ -17,7 +17,7 @@ use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
 use crate::prompt::{PromptArguments, PromptMessage};
 use crate::protocol::ResourceDefinition;
-use crate::tool::{Sealed, ToolContext};
+use crate::tool::{CallFailure, Calling, LazyContext, Sealed, ToolContext};
 
 /// Async work for one request.
 pub(crate) enum Work {
@@ -122,7 +122,7 @@ pub(crate) async fn perform(
     match work {
         Work::ListResources => list_resources(&server).await.map(Done::Resources),
         Work::ReadResource { uri } => read_resource(&server, uri).await.map(Done::Contents),
-        Work::CallTool { tool, arguments } => call_tool(server, tool, arguments, ctx).await,
+        Work::CallTool { tool, arguments } => call_tool(server, tool, arguments, ctx, false).await,
         Work::GetPrompt { prompt, arguments } => {
             let Some(compiled) = server.catalog.prompts.get(prompt) else {
                 return Err(internal("prompt index out of range"));
@@ -215,14 +215,17 @@ async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceCont
     })
 }
 
-/// Runs tool `index` with `arguments`.
+/// Runs tool `index` with `arguments`, on the JSON path when it can
+/// (unless `json_tried`: a caller that tried it already and was handed the
+/// call back).
 pub(crate) async fn call_tool(
     server: Arc<ServerInner>,
     index: usize,
     arguments: Arguments,
     ctx: ToolContext,
+    json_tried: bool,
 ) -> Result<Done, Failure> {
-    run_tool(&server, index, arguments, ctx)
+    run_tool(&server, index, arguments, ctx, json_tried)
         .await
         .map(Done::Tool)
 }
@@ -232,33 +235,21 @@ async fn run_tool(
     index: usize,
     arguments: Arguments,
     ctx: ToolContext,
+    json_tried: bool,
 ) -> Result<ToolOutput, Failure> {
     let Some(tool) = server.catalog.tools.get(index) else {
-        return Err(internal("tool index out of range"));
+        return Err(tool_out_of_range());
     };
     let span = ctx.span().clone();
-    // The hot path: arguments the input schema's quick check admits, read
-    // by the tool from their text. Anything else takes the full path, as
-    // it always has.
     let (arguments, ctx) = match arguments {
         Arguments::Text(text) => {
-            let admitted = tool.quick_input.as_ref().is_some_and(|q| q.admits(&text));
-            let ctx = if admitted {
-                // In the tool's span, as `call` runs: the handler is called
-                // (and its type read) here, before the first await.
-                let attempt = {
-                    let _in_span = span.enter();
-                    tool.tool.call_json(&text, ctx, Sealed(()))
-                };
-                match attempt {
-                    Ok(running) => {
-                        let output = running.instrument(span).await.map_err(Failure::Tool)?;
-                        return checked_output(tool, output);
-                    }
-                    Err(ctx) => ctx,
-                }
-            } else {
+            let ctx = if json_tried {
                 ctx
+            } else {
+                match start_json_call(tool, &text, LazyContext::made(ctx), &span) {
+                    Ok(calling) => return finish_json_call(tool, calling.instrument(span).await),
+                    Err(ctx) => ctx.get(),
+                }
             };
             let arguments = serde_json::from_str(&text).map_err(|e| {
                 Failure::InvalidArguments(format!(
@@ -278,6 +269,44 @@ async fn run_tool(
         .await
         .map_err(Failure::Tool)?;
     checked_output(tool, output)
+}
+
+/// The error for a tool index the catalog does not hold.
+pub(crate) fn tool_out_of_range() -> Failure {
+    internal("tool index out of range")
+}
+
+/// The hot path: a call of a tool that reads its arguments' text, started
+/// when the input schema's quick check admits `text` (in the tool's span,
+/// as `call` runs: the handler is called, and its type read, here). The
+/// call under way, or the context back: the call then takes the whole
+/// path, as it always has.
+pub(crate) fn start_json_call<'c>(
+    tool: &CompiledTool,
+    text: &str,
+    ctx: LazyContext<'c>,
+    span: &tracing::Span,
+) -> Result<Calling, LazyContext<'c>> {
+    if !tool.quick_input.as_ref().is_some_and(|q| q.admits(text)) {
+        return Err(ctx);
+    }
+    let _in_span = span.enter();
+    tool.tool.call_json(text, ctx, Sealed(()))
+}
+
+/// What a call started by [`start_json_call`] ended with, worded as the
+/// whole path words it.
+pub(crate) fn finish_json_call(
+    tool: &CompiledTool,
+    ended: Result<ToolOutput, CallFailure>,
+) -> Result<ToolOutput, Failure> {
+    match ended {
+        Ok(output) => checked_output(tool, output),
+        Err(CallFailure::Tool(error)) => Err(Failure::Tool(error)),
+        Err(CallFailure::NotJson(error)) => {
+            Err(Failure::Tool(output_not_json(tool.mcp_id(), &error)))
+        }
+    }
 }
 
 /// `output`, once it matches the tool's output schema: admitted by the

@@ -167,7 +167,11 @@ mod tests {
         let slots = Slots::new(1);
         let owned = slots.try_take().expect("a free slot").owned();
         assert!(slots.try_take().is_none(), "the slot stays taken");
-        assert_eq!(Arc::strong_count(&slots), 2, "the owned slot holds the slots");
+        assert_eq!(
+            Arc::strong_count(&slots),
+            2,
+            "the owned slot holds the slots"
+        );
         tokio::spawn(async move { drop(owned) })
             .await
             .expect("the task ran");
