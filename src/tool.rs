@@ -134,10 +134,14 @@ pub(crate) use sealed::{CallFailure, LazyContext, Sealed};
 mod sealed {
     use std::sync::Arc;
 
+    use serde_json::value::RawValue;
+
     use super::{Cancellation, ToolContext};
+    use crate::dialect::Dialect;
     use crate::jsonrpc::RequestId;
+    use crate::server::ServerHandle;
     use crate::server::peer::Link;
-    use crate::server::{ServerHandle, ServerInner};
+    use crate::server::shared::Shared;
 
     /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
     /// [`Tool::call_json`](super::Tool::call_json): code outside this
@@ -172,30 +176,31 @@ mod sealed {
         Parts {
             id: &'a RequestId,
             cancel: &'a mut Option<Cancellation>,
-            server: &'a Arc<ServerInner>,
+            shared: &'a Arc<Shared>,
             span: &'a tracing::Span,
-            link: &'a mut Option<Link>,
+            progress: &'a mut Option<Box<RawValue>>,
         },
         /// Made already.
         Made(ToolContext),
     }
 
     impl<'a> LazyContext<'a> {
-        /// A context to make of a job's parts: its cancellation signal is
-        /// made (into `cancel`) with it, its link taken.
+        /// A context to make of a job's parts, in `shared`'s session: its
+        /// cancellation signal is made (into `cancel`) with it, and its
+        /// progress token taken.
         pub(crate) fn of_parts(
             id: &'a RequestId,
             cancel: &'a mut Option<Cancellation>,
-            server: &'a Arc<ServerInner>,
+            shared: &'a Arc<Shared>,
             span: &'a tracing::Span,
-            link: &'a mut Option<Link>,
+            progress: &'a mut Option<Box<RawValue>>,
         ) -> Self {
             Self(Lazy::Parts {
                 id,
                 cancel,
-                server,
+                shared,
                 span,
-                link,
+                progress,
             })
         }
 
@@ -211,15 +216,18 @@ mod sealed {
                 Lazy::Parts {
                     id,
                     cancel,
-                    server,
+                    shared,
                     span,
-                    link,
+                    progress,
                 } => ToolContext::new(
                     id.clone(),
                     cancel.get_or_insert_with(Cancellation::new).clone(),
-                    server.clone(),
+                    shared.server.clone(),
                     span.clone(),
-                    link.take(),
+                    // Only a Model Context Protocol session can carry
+                    // progress, log lines or requests to the client.
+                    (shared.dialect == Dialect::ModelContext)
+                        .then(|| Link::new(shared, progress.take())),
                 ),
             }
         }
@@ -229,7 +237,7 @@ mod sealed {
         pub(crate) fn server(&self) -> &ServerHandle {
             match &self.0 {
                 Lazy::Made(ctx) => ctx.server(),
-                Lazy::Parts { server, .. } => &server.handle,
+                Lazy::Parts { shared, .. } => &shared.server.handle,
             }
         }
     }

@@ -17,10 +17,9 @@ use tracing::Instrument;
 
 use super::ServerInner;
 use super::operation::{self, Arguments, Done, Failure, Work};
-use super::peer::Link;
 use super::push::Cause;
 use super::shared::Shared;
-use crate::dialect::{Dialect, Ended, JobInfo};
+use crate::dialect::{Ended, JobInfo};
 use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
 
@@ -61,8 +60,8 @@ enum Stage {
     Call {
         tool: usize,
         text: Box<str>,
-        span: tracing::Span,
-        link: Option<Link>,
+        /// `_meta.progressToken`, for the context if one is made.
+        progress: Option<Box<RawValue>>,
     },
     /// Work boxed, to poll (started or not).
     Running(Running),
@@ -105,13 +104,6 @@ impl Job {
             tool: work.tool_index(),
             limit: work.time_limit(server),
         };
-        let span = match info.tool.and_then(|i| server.catalog.tools.get(i)) {
-            Some(tool) => tracing::debug_span!("tool", request_id = %id, tool = %tool.mcp_id()),
-            None => tracing::Span::none(),
-        };
-        // Only a Model Context Protocol session can carry progress, log
-        // lines or requests to the client.
-        let link = (shared.dialect == Dialect::ModelContext).then(|| Link::new(shared, progress));
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(server);
         // A change a tool of this session fires goes on the request's
@@ -145,20 +137,19 @@ impl Job {
                 Stage::Call {
                     tool,
                     text,
-                    span,
-                    link,
+                    progress,
                 }
             }
             // A tool call boxes a future of its own size (a few hundred
             // bytes fewer to write and copy than `perform`'s largest
             // branch).
             Work::CallTool { tool, arguments } => {
-                let ctx = job.context(server, span, link);
+                let ctx = job.context(shared, progress);
                 let call = operation::call_tool(server.clone(), tool, arguments, ctx, false);
                 Stage::Running(running(call, job.cause.as_ref()))
             }
             work => {
-                let ctx = job.context(server, span, link);
+                let ctx = job.context(shared, progress);
                 let perform = operation::perform(server.clone(), work, ctx);
                 Stage::Running(running(perform, job.cause.as_ref()))
             }
@@ -169,11 +160,22 @@ impl Job {
     /// The request's context, made now (with its cancellation signal).
     fn context(
         &mut self,
-        server: &Arc<ServerInner>,
-        span: tracing::Span,
-        mut link: Option<Link>,
+        shared: &Arc<Shared>,
+        mut progress: Option<Box<RawValue>>,
     ) -> ToolContext {
-        LazyContext::of_parts(&self.id, &mut self.cancel, server, &span, &mut link).get()
+        let span = self.span(&shared.server);
+        LazyContext::of_parts(&self.id, &mut self.cancel, shared, &span, &mut progress).get()
+    }
+
+    /// The tracing span of the request's work: `tool` at debug level, for
+    /// a tool call.
+    fn span(&self, server: &ServerInner) -> tracing::Span {
+        match self.info.tool.and_then(|i| server.catalog.tools.get(i)) {
+            Some(tool) => {
+                tracing::debug_span!("tool", request_id = %self.id, tool = %tool.mcp_id())
+            }
+            None => tracing::Span::none(),
+        }
     }
 
     /// Polls the work once, without a waker: the reply if it finished (most
@@ -183,15 +185,14 @@ impl Job {
     // The job comes back by value: boxing it would cost an allocation on
     // the path that already spawns a task.
     #[allow(clippy::result_large_err)]
-    pub(super) fn try_now(mut self, shared: &Shared) -> Result<Handled, Self> {
+    pub(super) fn try_now(mut self, shared: &Arc<Shared>) -> Result<Handled, Self> {
         let mut cx = Context::from_waker(Waker::noop());
         let polled = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Call {
                 tool,
                 text,
-                span,
-                link,
-            } => self.call_now(&shared.server, tool, text, span, link),
+                progress,
+            } => self.call_now(shared, tool, text, progress),
             Stage::Running(mut running) => match running.as_mut().poll(&mut cx) {
                 Poll::Ready(outcome) => Ok(outcome),
                 Poll::Pending => Err(running),
@@ -213,17 +214,18 @@ impl Job {
     /// takes the whole path. Panics are caught as in a task.
     fn call_now(
         &mut self,
-        server: &Arc<ServerInner>,
+        shared: &Arc<Shared>,
         index: usize,
         text: Box<str>,
-        span: tracing::Span,
-        mut link: Option<Link>,
+        mut progress: Option<Box<RawValue>>,
     ) -> Result<Outcome, Running> {
+        let server = &shared.server;
         let Some(tool) = server.catalog.tools.get(index) else {
             return Ok(Ok(Err(operation::tool_out_of_range())));
         };
         let mut cx = Context::from_waker(Waker::noop());
-        let ctx = LazyContext::of_parts(&self.id, &mut self.cancel, server, &span, &mut link);
+        let span = self.span(server);
+        let ctx = LazyContext::of_parts(&self.id, &mut self.cancel, shared, &span, &mut progress);
         let started = catch_unwind(AssertUnwindSafe(|| {
             operation::start_json_call(tool, &text, ctx, &span)
         }));
@@ -274,10 +276,9 @@ impl Job {
             Stage::Call {
                 tool,
                 text,
-                span,
-                link,
+                progress,
             } => {
-                let ctx = self.context(&shared.server, span, link);
+                let ctx = self.context(&shared, progress);
                 let call = operation::call_tool(
                     shared.server.clone(),
                     tool,

@@ -11,7 +11,7 @@ pub(crate) mod peer;
 mod push;
 mod quick_check;
 mod session;
-mod shared;
+pub(crate) mod shared;
 mod slots;
 mod validate;
 
