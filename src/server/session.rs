@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::handshake::Phase;
 use super::job::{Handled, Job};
 use super::outbox::Outbox;
-use super::shared::Shared;
+use super::shared::{Shared, Waiting};
 use super::slots::{Slot, Slots};
 use super::{Server, ServerInner};
 use crate::dialect::{Admission, Control, Dialect, Step};
@@ -257,7 +257,9 @@ impl Session {
     /// Runs `job`, the one request of an HTTP single exchange that
     /// [`alone`] could not finish at once, then ends the session.
     pub(super) async fn run_job(mut self, job: Job, bytes: usize) {
-        self.admit(job, ReplyTo::Session, bytes).await;
+        if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
+            waiting.await;
+        }
         self.finish_one().await;
     }
 
@@ -365,28 +367,26 @@ impl Session {
         if let Some(parked) = self.parked.pop_front() {
             self.shared.set_parked(self.parked.len());
             self.parked_bytes -= parked.bytes;
-            start(&self.shared, parked.job, parked.to, slot).await;
+            if let Some(waiting) = start(&self.shared, parked.job, parked.to, slot) {
+                waiting.await;
+            }
         }
     }
 
     /// Starts `job` now if a slot is free and nothing is parked before it;
-    /// parks it otherwise. What it returns only hands on a reply that did
-    /// not fit the outbox at once (a few bytes, not a state machine).
-    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> impl Future<Output = ()> + Send {
-        let started = if self.parked.is_empty()
+    /// parks it otherwise. What it returns, if anything, hands on a reply
+    /// that did not fit the outbox at once: await it before reading on.
+    #[must_use]
+    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<Waiting<'_>> {
+        if self.parked.is_empty()
             && let Some(slot) = self.slots.try_take()
         {
-            Some(start(&self.shared, job, to, slot))
+            start(&self.shared, job, to, slot)
         } else {
             self.parked_bytes += bytes;
             self.parked.push_back(Parked { job, to, bytes });
             self.shared.set_parked(self.parked.len());
             None
-        };
-        async move {
-            if let Some(started) = started {
-                started.await;
-            }
         }
     }
 
@@ -429,8 +429,16 @@ impl Session {
             }
             Parsed::Single(message) => match self.step(message) {
                 Outcome::Nothing => {}
-                Outcome::Reply(h) => self.shared.send_handled(h).await,
-                Outcome::Run(job) => self.admit(job, ReplyTo::Session, bytes).await,
+                Outcome::Reply(handled) => {
+                    if let Some(waiting) = self.shared.hand_on(handled) {
+                        waiting.await;
+                    }
+                }
+                Outcome::Run(job) => {
+                    if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
+                        waiting.await;
+                    }
+                }
                 Outcome::Cancelled(replies) => {
                     for (to, handled) in replies {
                         deliver(&self.shared, to, handled).await;
@@ -480,7 +488,9 @@ impl Session {
         let mut bytes = bytes;
         for job in jobs {
             let to = ReplyTo::Batch(collector.clone());
-            self.admit(job, to, std::mem::take(&mut bytes)).await;
+            if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
+                waiting.await;
+            }
         }
     }
 
@@ -598,14 +608,18 @@ impl Session {
 /// Runs `job` in `slot`: on the reader if it completes
 /// at once (most tools do, and then cost no task), else in a task of its
 /// own. The slot is freed once the reply is handed on.
+///
+/// Synchronous but for a reply that does not fit the outbox at once: what
+/// it returns then hands it on (holding the slot until it has), to be
+/// awaited before the reader reads on.
+#[must_use]
 fn start<'a>(
     shared: &'a Arc<Shared>,
     job: Job,
     to: ReplyTo,
     slot: Slot<'a>,
-) -> impl Future<Output = ()> + Send + 'a {
-    let mut slot = Some(slot);
-    let done = match to {
+) -> Option<Waiting<'a>> {
+    match to {
         ReplyTo::Session => {
             let now = if job.may_block {
                 Err(job)
@@ -613,29 +627,29 @@ fn start<'a>(
                 job.try_now(shared)
             };
             match now {
-                Ok(handled) => Some(handled),
+                Ok(handled) => {
+                    let waiting = shared.hand_on(handled)?;
+                    Some(Box::pin(async move {
+                        waiting.await;
+                        drop(slot);
+                    }))
+                }
                 Err(job) => {
-                    run_in_task(shared, job, slot.take().map(Slot::owned));
+                    run_in_task(shared, job, Some(slot.owned()));
                     None
                 }
             }
         }
         ReplyTo::Batch(collector) => {
             let running = job.registered(shared);
-            let taken = slot.take().map(Slot::owned);
+            let slot = slot.owned();
             tokio::spawn(async move {
                 let handled = running.await;
-                drop(taken);
+                drop(slot);
                 let _ = collector.send(handled).await;
             });
             None
         }
-    };
-    async move {
-        if let Some(handled) = done {
-            shared.send_handled(handled).await;
-        }
-        drop(slot);
     }
 }
 

@@ -50,6 +50,9 @@ fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
     }
 }
 
+/// Messages that wait for room in the outbox, to be awaited in order.
+pub(crate) type Waiting<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
 /// What an outgoing message is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum About {
@@ -266,46 +269,53 @@ impl Shared {
         &self,
         handled: super::job::Handled,
     ) -> impl Future<Output = ()> + Send + '_ {
-        let id = handled.id;
-        let waiting: Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> =
-            if handled.caused.is_empty() && handled.trace.is_none() {
-                // The usual case: the reply alone.
-                let reply = reply_message(handled.reply, id);
-                self.offer(reply).map(|reply| self.send_waiting(reply))
-            } else {
-                let caused: Vec<Outgoing> = handled
-                    .caused
-                    .into_iter()
-                    .map(|bytes| Outgoing {
-                        bytes,
-                        about: About::CausedBy(id.clone()),
-                    })
-                    .collect();
-                let reply = reply_message(handled.reply, id);
-                let trace = handled.trace.map(|bytes| Outgoing {
-                    bytes,
-                    about: About::Session,
-                });
-                let mut messages = caused
-                    .into_iter()
-                    .chain(std::iter::once(reply))
-                    .chain(trace);
-                // Hand over what fits now; the rest (from the first that
-                // did not fit, in order) waits.
-                messages.by_ref().find_map(|m| self.offer(m)).map(|first| {
-                    let rest: Vec<Outgoing> = messages.collect();
-                    Box::pin(async move {
-                        self.send_waiting(first).await;
-                        for message in rest {
-                            self.send_waiting(message).await;
-                        }
-                    }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
-                })
-            };
+        let waiting = self.hand_on(handled);
         async move {
             if let Some(waiting) = waiting {
                 waiting.await;
             }
+        }
+    }
+
+    /// [`send_handled`](Self::send_handled) without a future for the
+    /// usual case: what it hands over at once is sent when this returns,
+    /// and the rest (in order) is left to the future returned, which must
+    /// be awaited.
+    pub(super) fn hand_on(&self, handled: super::job::Handled) -> Option<Waiting<'_>> {
+        let id = handled.id;
+        if handled.caused.is_empty() && handled.trace.is_none() {
+            // The usual case: the reply alone.
+            let reply = reply_message(handled.reply, id);
+            self.offer(reply).map(|reply| self.send_waiting(reply))
+        } else {
+            let caused: Vec<Outgoing> = handled
+                .caused
+                .into_iter()
+                .map(|bytes| Outgoing {
+                    bytes,
+                    about: About::CausedBy(id.clone()),
+                })
+                .collect();
+            let reply = reply_message(handled.reply, id);
+            let trace = handled.trace.map(|bytes| Outgoing {
+                bytes,
+                about: About::Session,
+            });
+            let mut messages = caused
+                .into_iter()
+                .chain(std::iter::once(reply))
+                .chain(trace);
+            // Hand over what fits now; the rest (from the first that
+            // did not fit, in order) waits.
+            messages.by_ref().find_map(|m| self.offer(m)).map(|first| {
+                let rest: Vec<Outgoing> = messages.collect();
+                Box::pin(async move {
+                    self.send_waiting(first).await;
+                    for message in rest {
+                        self.send_waiting(message).await;
+                    }
+                }) as Waiting<'_>
+            })
         }
     }
 
