@@ -605,13 +605,11 @@ impl Session {
     }
 }
 
-/// Runs `job` in `slot`: on the reader if it completes
-/// at once (most tools do, and then cost no task), else in a task of its
-/// own. The slot is freed once the reply is handed on.
-///
-/// Synchronous but for a reply that does not fit the outbox at once: what
-/// it returns then hands it on (holding the slot until it has), to be
-/// awaited before the reader reads on.
+/// Runs `job` in `slot`: on the reader if it completes at once (most tools
+/// do, and then cost no task), else in a task of its own. The slot is
+/// freed once the reply is handed on: at once, or, for a reply that does
+/// not fit the outbox, by what this returns, which holds the slot until it
+/// has, and is awaited before the reader reads on.
 #[must_use]
 fn start<'a>(
     shared: &'a Arc<Shared>,
