@@ -106,9 +106,9 @@ impl std::task::Wake for WakeFlag {
     }
 
     fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        // Before the task is woken: a poll that registered its waker
-        // before this lock sees the flag; one that registers after it is
-        // the one woken (rare: shutdown, a closed output).
+        // Set before the lock: a poll that registers its waker after this
+        // lock then sees the flag, and a waker registered before it is the
+        // one woken here (rare: shutdown, a closed output).
         self.woken.store(true, std::sync::atomic::Ordering::Release);
         // Woken outside the lock (a clone: wakes are rare).
         let task = self
@@ -160,15 +160,19 @@ mod tests {
     async fn every_wake_reaches_the_task_not_only_the_first() {
         const WAKES: usize = 200;
         let (send, mut receive) = tokio::sync::mpsc::unbounded_channel();
+        let (ack, mut acked) = tokio::sync::mpsc::unbounded_channel();
         let waiting = OnWake::new(async move {
             for _ in 0..WAKES {
                 receive.recv().await.expect("a message");
+                ack.send(()).expect("the sender is there");
             }
         });
+        // One message at a time, the next once the last was taken: the
+        // waiting future mostly finds none, waits, and needs a wake.
         let waking = tokio::spawn(async move {
             for i in 0..WAKES {
                 send.send(i).expect("the receiver is there");
-                tokio::task::yield_now().await;
+                acked.recv().await.expect("an acknowledgement");
             }
         });
         // In a task of its own, which nothing else wakes: a lost wake

@@ -248,6 +248,12 @@ mod sealed {
 /// [`log`](Self::log), and (Model Context Protocol) requests to the client —
 /// [`elicit`](Self::elicit), [`sample`](Self::sample),
 /// [`roots`](Self::roots).
+///
+/// A context keeps its server (its tools, schemas and state) alive: keep
+/// it for as long as the work it is for, not in a tool or a state value,
+/// which the server holds in turn (use [`server`](Self::server)'s handle
+/// or [`cancellation_token`](Self::cancellation_token) for what outlives
+/// the call).
 #[derive(Clone)]
 pub struct ToolContext {
     request_id: RequestId,

@@ -123,7 +123,20 @@ impl Session {
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
-        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize)
+        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize, false)
+    }
+
+    /// A session like [`new`](Self::new), served over HTTP: the Model
+    /// Context Protocol's 2024-11-05 is not offered, and its requests may
+    /// be served [`beside`] its reader (which counts what it sends).
+    #[cfg(feature = "http")]
+    pub(crate) fn over_http(
+        server: &Server,
+        dialect: Dialect,
+        out: impl Into<Outbox>,
+        stop: Arc<CancellationToken>,
+    ) -> Self {
+        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize, true)
     }
 
     /// An implicit, already-initialized MCP v1.0 session that never
@@ -133,7 +146,7 @@ impl Session {
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
-        Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit)
+        Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit, false)
     }
 
     fn with_phase(
@@ -142,9 +155,12 @@ impl Session {
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
         phase: Phase,
+        over_http: bool,
     ) -> Self {
         let inner: Arc<ServerInner> = server.inner().clone();
-        let shared = Arc::new(Shared::new(inner, out.into(), dialect));
+        let mut shared = Shared::new(inner, out.into(), dialect);
+        shared.over_http = over_http;
+        let shared = Arc::new(shared);
         Self {
             slots: shared.slots.clone(),
             shared,
@@ -155,16 +171,6 @@ impl Session {
             parked: VecDeque::new(),
             parked_bytes: 0,
         }
-    }
-
-    /// Marks the session as served over HTTP (where the Model Context
-    /// Protocol's 2024-11-05 is not offered).
-    #[cfg(feature = "http")]
-    pub(crate) fn over_http(mut self) -> Self {
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.over_http = true;
-        }
-        self
     }
 
     /// The session's shared state, for a transport that reaches into it

@@ -257,7 +257,7 @@ impl Sessions {
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
-        let session = Session::new(server, Dialect::ModelContext, out, stop.clone()).over_http();
+        let session = Session::over_http(server, Dialect::ModelContext, out, stop.clone());
         let http = Arc::new(HttpSession {
             id,
             input: Mutex::new(Some(input)),
