@@ -223,7 +223,11 @@ impl HttpConfig {
 /// # }
 /// ```
 #[derive(Clone)]
-pub struct McpService {
+pub struct McpService(Arc<ServiceParts>);
+
+/// What an [`McpService`] shares among its clones: one reference count per
+/// request (hyper and tower clone the service for each), not one per part.
+struct ServiceParts {
     server: Server,
     config: Arc<HttpConfig>,
     /// Which `Host` names are accepted.
@@ -242,7 +246,7 @@ pub struct McpService {
 impl std::fmt::Debug for McpService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpService")
-            .field("config", &self.config)
+            .field("config", &self.0.config)
             .finish()
     }
 }
@@ -265,7 +269,7 @@ impl Server {
         } else {
             HostRule::Any
         };
-        McpService {
+        McpService(Arc::new(ServiceParts {
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
             sessions: Arc::new(Sessions::new(
@@ -276,7 +280,7 @@ impl Server {
             config: Arc::new(config),
             host_rule,
             stop: Arc::new(self.handle().stop_token().child_token()),
-        }
+        }))
     }
 }
 
@@ -380,6 +384,7 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         if self
+            .0
             .config
             .path
             .as_ref()
@@ -393,16 +398,16 @@ impl McpService {
         }
         let http11 = parts.version >= Version::HTTP_11;
         let authority = parts.uri.authority().map(http::uri::Authority::as_str);
-        if let Err(refusal) = self.config.rules.check(
+        if let Err(refusal) = self.0.config.rules.check(
             &parts.headers,
             authority,
             http11,
-            self.host_rule,
-            &self.accepted,
+            self.0.host_rule,
+            &self.0.accepted,
         ) {
             return (refused(refusal), Leftover::Unread(body));
         }
-        let dialects = self.server.inner().dialects;
+        let dialects = self.0.server.inner().dialects;
         let streamable =
             dialects.model_context() && (!dialects.mcp_v1() || streamable::by_headers(parts));
         match parts.method {
@@ -462,8 +467,8 @@ impl McpService {
             // The client has not sent its body: it waits to be told to.
             return false;
         }
-        let limit = self.server.max_message_size();
-        let deadline = tokio::time::Instant::now() + self.config.header_read_timeout;
+        let limit = self.0.server.max_message_size();
+        let deadline = tokio::time::Instant::now() + self.0.config.header_read_timeout;
         let mut seen = 0usize;
         loop {
             match tokio::time::timeout_at(deadline, next_data(&mut body)).await {

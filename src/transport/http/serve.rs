@@ -112,7 +112,7 @@ impl Server {
                 tokio::pin!(connection);
                 let result = tokio::select! {
                     result = connection.as_mut() => result,
-                    () = service.stop.cancelled() => {
+                    () = service.0.stop.cancelled() => {
                         connection.as_mut().graceful_shutdown();
                         connection.await
                     }
@@ -128,7 +128,7 @@ impl Server {
             "HTTP server shutting down: finishing {} connections",
             tasks.len()
         );
-        service.stop.cancel();
+        service.0.stop.cancel();
         // Requests in flight get the grace period (and a little time to
         // write); a client that stops reading cannot hold the server longer.
         let grace = self.inner().limits.shutdown_grace + Duration::from_secs(5);

@@ -146,7 +146,7 @@ impl McpService {
                     "Mcp-Session-Id is required: send initialize first",
                 );
             }
-            (_, Some(id)) => match self.sessions.get(id) {
+            (_, Some(id)) => match self.0.sessions.get(id) {
                 Some(session) => session,
                 None => return unknown_session(),
             },
@@ -188,7 +188,7 @@ impl McpService {
 
     /// `initialize` without a session id: a new session.
     async fn open_session(&self, id: &RequestId, body: Bytes) -> Response<McpBody> {
-        let session = match self.sessions.create(&self.server, &self.stop) {
+        let session = match self.0.sessions.create(&self.0.server, &self.0.stop) {
             Ok(session) => session,
             Err(Refused::Full) => {
                 let mut response = plain(
@@ -213,7 +213,7 @@ impl McpService {
                 response.headers_mut().insert(SESSION_ID, value);
             }
         } else {
-            self.sessions.remove(&session.id);
+            self.0.sessions.remove(&session.id);
         }
         response
     }
@@ -271,8 +271,8 @@ impl McpService {
             Ok(First::Stream(first, rest)) => sse(McpBody::sse(
                 Some(first),
                 rest,
-                self.config.sse_keep_alive,
-                self.stop.as_ref().clone(),
+                self.0.config.sse_keep_alive,
+                self.0.stop.as_ref().clone(),
                 None,
             )),
             Ok(First::Unanswered) => sse(McpBody::empty()),
@@ -289,7 +289,7 @@ impl McpService {
             );
         }
         let session = match session_header(parts) {
-            Ok(Some(id)) => match self.sessions.get(id) {
+            Ok(Some(id)) => match self.0.sessions.get(id) {
                 Some(session) => session,
                 None => return unknown_session(),
             },
@@ -306,13 +306,13 @@ impl McpService {
         if let Some(refusal) = check_version(parts) {
             return refusal;
         }
-        if self.stop.is_cancelled() {
+        if self.0.stop.is_cancelled() {
             return plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down",
             );
         }
-        let Ok(slot) = self.streams.clone().try_acquire_owned() else {
+        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
             let mut response = plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many streams are open; try again later",
@@ -331,8 +331,8 @@ impl McpService {
         sse(McpBody::sse(
             None,
             events,
-            self.config.sse_keep_alive,
-            self.stop.as_ref().clone(),
+            self.0.config.sse_keep_alive,
+            self.0.stop.as_ref().clone(),
             Some(slot),
         ))
     }
@@ -340,7 +340,7 @@ impl McpService {
     /// `DELETE`: ends the session; its requests in flight are cancelled.
     pub(super) fn streamable_delete(&self, parts: &Parts) -> Response<McpBody> {
         match session_header(parts) {
-            Ok(Some(id)) if self.sessions.remove(id) => Response::builder()
+            Ok(Some(id)) if self.0.sessions.remove(id) => Response::builder()
                 .status(StatusCode::NO_CONTENT)
                 .body(McpBody::empty())
                 .unwrap_or_default(),

@@ -42,7 +42,7 @@ impl McpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let limit = self.server.max_message_size();
+        let limit = self.0.server.max_message_size();
         let mut buf = BytesMut::new();
         let mut ended = false;
         // The common case: the whole body came with the headers. It is then
@@ -66,7 +66,7 @@ impl McpService {
             ended = body.is_end_stream();
             buf.extend_from_slice(&data);
         }
-        let deadline = Instant::now() + self.config.body_timeout;
+        let deadline = Instant::now() + self.0.config.body_timeout;
         let mut scanner = ValueScanner::default();
         let first = loop {
             let lead = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
@@ -90,7 +90,7 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
         };
-        let model_context_on = self.server.inner().dialects.model_context();
+        let model_context_on = self.0.server.inner().dialects.model_context();
         match first.map(|end| opens_session(&buf[..end])) {
             Some(Opening::V1) if !streamable => return self.stream(body, buf, ended),
             Some(Opening::ModelContext) if model_context_on => streamable = true,
@@ -133,7 +133,7 @@ impl McpService {
         B: Body<Data = Bytes>,
         B::Error: std::fmt::Display,
     {
-        let stall = Instant::now() + self.config.header_read_timeout;
+        let stall = Instant::now() + self.0.config.header_read_timeout;
         match tokio::time::timeout_at(stall.min(deadline), next_data(body)).await {
             Ok(Some(Ok(data))) => Ok(Some(data)),
             Ok(None) => Ok(None),
@@ -164,7 +164,7 @@ impl McpService {
         }
         match opening(&parsed) {
             Opening::V1 if !*streamable => return None,
-            Opening::ModelContext if self.server.inner().dialects.model_context() => {
+            Opening::ModelContext if self.0.server.inner().dialects.model_context() => {
                 *streamable = true;
             }
             _ => {}
@@ -220,12 +220,13 @@ impl McpService {
         body: &Bytes,
         parsed: Parsed<'_>,
     ) -> Response<McpBody> {
-        if self.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
+        if self.0.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
             return Box::pin(self.streamable_post(parts, body, parsed)).await;
         }
         match self
+            .0
             .server
-            .handle_parsed_until(body, parsed, &self.stop)
+            .handle_parsed_until(body, parsed, &self.0.stop)
             .await
         {
             (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
@@ -250,7 +251,7 @@ impl McpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let Ok(slot) = self.streams.clone().try_acquire_owned() else {
+        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
             let mut response = plain(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many streaming sessions are open; try again later",
@@ -262,15 +263,15 @@ impl McpService {
         };
         let (out, outbox) = mpsc::channel(OUTBOX);
         let session = Session::new(
-            &self.server,
+            &self.0.server,
             crate::dialect::Dialect::McpV1,
             out,
-            Arc::new(self.stop.child_token()),
+            Arc::new(self.0.stop.child_token()),
         );
         let input = BodyInputs {
             body,
             buf,
-            decoder: JsonStreamDecoder::new(self.server.max_message_size()),
+            decoder: JsonStreamDecoder::new(self.0.server.max_message_size()),
             ended,
             finished: false,
         };
