@@ -210,15 +210,8 @@ async fn a_cancelled_typed_tool_sees_the_cancellation() {
     );
     let server = Server::builder().tool(tool).build().unwrap();
     let mut client = TestClient::initialized(&server).await;
-    client
-        .send(
-            &json!({"jsonrpc": "2.0", "id": "w", "method": "mcp/executeTool",
-                      "params": {"id": "mcp://t/tools/wait:v1", "arguments": {"ms": 30_000}}}),
-        )
-        .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    client.notify("$/cancelRequest", json!({"id": "w"})).await;
-    let reply = client.reply(&json!("w")).await;
+    call_for_30_s(&mut client, "mcp://t/tools/wait:v1").await;
+    let reply = cancel_the_call(&mut client).await;
     assert_eq!(reply["error"]["code"], -32003, "{reply}");
     for _ in 0..100 {
         if seen.load(Ordering::SeqCst) {
@@ -673,16 +666,9 @@ async fn a_waiting_typed_tool_without_a_context_is_still_cancelled() {
     );
     let server = Server::builder().tool(slow).build().unwrap();
     let mut client = TestClient::initialized(&server).await;
-    client
-        .send(
-            &json!({"jsonrpc": "2.0", "id": "w", "method": "mcp/executeTool",
-                      "params": {"id": "mcp://t/tools/slow:v1", "arguments": {"ms": 30_000}}}),
-        )
-        .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    call_for_30_s(&mut client, "mcp://t/tools/slow:v1").await;
     assert!(!dropped.load(Ordering::SeqCst), "the tool is still waiting");
-    client.notify("$/cancelRequest", json!({"id": "w"})).await;
-    let reply = client.reply(&json!("w")).await;
+    let reply = cancel_the_call(&mut client).await;
     assert_eq!(reply["error"]["code"], -32003, "{reply}");
     assert!(
         dropped.load(Ordering::SeqCst),
@@ -693,6 +679,24 @@ async fn a_waiting_typed_tool_without_a_context_is_still_cancelled() {
         .await
         .unwrap();
     assert_eq!(out, json!({"ms": 1}));
+}
+
+/// Calls the waiting tool `tool` for 30 s as request `"w"`, and lets it
+/// start waiting.
+async fn call_for_30_s(client: &mut TestClient, tool: &str) {
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": "w", "method": "mcp/executeTool",
+                      "params": {"id": tool, "arguments": {"ms": 30_000}}}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Cancels request `"w"` and returns its reply.
+async fn cancel_the_call(client: &mut TestClient) -> Value {
+    client.notify("$/cancelRequest", json!({"id": "w"})).await;
+    client.reply(&json!("w")).await
 }
 
 /// Sets its flag when dropped.

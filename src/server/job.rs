@@ -144,9 +144,7 @@ impl Job {
             // bytes fewer to write and copy than `perform`'s largest
             // branch).
             Work::CallTool { tool, arguments } => {
-                let ctx = job.context(shared, progress);
-                let call = operation::call_tool(server.clone(), tool, arguments, ctx, false);
-                Stage::Running(running(call, job.cause.as_ref()))
+                Stage::Running(job.boxed_call(shared, tool, arguments, progress))
             }
             work => {
                 let ctx = job.context(shared, progress);
@@ -155,6 +153,20 @@ impl Job {
             }
         };
         job
+    }
+
+    /// Tool `tool`'s call with `arguments`, boxed with a context made now
+    /// (the whole path, trying the JSON path first).
+    fn boxed_call(
+        &mut self,
+        shared: &Arc<Shared>,
+        tool: usize,
+        arguments: Arguments,
+        progress: Option<Box<RawValue>>,
+    ) -> Running {
+        let ctx = self.context(shared, progress);
+        let call = operation::call_tool(shared.server.clone(), tool, arguments, ctx, false);
+        running(call, self.cause.as_ref())
     }
 
     /// The request's context, made now (with its cancellation signal).
@@ -277,17 +289,7 @@ impl Job {
                 tool,
                 text,
                 progress,
-            } => {
-                let ctx = self.context(&shared, progress);
-                let call = operation::call_tool(
-                    shared.server.clone(),
-                    tool,
-                    Arguments::Text(text),
-                    ctx,
-                    false,
-                );
-                Stage::Running(running(call, None))
-            }
+            } => Stage::Running(self.boxed_call(&shared, tool, Arguments::Text(text), progress)),
             stage => stage,
         };
         let cancel = self.cancel.get_or_insert_with(Cancellation::new).clone();
