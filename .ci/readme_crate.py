@@ -40,6 +40,8 @@ def main() -> None:
     if tests == 0:
         sys.exit("the README's testing block holds no test")
     toml = re.sub(r'^clawmcp = ".*"$', 'clawmcp = { path = "%s" }' % ROOT, toml, flags=re.M)
+    # The dev-dependency that turns on the test client: the same crate.
+    toml = re.sub(r'^(clawmcp = \{ )version = "[^"]*"', r'\1path = "%s"' % ROOT, toml, flags=re.M)
 
     work = sys.argv[1] if len(sys.argv) > 1 else tempfile.gettempdir()
     os.makedirs(work, exist_ok=True)

@@ -82,6 +82,7 @@ pub mod state;
 pub mod template;
 #[cfg(test)]
 mod test_rng;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
 pub mod transport;

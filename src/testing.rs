@@ -6,6 +6,10 @@
 //! [`TestClient::model_context`]) — and offers both typed calls and raw
 //! `send`/`recv` for protocol-level tests.
 //!
+//! Compiled with the `testing` feature: turn it on in `[dev-dependencies]`
+//! (`clawmcp = { version = "0.1", features = ["testing"] }`) so that it
+//! is built for tests only.
+//!
 //! ```
 //! use clawmcp::testing::TestClient;
 //! use clawmcp::{Server, TextResource};

@@ -42,6 +42,8 @@ use crate::tool::Tool;
 
 /// The default size limit of one message: 4 MiB (PROTOCOL.md §2, `-32006`).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+/// The default limit of one stdio frame header block: 8 KiB.
+pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 /// The default number of requests in flight per session (PROTOCOL.md §1).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default time limit of one tool execution: 5 minutes (`-32004` past it).
@@ -272,7 +274,7 @@ impl Default for ServerBuilder {
             page_size: DEFAULT_PAGE_SIZE,
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-                max_header_size: crate::transport::DEFAULT_MAX_HEADER_SIZE,
+                max_header_size: DEFAULT_MAX_HEADER_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,

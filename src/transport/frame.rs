@@ -15,10 +15,8 @@ use std::io;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
+pub use crate::server::DEFAULT_MAX_HEADER_SIZE;
 use crate::server::Input;
-
-/// The default limit of a header block: 8 KiB.
-pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 
 /// `Content-Length` frame decoder and encoder.
 ///
