@@ -69,6 +69,7 @@ pub mod completion;
 pub mod content;
 mod dialect;
 pub mod error;
+mod handle;
 mod json_cursor;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use crate::content::ResourceBody;
 use crate::error::ToolError;
-use crate::server::ServerHandle;
+use crate::handle::ServerHandle;
 
 /// What `mcp/listResources` shows of a resource besides its content.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use tracing::Instrument;
 
 use super::ServerInner;
 use super::operation::{self, Arguments, Done, Failure, Work};
-use super::push::Cause;
+use crate::handle::Cause;
 use super::shared::Shared;
 use crate::dialect::{Ended, JobInfo};
 use crate::jsonrpc::RequestId;

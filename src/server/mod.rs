@@ -21,7 +21,7 @@ use std::time::Duration;
 pub(crate) use catalog::{Catalog, CompletionRef};
 pub(crate) use handshake::Phase;
 pub(crate) use operation::{Arguments, Done, Failure, Work};
-pub use push::ServerHandle;
+pub use crate::handle::ServerHandle;
 use session::Alone;
 pub(crate) use session::Session;
 #[cfg(feature = "http")]

@@ -6,8 +6,9 @@
 //! slot — and every pending request fails with
 //! [`ClientError::Gone`] when the session's input ends or its output goes.
 //!
-//! Also here: the [`ToolContext`] calls that reach the client (progress,
-//! log lines, elicitation, sampling, roots).
+//! Also here: the session's [`ClientLink`], which carries a
+//! [`ToolContext`](crate::ToolContext)'s progress, log lines and requests
+//! to the client.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,13 +20,12 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::shared::{About, Outgoing, Shared};
-use crate::client::{
-    ClientError, ElicitResult, Elicitation, LogLevel, Root, Sampling, SamplingResult,
-};
+use crate::client::{ClientError, LogLevel};
 use crate::dialect::Dialect;
 use crate::dialect::model_context::methods;
+use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, encode_notification, encode_request};
-use crate::tool::{Cancellation, ToolContext};
+use crate::tool::{Cancellation, ClientLink, ClientRequest, ContextSource};
 
 /// An answer the client gave: a result, or why there is none.
 type Answer = Result<Value, ClientError>;
@@ -185,7 +185,8 @@ impl Shared {
     }
 }
 
-/// A tool execution's way back to its session.
+/// A tool execution's way back to its session (Model Context Protocol
+/// sessions only: MCP v1.0 carries nothing back).
 #[derive(Debug)]
 pub(crate) struct Link {
     shared: Weak<Shared>,
@@ -194,13 +195,6 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    pub(crate) fn new(shared: &Arc<Shared>, progress: Option<Box<RawValue>>) -> Self {
-        Self {
-            shared: Arc::downgrade(shared),
-            progress: progress.map(|token| (token, Mutex::new(None))),
-        }
-    }
-
     /// The session, if it still exists and speaks the Model Context
     /// Protocol.
     fn model_context(&self) -> Option<Arc<Shared>> {
@@ -210,17 +204,36 @@ impl Link {
     }
 }
 
-impl ToolContext {
-    /// Reports progress (`notifications/progress`) when the request asked
-    /// for it (`_meta.progressToken`); otherwise, and in MCP v1.0, does
-    /// nothing. `progress` must grow with each call: a value not above the
-    /// last one sent is dropped.
-    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(link) = self.link() else { return };
-        let Some((token, last)) = &link.progress else {
+impl ContextSource for Arc<Shared> {
+    fn handle(&self) -> &ServerHandle {
+        &self.server.handle
+    }
+
+    fn link(&self, progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>> {
+        // Only a Model Context Protocol session can carry progress, log
+        // lines or requests to the client.
+        (self.dialect == Dialect::ModelContext).then(|| {
+            Arc::new(Link {
+                shared: Arc::downgrade(self),
+                progress: progress.map(|token| (token, Mutex::new(None))),
+            }) as Arc<dyn ClientLink>
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientLink for Link {
+    async fn progress(
+        &self,
+        related: &RequestId,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) {
+        let Some((token, last)) = &self.progress else {
             return;
         };
-        let Some(shared) = link.model_context() else {
+        let Some(shared) = self.model_context() else {
             return;
         };
         {
@@ -250,27 +263,24 @@ impl ToolContext {
         shared
             .send(Outgoing {
                 bytes: encode_notification(methods::PROGRESS, &params),
-                about: About::Related(self.request_id().clone()),
+                about: About::Related(related.clone()),
             })
             .await;
     }
 
-    /// Sends a log line to the client (`notifications/message`) when its
-    /// level is at least the session's (`logging/setLevel`; `info` until
-    /// the client sets one). In MCP v1.0 it does nothing: log through
-    /// `tracing` as well for the server's own log.
-    pub async fn log(&self, level: LogLevel, data: impl Serialize) {
-        let Some(shared) = self.link().and_then(Link::model_context) else {
+    fn logs(&self, level: LogLevel) -> bool {
+        self.model_context().is_some_and(|shared| shared.logs(level))
+    }
+
+    async fn log(&self, related: &RequestId, level: LogLevel, data: Box<RawValue>) {
+        let Some(shared) = self.model_context() else {
             return;
         };
-        if !shared.logs(level) {
-            return;
-        }
         #[derive(Serialize)]
-        struct Params<D> {
+        struct Params {
             level: LogLevel,
             logger: &'static str,
-            data: D,
+            data: Box<RawValue>,
         }
         let params = Params {
             level,
@@ -280,84 +290,45 @@ impl ToolContext {
         shared
             .send(Outgoing {
                 bytes: encode_notification(methods::MESSAGE, &params),
-                about: About::Related(self.request_id().clone()),
+                about: About::Related(related.clone()),
             })
             .await;
     }
 
-    /// Asks the user to fill in a form (`elicitation/create`, form mode).
-    ///
-    /// # Errors
-    /// See [`ClientError`]; [`ClientError::Invalid`] when a field is not a
-    /// primitive schema the protocol allows.
-    pub async fn elicit(&self, form: Elicitation) -> Result<ElicitResult, ClientError> {
-        let shared = self.session_for("elicitation")?;
-        let params = form.params()?;
-        let answer = shared
-            .ask(
-                self.request_id(),
-                methods::ELICIT,
-                &params,
-                &self.cancellation_token(),
-            )
-            .await?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
+        self.session_for(request).map(drop)
     }
 
-    /// Asks the client's model for a completion (`sampling/createMessage`).
-    ///
-    /// # Errors
-    /// See [`ClientError`].
-    pub async fn sample(&self, request: Sampling) -> Result<SamplingResult, ClientError> {
-        let shared = self.session_for("sampling")?;
-        let answer = shared
-            .ask(
-                self.request_id(),
-                methods::CREATE_MESSAGE,
-                &request,
-                &self.cancellation_token(),
-            )
-            .await?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    async fn ask(
+        &self,
+        related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError> {
+        let shared = self.session_for(request)?;
+        let method = match request {
+            ClientRequest::Elicit => methods::ELICIT,
+            ClientRequest::Sample => methods::CREATE_MESSAGE,
+            ClientRequest::ListRoots => methods::LIST_ROOTS,
+        };
+        shared.ask(related, method, &params, cancel).await
     }
 
-    /// The client's roots (`roots/list`).
-    ///
-    /// # Errors
-    /// See [`ClientError`].
-    pub async fn roots(&self) -> Result<Vec<Root>, ClientError> {
-        let shared = self.session_for("roots")?;
-        let answer = shared
-            .ask(
-                self.request_id(),
-                methods::LIST_ROOTS,
-                &serde_json::json!({}),
-                &self.cancellation_token(),
-            )
-            .await?;
-        #[derive(serde::Deserialize)]
-        struct Roots {
-            roots: Vec<Root>,
-        }
-        serde_json::from_value::<Roots>(answer)
-            .map(|r| r.roots)
-            .map_err(|e| ClientError::Malformed(e.to_string()))
-    }
-
-    /// The capabilities the client declared in `initialize` (Model Context
-    /// Protocol); `None` in MCP v1.0 and before `initialize`.
-    pub fn client_capabilities(&self) -> Option<Value> {
-        let shared = self.link()?.model_context()?;
+    fn client_capabilities(&self) -> Option<Value> {
+        let shared = self.model_context()?;
         shared.client.get().map(|c| c.capabilities.clone())
     }
+}
 
-    /// The session, when it can carry a request needing `capability`.
-    fn session_for(&self, capability: &'static str) -> Result<Arc<Shared>, ClientError> {
-        let link = self.link().ok_or(ClientError::Unsupported)?;
-        let shared = link.shared.upgrade().ok_or(ClientError::Gone)?;
+impl Link {
+    /// The session, when it can carry `request` now.
+    fn session_for(&self, request: ClientRequest) -> Result<Arc<Shared>, ClientError> {
+        let shared = self.shared.upgrade().ok_or(ClientError::Gone)?;
         if shared.dialect != Dialect::ModelContext || shared.client.get().is_none() {
             return Err(ClientError::Unsupported);
         }
+        let capability = request.capability();
         if shared.capability(capability).is_none() {
             return Err(ClientError::CapabilityMissing(capability));
         }

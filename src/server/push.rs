@@ -1,310 +1,41 @@
-//! Server-initiated notifications: the [`ServerHandle`] that fires them and
-//! the per-session queues that carry them to every ready session, where
-//! each session's dialect encodes them — `mcp/resourceDidChange` in MCP
-//! v1.0, `notifications/resources/updated` (to sessions that subscribed to
-//! the resource) in the Model Context Protocol.
-//!
-//! A session's queue coalesces: a change already waiting to be sent is not
-//! queued twice, so a client that reads slowly gets one notification per
-//! resource, never an unbounded backlog.
+//! The forwarder of a ready session's change queue: each change the
+//! [`ServerHandle`](crate::ServerHandle) announced is encoded in the
+//! session's dialect — `mcp/resourceDidChange` in MCP v1.0,
+//! `notifications/resources/updated` (to sessions that subscribed to the
+//! resource) in the Model Context Protocol — and sent on its output.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
 
 use super::outbox::Outbox;
 use super::shared::{About, Outgoing, Subscriptions};
 use crate::dialect::Dialect;
+use crate::handle::{PushRegistry, Subscription};
 
-/// A cloneable handle to a server, for announcing changes to every ready
-/// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
-/// or from anywhere else in the program ([`Server::handle`](crate::Server::handle)).
-#[derive(Clone)]
-pub struct ServerHandle {
-    registry: Arc<PushRegistry>,
-    stop: Arc<CancellationToken>,
-    states: crate::state::SharedStates,
-}
-
-impl fmt::Debug for ServerHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerHandle")
-            .field("sessions", &self.registry.session_count())
-            .finish()
-    }
-}
-
-impl ServerHandle {
-    pub(crate) fn new() -> Self {
-        Self {
-            registry: Arc::new(PushRegistry::default()),
-            stop: Arc::new(CancellationToken::new()),
-            states: Arc::default(),
-        }
-    }
-
-    /// The state value of type `S` registered with
-    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
-    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
-        self.states.get::<S>()
-    }
-
-    pub(crate) fn states(&self) -> &crate::state::States {
-        &self.states
-    }
-
-    /// Begins shutting down every session of the server, on every transport:
-    /// requests that arrive from now on are answered `-32005`, requests in
-    /// flight get the grace period
-    /// ([`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
-    /// to finish (then they are stopped and answered `-32005` too), and each
-    /// session ends once every reply is written.
-    pub fn shutdown(&self) {
-        self.stop.cancel();
-    }
-
-    /// A future that waits for `signal`, then begins the shutdown
-    /// ([`shutdown`](Self::shutdown)): for a host app's own graceful
-    /// shutdown, so that this server's streams end with its connections.
-    ///
-    /// ```no_run
-    /// # async fn app(server: clawmcp::Server, listener: tokio::net::TcpListener, router: axum::Router) {
-    /// axum::serve(listener, router)
-    ///     .with_graceful_shutdown(server.handle().shutdown_on(async {
-    ///         let _ = tokio::signal::ctrl_c().await;
-    ///     }))
-    ///     .await
-    ///     .unwrap();
-    /// # }
-    /// ```
-    pub fn shutdown_on(
-        &self,
-        signal: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let handle = self.clone();
-        async move {
-            signal.await;
-            handle.shutdown();
-        }
-    }
-
-    /// Whether [`shutdown`](Self::shutdown) was called.
-    pub fn is_shutting_down(&self) -> bool {
-        self.stop.is_cancelled()
-    }
-
-    /// A token that is cancelled when the server shuts down.
-    pub(crate) fn stop_token(&self) -> &Arc<CancellationToken> {
-        &self.stop
-    }
-
-    pub(crate) fn registry(&self) -> &Arc<PushRegistry> {
-        &self.registry
-    }
-
-    /// Announces that the content of resource `mcp_id` changed: every MCP
-    /// v1.0 session past its handshake receives `mcp/resourceDidChange`,
-    /// every Model Context Protocol session that subscribed to the URI
-    /// receives `notifications/resources/updated`. Sessions still in their
-    /// handshake get nothing (PROTOCOL.md §5). An id the server does not
-    /// list is logged and ignored.
-    pub fn resource_changed(&self, mcp_id: &str) {
-        if let Some(known) = self.registry.resource_ids.get()
-            && !known.contains(mcp_id)
-        {
-            tracing::warn!(
-                mcp_id,
-                "resource_changed for a resource the server does not list"
-            );
-            return;
-        }
-        let uri: Arc<str> = mcp_id.into();
-        // Fired by a request of a session that captures what its requests
-        // cause: that session hears of it on the request's own stream.
-        let causing = CAUSE
-            .try_with(|cause| {
-                cause.capture(&uri);
-                cause.session
-            })
-            .ok()
-            .flatten();
-        self.registry.broadcast(&uri, causing);
-    }
-
-    /// How many sessions currently receive notifications.
-    pub fn ready_sessions(&self) -> usize {
-        self.registry.session_count()
-    }
-}
-
-/// Every ready session's queue, by session number.
-#[derive(Default)]
-pub(crate) struct PushRegistry {
-    sessions: Mutex<HashMap<u64, Arc<PushQueue>>>,
-    next_session: AtomicU64,
-    resource_ids: OnceLock<HashSet<String>>,
-}
-
-impl PushRegistry {
-    pub(crate) fn set_resource_ids(&self, ids: HashSet<String>) {
-        let _ = self.resource_ids.set(ids);
-    }
-
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<PushQueue>>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn session_count(&self) -> usize {
-        self.sessions().len()
-    }
-
-    /// Queues a change for every ready session but `skip`.
-    fn broadcast(&self, uri: &Arc<str>, skip: Option<u64>) {
-        for (number, queue) in self.sessions().iter() {
-            if Some(*number) != skip {
-                queue.push(uri);
-            }
-        }
-    }
-
-    /// Registers a session that became ready and starts the task that
-    /// forwards its queue, encoded by the session's dialect, into `out`.
-    /// The returned guard unregisters it.
-    pub(crate) fn subscribe(
-        self: &Arc<Self>,
-        out: Outbox,
-        dialect: Dialect,
-        subscriptions: Arc<Subscriptions>,
-    ) -> Subscription {
-        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let queue = Arc::new(PushQueue::default());
-        self.sessions().insert(number, queue.clone());
-        tokio::spawn(forward(queue.clone(), out, dialect, subscriptions));
-        Subscription {
-            registry: self.clone(),
-            number,
-            queue,
-        }
-    }
-}
-
-/// A ready session's pending changes (resource URIs).
-#[derive(Default)]
-struct PushQueue {
-    pending: Mutex<Vec<Arc<str>>>,
-    wake: Notify,
-    closed: AtomicBool,
-}
-
-impl PushQueue {
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<str>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn push(&self, uri: &Arc<str>) {
-        let mut pending = self.pending();
-        if !pending.iter().any(|u| **u == **uri) {
-            pending.push(uri.clone());
-        }
-        drop(pending);
-        self.wake.notify_one();
-    }
-}
-
-async fn forward(
-    queue: Arc<PushQueue>,
+/// Registers a session that became ready and starts the task that forwards
+/// its queue, encoded by the session's dialect, into `out`. The returned
+/// guard unregisters it; the forwarder then sends what is queued and stops.
+pub(crate) fn subscribe(
+    registry: &Arc<PushRegistry>,
     out: Outbox,
     dialect: Dialect,
     subscriptions: Arc<Subscriptions>,
-) {
-    loop {
-        queue.wake.notified().await;
-        let batch = std::mem::take(&mut *queue.pending());
-        for uri in batch {
-            let Some(bytes) = dialect.resource_changed(&subscriptions, &uri) else {
-                continue;
-            };
-            let message = Outgoing {
-                bytes,
-                about: About::Session,
-            };
-            if out.send(message).await.is_err() {
-                return;
+) -> Subscription {
+    let (subscription, queue) = registry.register();
+    tokio::spawn(async move {
+        while let Some(batch) = queue.next_batch().await {
+            for uri in batch {
+                let Some(bytes) = dialect.resource_changed(&subscriptions, &uri) else {
+                    continue;
+                };
+                let message = Outgoing {
+                    bytes,
+                    about: About::Session,
+                };
+                if out.send(message).await.is_err() {
+                    return;
+                }
             }
         }
-        if queue.closed.load(Ordering::Acquire) {
-            return;
-        }
-    }
-}
-
-tokio::task_local! {
-    /// The request whose work is running (Model Context Protocol sessions
-    /// with subscriptions): the changes it fires are captured for its reply.
-    static CAUSE: Arc<Cause>;
-}
-
-/// What a running request caused (MCP-DIALECT.md §5: a notification caused
-/// by a request goes on that request's stream when no `GET` stream is open).
-#[derive(Debug, Default)]
-pub(crate) struct Cause {
-    /// The push number of the request's session, once it is ready.
-    session: Option<u64>,
-    changed: Mutex<Vec<Arc<str>>>,
-}
-
-impl Cause {
-    pub(crate) fn new(session: Option<u64>) -> Arc<Self> {
-        Arc::new(Self {
-            session,
-            changed: Mutex::default(),
-        })
-    }
-
-    fn capture(&self, uri: &Arc<str>) {
-        let mut changed = self.changed.lock().unwrap_or_else(PoisonError::into_inner);
-        if !changed.iter().any(|u| **u == **uri) {
-            changed.push(uri.clone());
-        }
-    }
-
-    /// The changes captured so far.
-    pub(crate) fn take(&self) -> Vec<Arc<str>> {
-        std::mem::take(&mut *self.changed.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    /// Runs `work` with its changes captured here.
-    pub(crate) fn scope<F: std::future::Future>(
-        self: &Arc<Self>,
-        work: F,
-    ) -> tokio::task::futures::TaskLocalFuture<Arc<Cause>, F> {
-        CAUSE.scope(self.clone(), work)
-    }
-}
-
-/// Keeps a session registered for notifications; dropping it unregisters
-/// the session and lets its forwarder send what is queued, then stop.
-pub(crate) struct Subscription {
-    registry: Arc<PushRegistry>,
-    number: u64,
-    queue: Arc<PushQueue>,
-}
-
-impl Subscription {
-    /// The session's number in the registry.
-    pub(crate) fn number(&self) -> u64 {
-        self.number
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.registry.sessions().remove(&self.number);
-        self.queue.closed.store(true, Ordering::Release);
-        self.queue.wake.notify_one();
-    }
+    });
+    subscription
 }

@@ -569,7 +569,8 @@ impl Session {
                 let before = self.phase;
                 self.phase = self.phase.after_initialized();
                 if before != self.phase {
-                    let subscription = self.shared.server.handle.registry().subscribe(
+                    let subscription = super::push::subscribe(
+                        self.shared.server.handle.registry(),
                         self.shared.out.clone(),
                         self.shared.dialect,
                         self.shared.subscriptions.clone(),

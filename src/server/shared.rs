@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::outbox::Outbox;
 use super::peer::Peer;
-use super::push::Subscription;
+use crate::handle::Subscription;
 use super::slots::Slots;
 use super::{IdHasher, ServerInner};
 use crate::client::LogLevel;

@@ -1,24 +1,22 @@
 //! The [`Tool`] trait a server author implements, the [`ToolContext`] each
-//! execution receives, and [`tool_fn`] for tools written as closures.
+//! execution receives (in `context.rs`, with everything it can do), and
+//! [`tool_fn`] for tools written as closures.
 
-use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
-
-use tokio::sync::Notify;
 
 use crate::content::ToolOutput;
 use crate::error::ToolError;
-use crate::jsonrpc::RequestId;
 use crate::protocol::ToolDefinition;
-use crate::server::peer::Link;
-use crate::server::{ServerHandle, ServerInner};
+
+mod context;
+
+pub use context::{Cancellation, ToolContext};
+pub(crate) use context::{CancelReason, ClientLink, ClientRequest, ContextSource, LazyContext};
 
 /// A tool that clients run (`mcp/executeTool` in MCP v1.0, `tools/call` in
 /// the Model Context Protocol, where it is called by its `name`).
@@ -129,20 +127,9 @@ pub trait Tool: Send + Sync + 'static {
 pub type Calling =
     std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, CallFailure>> + Send + 'static>>;
 
-pub(crate) use sealed::{CallFailure, LazyContext, Sealed};
+pub(crate) use sealed::{CallFailure, Sealed};
 
 mod sealed {
-    use std::sync::Arc;
-
-    use serde_json::value::RawValue;
-
-    use super::{Cancellation, ToolContext};
-    use crate::dialect::Dialect;
-    use crate::jsonrpc::RequestId;
-    use crate::server::ServerHandle;
-    use crate::server::peer::Link;
-    use crate::server::shared::Shared;
-
     /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
     /// [`Tool::call_json`](super::Tool::call_json): code outside this
     /// crate cannot name this type, so it cannot override them.
@@ -156,264 +143,6 @@ mod sealed {
         Tool(crate::ToolError),
         /// Its output could not be serialised.
         NotJson(serde_json::Error),
-    }
-
-    /// A tool call's [`ToolContext`], made only when a tool asks for it:
-    /// a handler that takes none costs the request no context (no
-    /// cancellation signal, no reference counts).
-    pub struct LazyContext<'a>(Lazy<'a>);
-
-    impl std::fmt::Debug for LazyContext<'_> {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("LazyContext")
-                .field("made", &matches!(self.0, Lazy::Made(_)))
-                .finish()
-        }
-    }
-
-    enum Lazy<'a> {
-        /// What to make it of, lent by the request's job.
-        Parts {
-            id: &'a RequestId,
-            cancel: &'a mut Option<Cancellation>,
-            shared: &'a Arc<Shared>,
-            span: &'a tracing::Span,
-            progress: &'a mut Option<Box<RawValue>>,
-        },
-        /// Made already.
-        Made(ToolContext),
-    }
-
-    impl<'a> LazyContext<'a> {
-        /// A context to make of a job's parts, in `shared`'s session: its
-        /// cancellation signal is made (into `cancel`) with it, and its
-        /// progress token taken.
-        pub(crate) fn of_parts(
-            id: &'a RequestId,
-            cancel: &'a mut Option<Cancellation>,
-            shared: &'a Arc<Shared>,
-            span: &'a tracing::Span,
-            progress: &'a mut Option<Box<RawValue>>,
-        ) -> Self {
-            Self(Lazy::Parts {
-                id,
-                cancel,
-                shared,
-                span,
-                progress,
-            })
-        }
-
-        /// A context made already.
-        pub(crate) fn made(ctx: ToolContext) -> Self {
-            Self(Lazy::Made(ctx))
-        }
-
-        /// The context, made now if it was not.
-        pub(crate) fn get(self) -> ToolContext {
-            match self.0 {
-                Lazy::Made(ctx) => ctx,
-                Lazy::Parts {
-                    id,
-                    cancel,
-                    shared,
-                    span,
-                    progress,
-                } => ToolContext::new(
-                    id.clone(),
-                    cancel.get_or_insert_with(Cancellation::new).clone(),
-                    shared.server.clone(),
-                    span.clone(),
-                    // Only a Model Context Protocol session can carry
-                    // progress, log lines or requests to the client.
-                    (shared.dialect == Dialect::ModelContext)
-                        .then(|| Link::new(shared, progress.take())),
-                ),
-            }
-        }
-
-        /// The server's handle, without making the context.
-        #[cfg_attr(not(feature = "schemars"), allow(dead_code))]
-        pub(crate) fn server(&self) -> &ServerHandle {
-            match &self.0 {
-                Lazy::Made(ctx) => ctx.server(),
-                Lazy::Parts { shared, .. } => &shared.server.handle,
-            }
-        }
-    }
-}
-
-/// What a tool execution knows about its request and its server, and its
-/// way back to the client: [`progress`](Self::progress),
-/// [`log`](Self::log), and (Model Context Protocol) requests to the client —
-/// [`elicit`](Self::elicit), [`sample`](Self::sample),
-/// [`roots`](Self::roots).
-///
-/// A context keeps its server (its tools, schemas and state) alive: keep
-/// it for as long as the work it is for, not in a tool or a state value,
-/// which the server holds in turn (use [`server`](Self::server)'s handle
-/// or [`cancellation_token`](Self::cancellation_token) for what outlives
-/// the call).
-#[derive(Clone)]
-pub struct ToolContext {
-    request_id: RequestId,
-    cancel: Cancellation,
-    /// The server, whose handle [`server`](Self::server) lends: one
-    /// reference count per request, where the handle's own clone takes
-    /// three.
-    server: Arc<ServerInner>,
-    span: tracing::Span,
-    link: Option<Arc<Link>>,
-}
-
-impl fmt::Debug for ToolContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("request_id", &self.request_id)
-            .field("cancel", &self.cancel)
-            .field("server", self.server())
-            .field("span", &self.span)
-            .field("link", &self.link)
-            .finish()
-    }
-}
-
-impl ToolContext {
-    pub(crate) fn new(
-        request_id: RequestId,
-        cancel: Cancellation,
-        server: Arc<ServerInner>,
-        span: tracing::Span,
-        link: Option<Link>,
-    ) -> Self {
-        Self {
-            request_id,
-            cancel,
-            server,
-            span,
-            link: link.map(Arc::new),
-        }
-    }
-
-    /// The way back to the session, if there is one.
-    pub(crate) fn link(&self) -> Option<&Link> {
-        self.link.as_deref()
-    }
-
-    /// The tracing span of this execution (`tool` at debug level, with the
-    /// request id and the tool's mcpId). The tool's future already runs inside it; enter it
-    /// in work the tool hands to other tasks.
-    pub fn span(&self) -> &tracing::Span {
-        &self.span
-    }
-
-    /// The id of the request being served.
-    pub fn request_id(&self) -> &RequestId {
-        &self.request_id
-    }
-
-    /// Whether the request was stopped: cancelled by the client
-    /// (`$/cancelRequest`), past its time limit, at the end of shutdown's
-    /// grace period, or because its client is gone.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-
-    /// Completes when the request is stopped (see
-    /// [`is_cancelled`](Self::is_cancelled)). The request is then answered
-    /// (`-32003`, `-32004` or `-32005`) at once and the tool's future is
-    /// dropped at its next `.await`; work the tool spawned elsewhere can
-    /// watch this (or
-    /// [`cancellation_token`](Self::cancellation_token)) to stop early.
-    pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
-    }
-
-    /// The request's cancellation signal, for work the tool hands to other
-    /// tasks.
-    pub fn cancellation_token(&self) -> Cancellation {
-        self.cancel.clone()
-    }
-
-    /// The server's handle, e.g. to announce that a resource changed.
-    pub fn server(&self) -> &ServerHandle {
-        &self.server.handle
-    }
-
-    /// The state value of type `S` registered with
-    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
-    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
-        self.server().state::<S>()
-    }
-}
-
-/// A request's cancellation signal: fired when the client cancels the
-/// request, when the tool runs past its time limit, or when shutdown's grace
-/// period ends. Cheap to clone; every clone sees the same signal.
-#[derive(Debug, Clone, Default)]
-pub struct Cancellation(Arc<CancelState>);
-
-#[derive(Debug, Default)]
-struct CancelState {
-    /// 0 while not cancelled, else the [`CancelReason`] that came first.
-    reason: AtomicU8,
-    wake: Notify,
-}
-
-/// Why a request was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum CancelReason {
-    /// The client sent `$/cancelRequest`: `-32003`.
-    Client = 1,
-    /// The tool ran past its time limit: `-32004`.
-    TimeLimit = 2,
-    /// Shutdown's grace period ran out: `-32005`.
-    Shutdown = 3,
-    /// Nobody is left to read the reply.
-    Gone = 4,
-}
-
-impl Cancellation {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Fires the signal; the first reason given is the one that counts.
-    pub(crate) fn cancel(&self, reason: CancelReason) {
-        let _ =
-            self.0
-                .reason
-                .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire);
-        self.0.wake.notify_waiters();
-    }
-
-    /// Why the signal fired, if it did.
-    pub(crate) fn reason(&self) -> Option<CancelReason> {
-        match self.0.reason.load(Ordering::Acquire) {
-            1 => Some(CancelReason::Client),
-            2 => Some(CancelReason::TimeLimit),
-            3 => Some(CancelReason::Shutdown),
-            4 => Some(CancelReason::Gone),
-            _ => None,
-        }
-    }
-
-    /// Whether the signal fired.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.reason.load(Ordering::Acquire) != 0
-    }
-
-    /// Completes when the signal fires (at once if it already has).
-    pub async fn cancelled(&self) {
-        let notified = self.0.wake.notified();
-        tokio::pin!(notified);
-        // Listen before looking, so a signal in between is not missed.
-        notified.as_mut().enable();
-        if self.is_cancelled() {
-            return;
-        }
-        notified.await;
     }
 }
 

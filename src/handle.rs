@@ -1,0 +1,293 @@
+//! The [`ServerHandle`]: a server's state values, its shutdown signal, and
+//! the registry of per-session change queues that announcements fill. Each
+//! ready session drains its queue and encodes what it finds in its own
+//! dialect (the session layer's `push` forwarder); nothing here knows a
+//! dialect or a session's output.
+//!
+//! A session's queue coalesces: a change already waiting to be sent is not
+//! queued twice, so a client that reads slowly gets one notification per
+//! resource, never an unbounded backlog.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+
+/// A cloneable handle to a server, for announcing changes to every ready
+/// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
+/// or from anywhere else in the program ([`Server::handle`](crate::Server::handle)).
+///
+/// Cloning it costs one reference count: a tool call's context holds one.
+#[derive(Clone)]
+pub struct ServerHandle(Arc<HandleParts>);
+
+struct HandleParts {
+    registry: Arc<PushRegistry>,
+    stop: Arc<CancellationToken>,
+    states: crate::state::SharedStates,
+}
+
+impl fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("sessions", &self.0.registry.session_count())
+            .finish()
+    }
+}
+
+impl ServerHandle {
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(HandleParts {
+            registry: Arc::new(PushRegistry::default()),
+            stop: Arc::new(CancellationToken::new()),
+            states: Arc::default(),
+        }))
+    }
+
+    /// The state value of type `S` registered with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.0.states.get::<S>()
+    }
+
+    pub(crate) fn states(&self) -> &crate::state::States {
+        &self.0.states
+    }
+
+    /// Begins shutting down every session of the server, on every transport:
+    /// requests that arrive from now on are answered `-32005`, requests in
+    /// flight get the grace period
+    /// ([`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
+    /// to finish (then they are stopped and answered `-32005` too), and each
+    /// session ends once every reply is written.
+    pub fn shutdown(&self) {
+        self.0.stop.cancel();
+    }
+
+    /// A future that waits for `signal`, then begins the shutdown
+    /// ([`shutdown`](Self::shutdown)): for a host app's own graceful
+    /// shutdown, so that this server's streams end with its connections.
+    ///
+    /// ```no_run
+    /// # async fn app(server: clawmcp::Server, listener: tokio::net::TcpListener, router: axum::Router) {
+    /// axum::serve(listener, router)
+    ///     .with_graceful_shutdown(server.handle().shutdown_on(async {
+    ///         let _ = tokio::signal::ctrl_c().await;
+    ///     }))
+    ///     .await
+    ///     .unwrap();
+    /// # }
+    /// ```
+    pub fn shutdown_on(
+        &self,
+        signal: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let handle = self.clone();
+        async move {
+            signal.await;
+            handle.shutdown();
+        }
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.0.stop.is_cancelled()
+    }
+
+    /// A token that is cancelled when the server shuts down.
+    pub(crate) fn stop_token(&self) -> &Arc<CancellationToken> {
+        &self.0.stop
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<PushRegistry> {
+        &self.0.registry
+    }
+
+    /// Announces that the content of resource `mcp_id` changed: every MCP
+    /// v1.0 session past its handshake receives `mcp/resourceDidChange`,
+    /// every Model Context Protocol session that subscribed to the URI
+    /// receives `notifications/resources/updated`. Sessions still in their
+    /// handshake get nothing (PROTOCOL.md §5). An id the server does not
+    /// list is logged and ignored.
+    pub fn resource_changed(&self, mcp_id: &str) {
+        if let Some(known) = self.0.registry.resource_ids.get()
+            && !known.contains(mcp_id)
+        {
+            tracing::warn!(
+                mcp_id,
+                "resource_changed for a resource the server does not list"
+            );
+            return;
+        }
+        let uri: Arc<str> = mcp_id.into();
+        // Fired by a request of a session that captures what its requests
+        // cause: that session hears of it on the request's own stream.
+        let causing = CAUSE
+            .try_with(|cause| {
+                cause.capture(&uri);
+                cause.session
+            })
+            .ok()
+            .flatten();
+        self.0.registry.broadcast(&uri, causing);
+    }
+
+    /// How many sessions currently receive notifications.
+    pub fn ready_sessions(&self) -> usize {
+        self.0.registry.session_count()
+    }
+}
+
+/// Every ready session's queue, by session number.
+#[derive(Default)]
+pub(crate) struct PushRegistry {
+    sessions: Mutex<HashMap<u64, Arc<PushQueue>>>,
+    next_session: AtomicU64,
+    resource_ids: OnceLock<HashSet<String>>,
+}
+
+impl PushRegistry {
+    pub(crate) fn set_resource_ids(&self, ids: HashSet<String>) {
+        let _ = self.resource_ids.set(ids);
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<PushQueue>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn session_count(&self) -> usize {
+        self.sessions().len()
+    }
+
+    /// Queues a change for every ready session but `skip`.
+    fn broadcast(&self, uri: &Arc<str>, skip: Option<u64>) {
+        for (number, queue) in self.sessions().iter() {
+            if Some(*number) != skip {
+                queue.push(uri);
+            }
+        }
+    }
+
+    /// Registers a session that became ready: its queue, which the caller
+    /// drains, and the guard that unregisters it.
+    pub(crate) fn register(self: &Arc<Self>) -> (Subscription, Arc<PushQueue>) {
+        let number = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let queue = Arc::new(PushQueue::default());
+        self.sessions().insert(number, queue.clone());
+        let subscription = Subscription {
+            registry: self.clone(),
+            number,
+            queue: queue.clone(),
+        };
+        (subscription, queue)
+    }
+}
+
+/// A ready session's pending changes (resource URIs).
+#[derive(Default)]
+pub(crate) struct PushQueue {
+    pending: Mutex<Vec<Arc<str>>>,
+    wake: Notify,
+    closed: AtomicBool,
+}
+
+impl PushQueue {
+    /// Waits for a change, then takes every pending one; `None` once the
+    /// session was unregistered and nothing is left.
+    pub(crate) async fn next_batch(&self) -> Option<Vec<Arc<str>>> {
+        loop {
+            let batch = std::mem::take(&mut *self.pending());
+            if !batch.is_empty() {
+                return Some(batch);
+            }
+            if self.closed.load(Ordering::Acquire) {
+                return None;
+            }
+            self.wake.notified().await;
+        }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<str>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, uri: &Arc<str>) {
+        let mut pending = self.pending();
+        if !pending.iter().any(|u| **u == **uri) {
+            pending.push(uri.clone());
+        }
+        drop(pending);
+        self.wake.notify_one();
+    }
+}
+
+tokio::task_local! {
+    /// The request whose work is running (Model Context Protocol sessions
+    /// with subscriptions): the changes it fires are captured for its reply.
+    static CAUSE: Arc<Cause>;
+}
+
+/// What a running request caused (MCP-DIALECT.md §5: a notification caused
+/// by a request goes on that request's stream when no `GET` stream is open).
+#[derive(Debug, Default)]
+pub(crate) struct Cause {
+    /// The push number of the request's session, once it is ready.
+    session: Option<u64>,
+    changed: Mutex<Vec<Arc<str>>>,
+}
+
+impl Cause {
+    pub(crate) fn new(session: Option<u64>) -> Arc<Self> {
+        Arc::new(Self {
+            session,
+            changed: Mutex::default(),
+        })
+    }
+
+    fn capture(&self, uri: &Arc<str>) {
+        let mut changed = self.changed.lock().unwrap_or_else(PoisonError::into_inner);
+        if !changed.iter().any(|u| **u == **uri) {
+            changed.push(uri.clone());
+        }
+    }
+
+    /// The changes captured so far.
+    pub(crate) fn take(&self) -> Vec<Arc<str>> {
+        std::mem::take(&mut *self.changed.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Runs `work` with its changes captured here.
+    pub(crate) fn scope<F: std::future::Future>(
+        self: &Arc<Self>,
+        work: F,
+    ) -> tokio::task::futures::TaskLocalFuture<Arc<Cause>, F> {
+        CAUSE.scope(self.clone(), work)
+    }
+}
+
+/// Keeps a session registered for notifications; dropping it unregisters
+/// the session and lets its forwarder send what is queued, then stop.
+pub(crate) struct Subscription {
+    registry: Arc<PushRegistry>,
+    number: u64,
+    queue: Arc<PushQueue>,
+}
+
+impl Subscription {
+    /// The session's number in the registry.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.registry.sessions().remove(&self.number);
+        self.queue.closed.store(true, Ordering::Release);
+        self.queue.wake.notify_one();
+    }
+}

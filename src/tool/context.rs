@@ -1,0 +1,435 @@
+//! [`ToolContext`]: what a tool execution knows of its request and its
+//! server, and everything it can do — watch for cancellation, report
+//! progress, log to the client, and ask the client (elicitation, sampling,
+//! roots).
+//!
+//! A context never sees a dialect, a session or a transport: the way back
+//! to the client is a [`ClientLink`] that the session layer implements,
+//! and a context is made from a [`ContextSource`] that it lends. A tool
+//! whose function takes no context costs its request none
+//! ([`LazyContext`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::Notify;
+
+use crate::client::{
+    ClientError, ElicitResult, Elicitation, LogLevel, Root, Sampling, SamplingResult,
+};
+use crate::handle::ServerHandle;
+use crate::jsonrpc::RequestId;
+
+/// A request a tool sends to its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClientRequest {
+    /// `elicitation/create`: needs the client's `elicitation` capability.
+    Elicit,
+    /// `sampling/createMessage`: needs `sampling`.
+    Sample,
+    /// `roots/list`: needs `roots`.
+    ListRoots,
+}
+
+impl ClientRequest {
+    /// The client capability the request needs.
+    pub(crate) fn capability(self) -> &'static str {
+        match self {
+            Self::Elicit => "elicitation",
+            Self::Sample => "sampling",
+            Self::ListRoots => "roots",
+        }
+    }
+}
+
+/// A tool execution's way back to its client, implemented by the session
+/// the request came from. Every method does nothing (or refuses) once the
+/// session is gone.
+#[async_trait::async_trait]
+pub(crate) trait ClientLink: Send + Sync + fmt::Debug {
+    /// Sends progress for request `related`, if it asked for progress and
+    /// `progress` grows.
+    async fn progress(
+        &self,
+        related: &RequestId,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    );
+
+    /// Whether a log line at `level` reaches the client.
+    fn logs(&self, level: LogLevel) -> bool;
+
+    /// Sends a log line for request `related`.
+    async fn log(&self, related: &RequestId, level: LogLevel, data: Box<RawValue>);
+
+    /// `Ok` when `request` can be sent now: the client is there, was
+    /// initialised and declared the capability.
+    fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError>;
+
+    /// Sends `request` with `params` on behalf of request `related` and
+    /// waits for the answer, the client request timeout, or `cancel`.
+    async fn ask(
+        &self,
+        related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError>;
+
+    /// The capabilities the client declared, once it did.
+    fn client_capabilities(&self) -> Option<Value>;
+}
+
+/// What a context is made of besides its request's own parts: the
+/// server's handle and the session's link (implemented by the session).
+pub(crate) trait ContextSource: Sync {
+    /// The server's handle.
+    fn handle(&self) -> &ServerHandle;
+
+    /// The link for a request with progress token `progress`, if the
+    /// session can carry anything back to its client.
+    fn link(&self, progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>>;
+}
+
+/// A tool call's [`ToolContext`], made only when a tool asks for it: a
+/// handler that takes none costs the request no context (no cancellation
+/// signal, no reference counts). Public only to seal
+/// [`Tool::call_json`](super::Tool::call_json): code outside this crate
+/// cannot name it.
+pub struct LazyContext<'a>(Lazy<'a>);
+
+impl fmt::Debug for LazyContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyContext")
+            .field("made", &matches!(self.0, Lazy::Made(_)))
+            .finish()
+    }
+}
+
+enum Lazy<'a> {
+    /// What to make it of, lent by the request's job.
+    Parts {
+        id: &'a RequestId,
+        cancel: &'a mut Option<Cancellation>,
+        source: &'a dyn ContextSource,
+        span: &'a tracing::Span,
+        progress: &'a mut Option<Box<RawValue>>,
+    },
+    /// Made already.
+    Made(ToolContext),
+}
+
+impl<'a> LazyContext<'a> {
+    /// A context to make of a job's parts, in `source`'s session: its
+    /// cancellation signal is made (into `cancel`) with it, and its
+    /// progress token taken.
+    pub(crate) fn of_parts(
+        id: &'a RequestId,
+        cancel: &'a mut Option<Cancellation>,
+        source: &'a dyn ContextSource,
+        span: &'a tracing::Span,
+        progress: &'a mut Option<Box<RawValue>>,
+    ) -> Self {
+        Self(Lazy::Parts {
+            id,
+            cancel,
+            source,
+            span,
+            progress,
+        })
+    }
+
+    /// A context made already.
+    pub(crate) fn made(ctx: ToolContext) -> Self {
+        Self(Lazy::Made(ctx))
+    }
+
+    /// The context, made now if it was not.
+    pub(crate) fn get(self) -> ToolContext {
+        match self.0 {
+            Lazy::Made(ctx) => ctx,
+            Lazy::Parts {
+                id,
+                cancel,
+                source,
+                span,
+                progress,
+            } => ToolContext::new(
+                id.clone(),
+                cancel.get_or_insert_with(Cancellation::new).clone(),
+                source.handle().clone(),
+                span.clone(),
+                source.link(progress.take()),
+            ),
+        }
+    }
+
+    /// The server's handle, without making the context.
+    #[cfg_attr(not(feature = "schemars"), allow(dead_code))]
+    pub(crate) fn server(&self) -> &ServerHandle {
+        match &self.0 {
+            Lazy::Made(ctx) => ctx.server(),
+            Lazy::Parts { source, .. } => source.handle(),
+        }
+    }
+}
+
+/// What a tool execution knows about its request and its server, and its
+/// way back to the client: [`progress`](Self::progress),
+/// [`log`](Self::log), and (Model Context Protocol) requests to the client —
+/// [`elicit`](Self::elicit), [`sample`](Self::sample),
+/// [`roots`](Self::roots).
+///
+/// A context keeps its server's handle (and so its state values) alive:
+/// keep it for as long as the work it is for, not in a state value, which
+/// the handle holds in turn (use [`cancellation_token`](Self::cancellation_token)
+/// for what outlives the call).
+#[derive(Clone)]
+pub struct ToolContext {
+    request_id: RequestId,
+    cancel: Cancellation,
+    server: ServerHandle,
+    span: tracing::Span,
+    /// The way back to the client, when the request's session has one.
+    link: Option<Arc<dyn ClientLink>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("request_id", &self.request_id)
+            .field("cancel", &self.cancel)
+            .field("server", self.server())
+            .field("span", &self.span)
+            .field("link", &self.link)
+            .finish()
+    }
+}
+
+impl ToolContext {
+    pub(crate) fn new(
+        request_id: RequestId,
+        cancel: Cancellation,
+        server: ServerHandle,
+        span: tracing::Span,
+        link: Option<Arc<dyn ClientLink>>,
+    ) -> Self {
+        Self {
+            request_id,
+            cancel,
+            server,
+            span,
+            link,
+        }
+    }
+
+    /// The tracing span of this execution (`tool` at debug level, with the
+    /// request id and the tool's mcpId). The tool's future already runs inside it; enter it
+    /// in work the tool hands to other tasks.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// The id of the request being served.
+    pub fn request_id(&self) -> &RequestId {
+        &self.request_id
+    }
+
+    /// Whether the request was stopped: cancelled by the client
+    /// (`$/cancelRequest`), past its time limit, at the end of shutdown's
+    /// grace period, or because its client is gone.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes when the request is stopped (see
+    /// [`is_cancelled`](Self::is_cancelled)). The request is then answered
+    /// (`-32003`, `-32004` or `-32005`) at once and the tool's future is
+    /// dropped at its next `.await`; work the tool spawned elsewhere can
+    /// watch this (or
+    /// [`cancellation_token`](Self::cancellation_token)) to stop early.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// The request's cancellation signal, for work the tool hands to other
+    /// tasks.
+    pub fn cancellation_token(&self) -> Cancellation {
+        self.cancel.clone()
+    }
+
+    /// The server's handle, e.g. to announce that a resource changed.
+    pub fn server(&self) -> &ServerHandle {
+        &self.server
+    }
+
+    /// The state value of type `S` registered with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state), if any.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.server().state::<S>()
+    }
+    /// Reports progress (`notifications/progress`) when the request asked
+    /// for it (`_meta.progressToken`); otherwise, and in MCP v1.0, does
+    /// nothing. `progress` must grow with each call: a value not above the
+    /// last one sent is dropped.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(link) = &self.link {
+            link.progress(&self.request_id, progress, total, message)
+                .await;
+        }
+    }
+
+    /// Sends a log line to the client (`notifications/message`) when its
+    /// level is at least the session's (`logging/setLevel`; `info` until
+    /// the client sets one). In MCP v1.0 it does nothing: log through
+    /// `tracing` as well for the server's own log.
+    pub async fn log(&self, level: LogLevel, data: impl Serialize) {
+        let Some(link) = self.link.as_ref().filter(|link| link.logs(level)) else {
+            return;
+        };
+        match serde_json::value::to_raw_value(&data) {
+            Ok(data) => link.log(&self.request_id, level, data).await,
+            Err(e) => tracing::warn!("a log line whose data is not JSON was not sent: {e}"),
+        }
+    }
+
+    /// Asks the user to fill in a form (`elicitation/create`, form mode).
+    ///
+    /// # Errors
+    /// See [`ClientError`]; [`ClientError::Invalid`] when a field is not a
+    /// primitive schema the protocol allows.
+    pub async fn elicit(&self, form: Elicitation) -> Result<ElicitResult, ClientError> {
+        let link = self.link_for(ClientRequest::Elicit)?;
+        let params = to_raw(&form.params()?)?;
+        let answer = link
+            .ask(&self.request_id, ClientRequest::Elicit, params, &self.cancel)
+            .await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    ///
+    /// # Errors
+    /// See [`ClientError`].
+    pub async fn sample(&self, request: Sampling) -> Result<SamplingResult, ClientError> {
+        let link = self.link_for(ClientRequest::Sample)?;
+        let params = to_raw(&request)?;
+        let answer = link
+            .ask(&self.request_id, ClientRequest::Sample, params, &self.cancel)
+            .await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// The client's roots (`roots/list`).
+    ///
+    /// # Errors
+    /// See [`ClientError`].
+    pub async fn roots(&self) -> Result<Vec<Root>, ClientError> {
+        let link = self.link_for(ClientRequest::ListRoots)?;
+        let params = to_raw(&serde_json::json!({}))?;
+        let answer = link
+            .ask(&self.request_id, ClientRequest::ListRoots, params, &self.cancel)
+            .await?;
+        #[derive(serde::Deserialize)]
+        struct Roots {
+            roots: Vec<Root>,
+        }
+        serde_json::from_value::<Roots>(answer)
+            .map(|r| r.roots)
+            .map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// The capabilities the client declared in `initialize` (Model Context
+    /// Protocol); `None` in MCP v1.0 and before `initialize`.
+    pub fn client_capabilities(&self) -> Option<Value> {
+        self.link.as_ref()?.client_capabilities()
+    }
+
+    /// The link, when it can carry `request` now.
+    fn link_for(&self, request: ClientRequest) -> Result<&dyn ClientLink, ClientError> {
+        let link = self.link.as_deref().ok_or(ClientError::Unsupported)?;
+        link.can_ask(request)?;
+        Ok(link)
+    }
+}
+
+/// Params serialised for a request to the client.
+fn to_raw<P: Serialize + ?Sized>(params: &P) -> Result<Box<RawValue>, ClientError> {
+    serde_json::value::to_raw_value(params).map_err(|e| ClientError::Invalid(e.to_string()))
+}
+
+/// A request's cancellation signal: fired when the client cancels the
+/// request, when the tool runs past its time limit, or when shutdown's grace
+/// period ends. Cheap to clone; every clone sees the same signal.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(Arc<CancelState>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    /// 0 while not cancelled, else the [`CancelReason`] that came first.
+    reason: AtomicU8,
+    wake: Notify,
+}
+
+/// Why a request was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum CancelReason {
+    /// The client sent `$/cancelRequest`: `-32003`.
+    Client = 1,
+    /// The tool ran past its time limit: `-32004`.
+    TimeLimit = 2,
+    /// Shutdown's grace period ran out: `-32005`.
+    Shutdown = 3,
+    /// Nobody is left to read the reply.
+    Gone = 4,
+}
+
+impl Cancellation {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fires the signal; the first reason given is the one that counts.
+    pub(crate) fn cancel(&self, reason: CancelReason) {
+        let _ =
+            self.0
+                .reason
+                .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire);
+        self.0.wake.notify_waiters();
+    }
+
+    /// Why the signal fired, if it did.
+    pub(crate) fn reason(&self) -> Option<CancelReason> {
+        match self.0.reason.load(Ordering::Acquire) {
+            1 => Some(CancelReason::Client),
+            2 => Some(CancelReason::TimeLimit),
+            3 => Some(CancelReason::Shutdown),
+            4 => Some(CancelReason::Gone),
+            _ => None,
+        }
+    }
+
+    /// Whether the signal fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.reason.load(Ordering::Acquire) != 0
+    }
+
+    /// Completes when the signal fires (at once if it already has).
+    pub async fn cancelled(&self) {
+        let notified = self.0.wake.notified();
+        tokio::pin!(notified);
+        // Listen before looking, so a signal in between is not missed.
+        notified.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        notified.await;
+    }
+}
+
