@@ -8,9 +8,9 @@
 //! cargo run --example conformance                              # HTTP on 127.0.0.1:8080
 //! cargo run --example conformance -- --http 127.0.0.1:3001     # HTTP on another address
 //! cargo run --example conformance -- --stdio                   # stdio instead of HTTP
-//! # then, with the server running:
-//! ../shared/mcp-dialect/run_conformance.sh http://127.0.0.1:3001/mcp
-//! ../shared/mcp-dialect/run_conformance.sh http://127.0.0.1:3001/mcp --suite pending
+//! # then, with the server running (the suite needs Node 22 or later):
+//! npx @modelcontextprotocol/conformance@0.1.16 server --url http://127.0.0.1:3001/mcp
+//! npx @modelcontextprotocol/conformance@0.1.16 server --url http://127.0.0.1:3001/mcp --suite pending
 //! ```
 //! The endpoint is `POST /mcp` (Streamable HTTP). The server stops on
 //! SIGINT or SIGTERM (or, on stdio, at the end of stdin); bad arguments

@@ -1,14 +1,14 @@
 //! Errors: the wire error a client sees ([`RpcError`] with its [`ErrorCode`]),
 //! and the library's own failures ([`BuildError`]).
 //!
-//! Every code of PROTOCOL.md §2 is named once, in [`ErrorCode`], together with
+//! Every code of docs/mcp-v1.md §2 is named once, in [`ErrorCode`], together with
 //! its message text; nothing else in the crate spells a code or a message.
 
 use std::fmt;
 
 /// A JSON-RPC error code.
 ///
-/// An open newtype: the named constants are the codes of PROTOCOL.md §2, and
+/// An open newtype: the named constants are the codes of docs/mcp-v1.md §2, and
 /// [`ErrorCode::message`] gives each its fixed message text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ErrorCode(pub i32);
@@ -39,7 +39,7 @@ impl ErrorCode {
     /// `-32006`: the message is over the size limit.
     pub const MESSAGE_TOO_LARGE: Self = Self(-32006);
 
-    /// The fixed `message` text of this code (PROTOCOL.md §2), or
+    /// The fixed `message` text of this code (docs/mcp-v1.md §2), or
     /// `"Server error"` for a code the table does not name.
     pub fn message(self) -> &'static str {
         match self.0 {
@@ -199,7 +199,7 @@ impl<E: std::error::Error> From<E> for ToolError {
 }
 
 /// Why [`ServerBuilder::build`](crate::ServerBuilder::build) refused the
-/// registered items (PROTOCOL.md §6). Checked once, when the server is built.
+/// registered items (docs/mcp-v1.md §6). Checked once, when the server is built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {

@@ -111,7 +111,7 @@ impl ServerHandle {
     /// v1.0 session past its handshake receives `mcp/resourceDidChange`,
     /// every Model Context Protocol session that subscribed to the URI
     /// receives `notifications/resources/updated`. Sessions still in their
-    /// handshake get nothing (PROTOCOL.md §5). An id the server does not
+    /// handshake get nothing (docs/mcp-v1.md §5). An id the server does not
     /// list is logged and ignored.
     pub fn resource_changed(&self, mcp_id: &str) {
         if let Some(known) = self.0.registry.resource_ids.get()
@@ -231,7 +231,7 @@ tokio::task_local! {
     static CAUSE: Arc<Cause>;
 }
 
-/// What a running request caused (MCP-DIALECT.md §5: a notification caused
+/// What a running request caused (docs/model-context.md §5: a notification caused
 /// by a request goes on that request's stream when no `GET` stream is open).
 #[derive(Debug, Default)]
 pub(crate) struct Cause {

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 messages (PROTOCOL.md §1): request ids, the classification
+//! JSON-RPC 2.0 messages (docs/mcp-v1.md §1): request ids, the classification
 //! of incoming bytes into requests, notifications, responses and invalid
 //! messages, and the compact encoding of outgoing ones.
 //!
@@ -176,7 +176,7 @@ pub(crate) enum Parsed<'a> {
 /// batch of tiny invalid elements must not amplify into a huge reply.
 pub const MAX_BATCH: usize = 1024;
 
-/// Parses one message body (PROTOCOL.md §1).
+/// Parses one message body (docs/mcp-v1.md §1).
 pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
     // Validate UTF-8 once; every later pass reads a `str` without checking again.
     let text = match std::str::from_utf8(body) {

@@ -43,7 +43,7 @@
 //!
 //! ## What the crate guarantees
 //! - Every request gets exactly one reply; notifications never get one.
-//!   Bad input gets the error of PROTOCOL.md §2 and the session goes on.
+//!   Bad input gets the error of docs/mcp-v1.md §2 and the session goes on.
 //! - Arguments are validated against `inputSchema` before a tool runs, and
 //!   its output against `outputSchema` before the reply is sent, with
 //!   validators compiled once in [`ServerBuilder::build`].

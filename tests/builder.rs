@@ -1,4 +1,4 @@
-//! PROTOCOL.md §6: the builder checks every item at build time — mcpIds are
+//! docs/mcp-v1.md §6: the builder checks every item at build time — mcpIds are
 //! absolute URIs unique within their kind, schemas are valid JSON Schemas
 //! (the input schema an object schema) — and lists items in registration order.
 
@@ -94,7 +94,7 @@ fn absolute_uri_mcp_ids_of_any_scheme_are_accepted() {
         "https://example.com/tools/x?v=1#f",
     ] {
         // Tool names derived from these ids (`x?v=1#f`) are MCP v1.0 names
-        // only: the Model Context Protocol refuses them (MCP-DIALECT.md §3).
+        // only: the Model Context Protocol refuses them (docs/model-context.md §3).
         let built = build(
             Server::builder()
                 .dialects(clawmcp::Dialects::McpV1)
@@ -292,7 +292,7 @@ async fn items_are_listed_in_registration_order() {
     ];
     let prompt_ids = ["mcp://t/prompts/z", "mcp://t/prompts/a"];
     // Both prompts are named `p`: an MCP v1.0 listing only (the Model
-    // Context Protocol finds prompts by name, MCP-DIALECT.md §3).
+    // Context Protocol finds prompts by name, docs/model-context.md §3).
     let mut builder = Server::builder().dialects(clawmcp::Dialects::McpV1);
     for id in tool_ids {
         builder = builder.tool(tool(id));

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §1 and §5: requests run concurrently and are answered in
+//! docs/mcp-v1.md §1 and §5: requests run concurrently and are answered in
 //! completion order, can be cancelled, are limited in flight without being
 //! dropped, and are finished at the end of input.
 
@@ -459,7 +459,7 @@ async fn sessions_of_one_server_run_independently() {
     assert_result(&a.reply(&json!(1)).await, &json!(1));
 }
 
-/// PROTOCOL.md §1, read-ahead at the limit: a full session still reads a
+/// docs/mcp-v1.md §1, read-ahead at the limit: a full session still reads a
 /// cancel for a running request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_session_still_reads_a_cancel_for_a_running_request() {
@@ -491,7 +491,7 @@ async fn a_full_session_still_reads_a_cancel_for_a_running_request() {
     }
 }
 
-/// PROTOCOL.md §1: a cancel for a request still parked answers it `-32003`
+/// docs/mcp-v1.md §1: a cancel for a request still parked answers it `-32003`
 /// without running it; the others keep their order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_for_a_parked_request_answers_it_without_running_it() {
@@ -516,7 +516,7 @@ async fn a_cancel_for_a_parked_request_answers_it_without_running_it() {
     assert_eq!(probe.executed(), 0);
 }
 
-/// PROTOCOL.md §1: past 64 parked requests the session reads nothing more
+/// docs/mcp-v1.md §1: past 64 parked requests the session reads nothing more
 /// (a cancel behind them waits too), and nothing is dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_read_ahead_bound_the_session_reads_nothing_more() {

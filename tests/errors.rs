@@ -1,4 +1,4 @@
-//! PROTOCOL.md §2: one test per error code this server produces — the code,
+//! docs/mcp-v1.md §2: one test per error code this server produces — the code,
 //! the table's `message`, and a human-readable string `data`.
 
 mod common;

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §7: stdio framing through a whole session — tolerant input
+//! docs/mcp-v1.md §7: stdio framing through a whole session — tolerant input
 //! headers, recovery from bad frames, byte-counted lengths, and output that
 //! is nothing but exact `Content-Length: N\r\n\r\n` frames of compact JSON.
 

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §3: the session handshake — `initialize` (id 1), its params
+//! docs/mcp-v1.md §3: the session handshake — `initialize` (id 1), its params
 //! and result, `initialized`, and what is allowed in each phase.
 
 mod common;

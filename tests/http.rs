@@ -1,4 +1,4 @@
-//! The HTTP/1.1 transport (PROTOCOL.md §8) against a real HTTP client over
+//! The HTTP/1.1 transport (docs/mcp-v1.md §8) against a real HTTP client over
 //! loopback: every status code, single exchanges, streaming sessions,
 //! keep-alive, graceful shutdown, the header-read timeout and the
 //! connection limit. Each test is named after the rule it proves.
@@ -119,7 +119,7 @@ async fn another_method_on_the_endpoint_is_405_with_allow_post() {
         let reply = client.exchange(request).await;
         assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{label}");
         // With the Model Context Protocol on (the default), `Allow` lists
-        // its methods too (MCP-DIALECT.md §1); `POST` alone for an MCP v1.0
+        // its methods too (docs/model-context.md §1); `POST` alone for an MCP v1.0
         // server: `allow_is_post_only_on_an_mcp_v1_server`.
         assert_eq!(reply.header("allow"), Some("GET, POST, DELETE"), "{label}");
     }
@@ -1105,7 +1105,7 @@ async fn max_connections_holds_further_connections_until_one_closes() {
     assert_eq!(result(&reply.json(), 2)["output"]["message"], "second");
 }
 
-/// MCP-DIALECT.md §1: only an `Accept` that lists `text/event-stream` by
+/// docs/model-context.md §1: only an `Accept` that lists `text/event-stream` by
 /// name makes a request Streamable HTTP; curl's default `*/*` is MCP v1.0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v1_exchange_with_curls_default_accept_stays_mcp_v1() {

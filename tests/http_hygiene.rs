@@ -1,4 +1,4 @@
-//! PROTOCOL.md §8, connection hygiene and who may connect, tried as a
+//! docs/mcp-v1.md §8, connection hygiene and who may connect, tried as a
 //! pooled client and a hostile one would, over raw TCP:
 //! - a response sent before its request's body was read either drains the
 //!   body and keeps the connection, or says `Connection: close` and closes

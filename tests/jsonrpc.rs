@@ -1,4 +1,4 @@
-//! PROTOCOL.md §1: JSON-RPC 2.0 message validation, id echoing,
+//! docs/mcp-v1.md §1: JSON-RPC 2.0 message validation, id echoing,
 //! notifications, reserved and unknown methods, responses and batches.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Limits (issue 5): each is enforced with the PROTOCOL.md error, and a
+//! Limits (issue 5): each is enforced with the docs/mcp-v1.md error, and a
 //! session that hits one does not disturb the other sessions of the server.
 //! (HTTP connection, header-read and idle limits: tests/http.rs.)
 

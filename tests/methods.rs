@@ -1,4 +1,4 @@
-//! PROTOCOL.md §4: the method results — `{"output": value}` for any JSON
+//! docs/mcp-v1.md §4: the method results — `{"output": value}` for any JSON
 //! value a tool returns, arguments checked against `inputSchema` before the
 //! tool runs, and the definitions exactly as the reference spells them.
 

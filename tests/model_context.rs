@@ -1,4 +1,4 @@
-//! The Model Context Protocol dialect (MCP-DIALECT.md §1–§4) over stdio,
+//! The Model Context Protocol dialect (docs/model-context.md §1–§4) over stdio,
 //! through the test client: dialect selection by the first byte, version
 //! negotiation and the handshake, every row of §3's mapping, pagination,
 //! logging, completion, subscriptions, cancellation without a reply, and

@@ -1,4 +1,4 @@
-//! Requests a tool sends to the client (MCP-DIALECT.md §3: elicitation,
+//! Requests a tool sends to the client (docs/model-context.md §3: elicitation,
 //! sampling, roots), over stdio through the test client: the round trips,
 //! the clear errors when they cannot be served, and never a hang — a time
 //! limit, a client that goes away, a session full of requests whose

@@ -1,4 +1,4 @@
-//! PROTOCOL.md §5: server notifications — `mcp/resourceDidChange` to every
+//! docs/mcp-v1.md §5: server notifications — `mcp/resourceDidChange` to every
 //! ready session, `$/logTrace` when trace is on — and `$/setTrace`.
 
 mod common;

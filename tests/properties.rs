@@ -1,6 +1,6 @@
 //! Property tests ("Prove it holds"): the stdio frame codec, the HTTP
 //! streaming-body splitter and whole stdio sessions, checked on generated
-//! inputs in arbitrary chunkings (PROTOCOL.md §1, §7, §8).
+//! inputs in arbitrary chunkings (docs/mcp-v1.md §1, §7, §8).
 //!
 //! Every property is deterministic given its proptest seed and fast: the
 //! case count is kept modest (`CASES`) so the file runs in a few seconds.
@@ -232,7 +232,7 @@ proptest! {
     }
 
     /// A frame over the limit is reported with its declared size and
-    /// skipped; the frames around it are intact (PROTOCOL.md §7).
+    /// skipped; the frames around it are intact (docs/mcp-v1.md §7).
     #[test]
     fn frame_codec_skips_oversize_frames_exactly(
         bodies in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..400), 1..6),
@@ -568,7 +568,7 @@ proptest! {
     /// Any bytes into a session that starts with `{` or `[` on a server of
     /// both dialects: the Model Context Protocol over newline-delimited
     /// JSON, so the output is only lines of compact JSON-RPC, and
-    /// `serve_io` returns `Ok` (MCP-DIALECT.md §1, §4).
+    /// `serve_io` returns `Ok` (docs/model-context.md §1, §4).
     #[test]
     fn ndjson_any_input_yields_only_json_lines(
         blanks in prop::sample::select(vec!["", " ", "\r\n", "\n\t "]),
@@ -599,7 +599,7 @@ proptest! {
     /// After garbage and a blank line, the reader resynchronises at the next
     /// `Content-Length` header: every valid request framed after it is
     /// answered with its result, and the garbage gets nothing but `-32700`
-    /// errors with id null (PROTOCOL.md §7).
+    /// errors with id null (docs/mcp-v1.md §7).
     #[test]
     fn stdio_requests_after_garbage_are_served(
         rounds in prop::collection::vec((garbage(), any::<bool>(), text()), 1..6),

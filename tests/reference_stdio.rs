@@ -1,4 +1,4 @@
-//! PROTOCOL.md §7 end to end: the built `reference` example as a process,
+//! docs/mcp-v1.md §7 end to end: the built `reference` example as a process,
 //! fed a whole session on stdin. stdout must be nothing but exact frames,
 //! stderr must carry no frame, and the process exits 0 at stdin EOF.
 //!

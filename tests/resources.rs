@@ -1,4 +1,4 @@
-//! Resources and prompts with dynamic content (issue 4, PROTOCOL.md §4/§5):
+//! Resources and prompts with dynamic content (issue 4, docs/mcp-v1.md §4/§5):
 //! content read at each listing, updates that announce themselves, files
 //! with media types from their extension, prompt templates.
 

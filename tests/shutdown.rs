@@ -1,5 +1,5 @@
 //! Shutdown without loss (issue 5): once shutdown begins, requests that
-//! arrive are answered `-32005` (PROTOCOL.md §2), requests in flight finish
+//! arrive are answered `-32005` (docs/mcp-v1.md §2), requests in flight finish
 //! within the grace period (or are stopped and answered `-32005`), every
 //! reply is written, and the serving call returns.
 

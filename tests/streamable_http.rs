@@ -1,5 +1,5 @@
 //! Streamable HTTP, the Model Context Protocol's HTTP transport
-//! (MCP-DIALECT.md §1 and §5, transports.mdx of the 2025-11-25 revision),
+//! (docs/model-context.md §1 and §5, transports.mdx of the 2025-11-25 revision),
 //! against a real HTTP/1.1 client over loopback sockets: sessions, the
 //! `Accept` and version rules, JSON or SSE answers, the `GET` stream,
 //! `DELETE`, cancellation, elicitation, limits, dialect selection on the
@@ -804,7 +804,7 @@ async fn a_subscribed_resource_update_arrives_on_the_get_stream() {
 
 #[tokio::test]
 async fn without_a_get_stream_a_change_a_request_causes_goes_on_its_own_stream_before_the_reply() {
-    // MCP-DIALECT.md §5: the GET stream when one is open; else the stream
+    // docs/model-context.md §5: the GET stream when one is open; else the stream
     // of the request that caused it.
     let server = McServer::default().await;
     let session = server.session().await;
@@ -1103,7 +1103,7 @@ async fn one_endpoint_serves_v1_exchanges_and_classifies_model_context_bodies() 
     assert_eq!(
         no_accept.status,
         StatusCode::NOT_ACCEPTABLE,
-        "MCP-DIALECT §1: Accept (406) before session id (400): {no_accept:?}"
+        "docs/model-context.md §1: Accept (406) before session id (400): {no_accept:?}"
     );
 
     let no_session = server

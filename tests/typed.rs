@@ -1,6 +1,6 @@
 //! Typed tools (issue 4): schemas derived from `examples/typed.rs`'s types,
 //! doc comments as descriptions, optional fields not required, bad
-//! arguments refused with the PROTOCOL.md §2 texts, cancellation seen by a
+//! arguments refused with the docs/mcp-v1.md §2 texts, cancellation seen by a
 //! typed tool.
 
 #[allow(dead_code)]

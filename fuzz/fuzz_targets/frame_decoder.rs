@@ -1,5 +1,5 @@
 //! Arbitrary bytes, in arbitrary chunks, through the stdio `FrameCodec`
-//! (PROTOCOL.md §7). Invariants:
+//! (docs/mcp-v1.md §7). Invariants:
 //! - decoding never fails, never panics, and never yields without consuming
 //!   input (so it terminates; libFuzzer's -timeout catches a loop inside
 //!   one `decode` call);

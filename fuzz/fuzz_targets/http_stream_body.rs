@@ -1,5 +1,5 @@
 //! Arbitrary bytes, in arbitrary chunks, through `JsonStreamDecoder`, the
-//! splitter of HTTP streaming-session bodies (PROTOCOL.md §8). Invariants:
+//! splitter of HTTP streaming-session bodies (docs/mcp-v1.md §8). Invariants:
 //! - decoding never fails, never panics, and never yields without consuming
 //!   input (so it terminates);
 //! - no message is over the limit or empty, and an oversize report always

@@ -3,7 +3,7 @@
 //! runtime), with a server holding one echo tool. Invariants:
 //! - the output is nothing but `Content-Length: N\r\n\r\n` + N bytes of
 //!   compact JSON, each a JSON-RPC response, notification or batch of
-//!   responses (PROTOCOL.md §1, §7);
+//!   responses (docs/mcp-v1.md §1, §7);
 //! - the server reads all of its input, the session ends after the input
 //!   ends (within 10 s: a hang guard), nothing panics, `serve_io` is `Ok`.
 #![no_main]

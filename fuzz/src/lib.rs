@@ -1,7 +1,7 @@
 //! Shared pieces of the fuzz targets: how an input is read as a
 //! configuration, a chunking and a byte stream, a chunked decoding driver
 //! that checks the decoders' resource invariants, and a checker for stdio
-//! output (PROTOCOL.md §7: nothing but `Content-Length: N\r\n\r\n` + N bytes
+//! output (docs/mcp-v1.md §7: nothing but `Content-Length: N\r\n\r\n` + N bytes
 //! of compact JSON-RPC).
 //!
 //! Input layout (every target):

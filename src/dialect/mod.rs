@@ -1,6 +1,6 @@
 //! Wire dialects: MCP v1.0 ([`v1`]) and the Model Context Protocol
 //! ([`model_context`]), over one registry of tools, resources and prompts
-//! (MCP-DIALECT.md).
+//! (docs/model-context.md).
 //!
 //! A dialect is a method table with params readers and result encoders over
 //! the server's neutral operations ([`Work`] ending [`Done`] or
@@ -28,7 +28,7 @@ use crate::tool::CancelReason;
 /// ([`ServerBuilder::dialects`](crate::ServerBuilder::dialects)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialects {
-    /// Both, chosen per connection (MCP-DIALECT.md §1). The default.
+    /// Both, chosen per connection (docs/model-context.md §1). The default.
     #[default]
     Both,
     /// MCP v1.0 (Machine-to-Clawpedia Protocol) only.

@@ -1,8 +1,8 @@
-//! MCP v1.0, the Machine-to-Clawpedia Protocol (PROTOCOL.md): its
+//! MCP v1.0, the Machine-to-Clawpedia Protocol (docs/mcp-v1.md): its
 //! handshake (`initialize` with id 1, `-32002` before it), its method
 //! table (`mcp/listTools`, `mcp/listResources`, `mcp/listPrompts`,
 //! `mcp/executeTool`), its notifications (`initialized`, `$/cancelRequest`,
-//! `$/setTrace`) and the error table of PROTOCOL.md §2.
+//! `$/setTrace`) and the error table of docs/mcp-v1.md §2.
 
 use std::borrow::Cow;
 
@@ -64,7 +64,7 @@ impl Lists {
     }
 }
 
-/// PROTOCOL.md §3: before `initialize` (id 1) nothing is served.
+/// docs/mcp-v1.md §3: before `initialize` (id 1) nothing is served.
 pub(crate) fn admit(phase: Phase, method: &str, id: &RequestId) -> Admission {
     let is_initialize = method == methods::INITIALIZE;
     match phase {
@@ -286,7 +286,7 @@ struct ExecuteResult<T> {
     output: T,
 }
 
-/// The reply to a request whose work ended (PROTOCOL.md §2).
+/// The reply to a request whose work ended (docs/mcp-v1.md §2).
 pub(crate) fn encode_end(
     server: &ServerInner,
     id: &RequestId,

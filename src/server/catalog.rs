@@ -89,8 +89,8 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    /// Checks every item (PROTOCOL.md §6: absolute, unique mcpIds; valid
-    /// schemas, the input schema an object schema; MCP-DIALECT.md §3 when
+    /// Checks every item (docs/mcp-v1.md §6: absolute, unique mcpIds; valid
+    /// schemas, the input schema an object schema; docs/model-context.md §3 when
     /// `model_context` is on: tool names `[A-Za-z0-9_.-]{1,128}`, unique
     /// tool, prompt and template names) and compiles the schemas.
     pub(crate) fn build(
@@ -243,7 +243,7 @@ impl Catalog {
     }
 }
 
-/// PROTOCOL.md §6: an mcpId is an absolute URI, unique within its kind.
+/// docs/mcp-v1.md §6: an mcpId is an absolute URI, unique within its kind.
 fn check_id(kind: &'static str, mcp_id: &str, taken: bool) -> Result<(), BuildError> {
     if !is_absolute_uri(mcp_id) {
         return Err(BuildError::MalformedMcpId {
@@ -260,7 +260,7 @@ fn check_id(kind: &'static str, mcp_id: &str, taken: bool) -> Result<(), BuildEr
     Ok(())
 }
 
-/// MCP-DIALECT.md §3: a tool name is `[A-Za-z0-9_.-]{1,128}`, unique.
+/// docs/model-context.md §3: a tool name is `[A-Za-z0-9_.-]{1,128}`, unique.
 fn check_tool_name(name: &str, taken: bool) -> Result<(), BuildError> {
     let problem = if name.is_empty() || name.len() > 128 {
         Some("must be 1 to 128 characters long (the Model Context Protocol's rule)")

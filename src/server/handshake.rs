@@ -1,4 +1,4 @@
-//! The session state machine of PROTOCOL.md §3 (and its twin in the Model
+//! The session state machine of docs/mcp-v1.md §3 (and its twin in the Model
 //! Context Protocol), pure: no I/O, no clock. Which requests each phase
 //! lets through is the dialect's rule (`dialect::*::admit`).
 

@@ -107,7 +107,7 @@ impl Job {
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(server);
         // A change a tool of this session fires goes on the request's
-        // stream (MCP-DIALECT.md §5): capture it, when the session could
+        // stream (docs/model-context.md §5): capture it, when the session could
         // want it at all.
         let cause = (shared.dialect.captures_causes() && !shared.subscriptions.is_empty())
             .then(|| Cause::new(shared.push_number()));

@@ -40,11 +40,11 @@ use crate::resource::Resource;
 use crate::template::ResourceTemplate;
 use crate::tool::Tool;
 
-/// The default size limit of one message: 4 MiB (PROTOCOL.md §2, `-32006`).
+/// The default size limit of one message: 4 MiB (docs/mcp-v1.md §2, `-32006`).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// The default limit of one stdio frame header block: 8 KiB.
 pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
-/// The default number of requests in flight per session (PROTOCOL.md §1).
+/// The default number of requests in flight per session (docs/mcp-v1.md §1).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default time limit of one tool execution: 5 minutes (`-32004` past it).
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
@@ -357,7 +357,7 @@ impl ServerBuilder {
     }
 
     /// Which wire dialects the server speaks (default: both, chosen per
-    /// connection — MCP-DIALECT.md §1).
+    /// connection — docs/model-context.md §1).
     pub fn dialects(mut self, dialects: Dialects) -> Self {
         self.dialects = dialects;
         self
@@ -444,9 +444,9 @@ impl ServerBuilder {
         self.handle.clone()
     }
 
-    /// Checks every item (PROTOCOL.md §6: absolute, unique mcpIds; valid
+    /// Checks every item (docs/mcp-v1.md §6: absolute, unique mcpIds; valid
     /// schemas, the input schema an object schema; with the Model Context
-    /// Protocol on, MCP-DIALECT.md §3: valid, unique tool names and unique
+    /// Protocol on, docs/model-context.md §3: valid, unique tool names and unique
     /// prompt names), compiles the schemas and serialises the fixed lists
     /// of each dialect once.
     pub fn build(self) -> Result<Server, BuildError> {

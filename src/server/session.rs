@@ -1,14 +1,14 @@
 //! One session: reads messages from a transport's input stream, runs the
 //! handshake, serves requests concurrently and writes every outgoing message
 //! to the transport's [`Outbox`] — a channel (HTTP) or a queue of frames
-//! (stdio) (PROTOCOL.md §1, §3, §5).
+//! (stdio) (docs/mcp-v1.md §1, §3, §5).
 //!
 //! Concurrency: a request that needs async work is polled once on the
 //! session's reader — most tools finish then, at no cost — and otherwise
 //! (or when its tool [may block](crate::Tool::may_block)) runs on in a task
 //! of its own ([`Job`]); replies go out in completion order. At most
 //! `max_in_flight` requests run at once. A request read while every slot is
-//! taken is *parked* (read-ahead, PROTOCOL.md §1): the session keeps reading
+//! taken is *parked* (read-ahead, docs/mcp-v1.md §1): the session keeps reading
 //! while it holds fewer than [`MAX_PARKED`] parked requests and less than one
 //! message limit of their bytes, so that notifications — `$/cancelRequest`
 //! above all — take effect at once; parked requests start in order as slots
@@ -40,7 +40,7 @@ use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
 use crate::tool::CancelReason;
 
 /// How many requests a full session holds parked (read but not started)
-/// before it stops reading (PROTOCOL.md §1).
+/// before it stops reading (docs/mcp-v1.md §1).
 pub const MAX_PARKED: usize = 64;
 
 /// One unit of input from a transport.

@@ -1,5 +1,5 @@
 //! JSON Schema validation of tool arguments and outputs, with validators
-//! compiled once at build time and the error texts of PROTOCOL.md §2.
+//! compiled once at build time and the error texts of docs/mcp-v1.md §2.
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{ValidationError, Validator};
@@ -48,7 +48,7 @@ pub(crate) fn require_object_schema(mcp_id: &str, schema: &Value) -> Result<(), 
 }
 
 /// Validates a tool's `arguments`: when they fail, the exact text of
-/// PROTOCOL.md §2 (answered `-32602` in MCP v1.0).
+/// docs/mcp-v1.md §2 (answered `-32602` in MCP v1.0).
 pub(crate) fn check_arguments(
     validator: &Validator,
     arguments: &Value,

@@ -1,7 +1,7 @@
-//! The stdio frame codec (PROTOCOL.md §7): `Content-Length` framing as a
+//! The stdio frame codec (docs/mcp-v1.md §7): `Content-Length` framing as a
 //! tokio-util [`Decoder`]/[`Encoder`], a state machine without I/O.
 //!
-//! Decoding is tolerant where PROTOCOL.md asks for it: header names are
+//! Decoding is tolerant where docs/mcp-v1.md asks for it: header names are
 //! case-insensitive, `Content-Type` may be any `application/json` or
 //! `application/vscode-jsonrpc` variant (with `charset=utf-8`), other headers
 //! are ignored, and a bare `\n` may end a line. Bad input never stops the

@@ -1,4 +1,4 @@
-//! Splits a byte stream into JSON values (PROTOCOL.md §8, streaming
+//! Splits a byte stream into JSON values (docs/mcp-v1.md §8, streaming
 //! sessions): newline-separated compact values, pretty-printed values, or
 //! values back to back, arriving in chunks of any size.
 //!

@@ -1,4 +1,4 @@
-//! Newline-delimited JSON (MCP-DIALECT.md §4), the Model Context
+//! Newline-delimited JSON (docs/model-context.md §4), the Model Context
 //! Protocol's stdio framing: one message per line, UTF-8, ending `\n` (a
 //! trailing `\r` is accepted), blank lines skipped. A line over the size
 //! limit is skipped as it streams past, never buffered, and reported once as

@@ -1,7 +1,7 @@
 //! The stdio transport over any `AsyncRead` + `AsyncWrite` pair — the
 //! process's stdin and stdout, or an in-memory pipe in tests: MCP v1.0's
-//! `Content-Length` frames (PROTOCOL.md §7) or the Model Context
-//! Protocol's newline-delimited JSON (MCP-DIALECT.md §4), chosen by the
+//! `Content-Length` frames (docs/mcp-v1.md §7) or the Model Context
+//! Protocol's newline-delimited JSON (docs/model-context.md §4), chosen by the
 //! first byte the client sends.
 
 use std::future::Future;
@@ -126,7 +126,7 @@ impl Server {
     /// Serves one session; `output_gone` completes when the transport learns
     /// that nobody reads `writer` any more (before a write fails). The
     /// session's dialect — and so its framing — follows from the first
-    /// non-blank byte (MCP-DIALECT.md §1): `{` or `[` is the Model Context
+    /// non-blank byte (docs/model-context.md §1): `{` or `[` is the Model Context
     /// Protocol (newline-delimited JSON), anything else MCP v1.0
     /// (`Content-Length` frames).
     async fn serve_framed<R, W>(

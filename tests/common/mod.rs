@@ -1,6 +1,6 @@
 //! Shared fixtures for the integration tests: a server with one tool per
 //! behaviour under test, a probe that lets a test see (and hold) what the
-//! tools do, a strict raw-bytes client, and the PROTOCOL.md §2 table.
+//! tools do, a strict raw-bytes client, and the docs/mcp-v1.md §2 table.
 //!
 //! Each `tests/*.rs` file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
@@ -374,7 +374,7 @@ pub fn execute(id: Value, mcp_id: &str, arguments: Value) -> Value {
     )
 }
 
-/// The `message` PROTOCOL.md §2 gives each code (spelled here, not taken
+/// The `message` docs/mcp-v1.md §2 gives each code (spelled here, not taken
 /// from the crate, so the test checks the crate against the table).
 pub fn table_message(code: i64) -> &'static str {
     match code {

@@ -1,8 +1,8 @@
 //! The checker of stdio output shared by the property tests
 //! (tests/properties.rs) and the fuzz targets (fuzz/src/lib.rs), which
-//! include this file by path: PROTOCOL.md §7, nothing but
+//! include this file by path: docs/mcp-v1.md §7, nothing but
 //! `Content-Length: N\r\n\r\n` + N bytes of compact JSON-RPC; and
-//! MCP-DIALECT.md §4, nothing but lines of compact JSON-RPC.
+//! docs/model-context.md §4, nothing but lines of compact JSON-RPC.
 
 use std::collections::BTreeMap;
 

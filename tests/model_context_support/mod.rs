@@ -1,5 +1,5 @@
 //! Fixtures for the Model Context Protocol tests: a server with one item per
-//! behaviour of MCP-DIALECT.md §3, and a probe that lets a test see (and
+//! behaviour of docs/model-context.md §3, and a probe that lets a test see (and
 //! hold) what the tools do.
 #![allow(dead_code)]
 

@@ -1,9 +1,9 @@
 //! The Model Context Protocol (modelcontextprotocol.io), revisions of the
-//! 2025-11-25 family (MCP-DIALECT.md): `initialize` with version
+//! 2025-11-25 family (docs/model-context.md): `initialize` with version
 //! negotiation, `ping`, tools, resources (with templates and
 //! subscriptions), prompts with arguments, completion, logging, progress
 //! and cancellation; lists paginated with checked cursors. Errors follow
-//! the profile's §3 mapping: a tool's failure is a result with `isError`,
+//! the mapping of docs/model-context.md §3: a tool's failure is a result with `isError`,
 //! a cancelled request gets no response at all.
 
 mod cursor;
@@ -79,7 +79,7 @@ pub(crate) fn supported_over_http(version: &str) -> bool {
 }
 
 /// Whether the first message of a body is this protocol's, by its method
-/// (MCP-DIALECT.md §1): every name of the table and any `notifications/…`.
+/// (docs/model-context.md §1): every name of the table and any `notifications/…`.
 #[cfg(feature = "http")]
 pub(crate) fn is_method(method: &str) -> bool {
     [
@@ -245,7 +245,7 @@ impl<T: Serialize> Serialize for Page<'_, T> {
     }
 }
 
-/// Before `initialize` only `ping` is served (MCP-DIALECT.md §2).
+/// Before `initialize` only `ping` is served (docs/model-context.md §2).
 pub(crate) fn admit(phase: Phase, method: &str) -> Admission {
     let is_initialize = method == methods::INITIALIZE;
     match phase {
@@ -576,7 +576,7 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
     }
 }
 
-/// The reply to a request whose work ended (MCP-DIALECT.md §3), or none
+/// The reply to a request whose work ended (docs/model-context.md §3), or none
 /// for a cancelled one.
 pub(crate) fn encode_end(
     server: &ServerInner,

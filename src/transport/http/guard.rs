@@ -1,4 +1,4 @@
-//! Who may use the endpoint (PROTOCOL.md §8): the `Host` and `Origin`
+//! Who may use the endpoint (docs/mcp-v1.md §8): the `Host` and `Origin`
 //! headers — parsed as a browser parses them, so that a name that only
 //! looks like loopback (`http://127.0.0.1:80@evil.com`,
 //! `http://[::1].evil.com`) is not taken for it — and the bearer token.

@@ -1,9 +1,9 @@
-//! The HTTP/1.1 transport on hyper (PROTOCOL.md §8): `POST /mcp` as a
+//! The HTTP/1.1 transport on hyper (docs/mcp-v1.md §8): `POST /mcp` as a
 //! single exchange or a streaming session, as a hyper service to mount in
 //! an existing app ([`McpService`]) or a standalone server
 //! ([`Server::serve_http`]).
 //!
-//! Both dialects share the endpoint (MCP-DIALECT.md §1): a request whose
+//! Both dialects share the endpoint (docs/model-context.md §1): a request whose
 //! headers or first message are the Model Context Protocol's is served as
 //! Streamable HTTP, any other as MCP v1.0.
 //!
@@ -348,7 +348,7 @@ impl McpService {
         self.respond(request).await
     }
 
-    /// Answers one HTTP request (PROTOCOL.md §8, MCP-DIALECT.md §5): for an
+    /// Answers one HTTP request (docs/mcp-v1.md §8, docs/model-context.md §5): for an
     /// application that routes requests itself and hands this endpoint's to
     /// it. (In a tower-based app such as axum, mount the service itself:
     /// it is a tower `Service`.)

@@ -1,5 +1,5 @@
 //! The Model Context Protocol's sessions over Streamable HTTP
-//! (MCP-DIALECT.md §5): each is a core session fed by the POSTs that carry
+//! (docs/model-context.md §5): each is a core session fed by the POSTs that carry
 //! its id, and a router that puts every message the session writes on
 //! exactly one stream — the reply (and what came before it) on its
 //! request's response, messages of no request on the `GET` stream, or

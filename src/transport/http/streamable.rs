@@ -1,5 +1,5 @@
 //! Streamable HTTP, the Model Context Protocol's HTTP transport
-//! (MCP-DIALECT.md §5), on the same endpoint as MCP v1.0: which dialect a
+//! (docs/model-context.md §5), on the same endpoint as MCP v1.0: which dialect a
 //! request speaks follows from its headers and its first message (§1).
 //!
 //! - `POST`: one message. A request is answered `application/json` when its
@@ -37,7 +37,7 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-versi
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
 /// Whether a request's headers say it speaks the Model Context Protocol
-/// (MCP-DIALECT.md §1): a session id, a protocol version or a method
+/// (docs/model-context.md §1): a session id, a protocol version or a method
 /// header, or an `Accept` that lists `text/event-stream` by name (a
 /// wildcard such as curl's `*/*` does not).
 pub(super) fn by_headers(parts: &Parts) -> bool {

@@ -1,4 +1,4 @@
-//! MCP v1.0 over HTTP (PROTOCOL.md §8): a `POST` whose first message is
+//! MCP v1.0 over HTTP (docs/mcp-v1.md §8): a `POST` whose first message is
 //! `initialize` opens a streaming session; any other is a single exchange.
 
 use std::pin::Pin;
@@ -27,7 +27,7 @@ const OUTBOX: usize = 256;
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
     /// as Streamable HTTP (the request's headers, or its first message, are
-    /// the Model Context Protocol's: `streamable` or MCP-DIALECT.md §1), an
+    /// the Model Context Protocol's: `streamable` or docs/model-context.md §1), an
     /// MCP v1.0 streaming session (first message `initialize`) or a single
     /// exchange. The body is read whole but for a streaming session: within
     /// the body timeout in all, stalling no longer than the header-read
@@ -177,7 +177,7 @@ impl McpService {
 
     /// A single exchange: one JSON value, an implicit initialized session,
     /// one JSON reply (or 202 for notifications only) — unless its message
-    /// is the Model Context Protocol's (MCP-DIALECT.md §1), read from the
+    /// is the Model Context Protocol's (docs/model-context.md §1), read from the
     /// same parse the session then serves.
     async fn single(
         &self,
@@ -340,7 +340,7 @@ fn unreadable(error: &impl std::fmt::Display) -> Response<McpBody> {
 }
 
 /// Whether a parsed body's (first) message is a method of the Model
-/// Context Protocol (MCP-DIALECT.md §1).
+/// Context Protocol (docs/model-context.md §1).
 fn speaks_model_context(parsed: &Parsed<'_>) -> bool {
     let ours = |m: &Incoming<'_>| match m {
         Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
