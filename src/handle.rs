@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-
 /// A cloneable handle to a server, for announcing changes to every ready
 /// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
 /// or from anywhere else in the program ([`Server::handle`](crate::Server::handle)).

@@ -57,8 +57,8 @@ use serde_json::Value;
 
 use crate::content::{ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
-use crate::protocol::ToolDefinition;
 use crate::handle::ServerHandle;
+use crate::protocol::ToolDefinition;
 use crate::state::{State, StateType};
 use crate::tool::{CallFailure, Calling, LazyContext, Sealed, Tool, ToolContext};
 

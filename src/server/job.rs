@@ -17,9 +17,9 @@ use tracing::Instrument;
 
 use super::ServerInner;
 use super::operation::{self, Arguments, Done, Failure, Work};
-use crate::handle::Cause;
 use super::shared::Shared;
 use crate::dialect::{Ended, JobInfo};
+use crate::handle::Cause;
 use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
 

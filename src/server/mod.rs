@@ -18,10 +18,10 @@ mod validate;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::handle::ServerHandle;
 pub(crate) use catalog::{Catalog, CompletionRef};
 pub(crate) use handshake::Phase;
 pub(crate) use operation::{Arguments, Done, Failure, Work};
-pub use crate::handle::ServerHandle;
 use session::Alone;
 pub(crate) use session::Session;
 #[cfg(feature = "http")]

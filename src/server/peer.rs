@@ -269,7 +269,8 @@ impl ClientLink for Link {
     }
 
     fn logs(&self, level: LogLevel) -> bool {
-        self.model_context().is_some_and(|shared| shared.logs(level))
+        self.model_context()
+            .is_some_and(|shared| shared.logs(level))
     }
 
     async fn log(&self, related: &RequestId, level: LogLevel, data: Box<RawValue>) {

@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 
 use super::outbox::Outbox;
 use super::peer::Peer;
-use crate::handle::Subscription;
 use super::slots::Slots;
 use super::{IdHasher, ServerInner};
 use crate::client::LogLevel;
 use crate::dialect::Dialect;
+use crate::handle::Subscription;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::protocol::{LogTraceParams, TraceValue, methods};
 use crate::tool::{CancelReason, Cancellation};

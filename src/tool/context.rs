@@ -307,7 +307,12 @@ impl ToolContext {
         let link = self.link_for(ClientRequest::Elicit)?;
         let params = to_raw(&form.params()?)?;
         let answer = link
-            .ask(&self.request_id, ClientRequest::Elicit, params, &self.cancel)
+            .ask(
+                &self.request_id,
+                ClientRequest::Elicit,
+                params,
+                &self.cancel,
+            )
             .await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
@@ -320,7 +325,12 @@ impl ToolContext {
         let link = self.link_for(ClientRequest::Sample)?;
         let params = to_raw(&request)?;
         let answer = link
-            .ask(&self.request_id, ClientRequest::Sample, params, &self.cancel)
+            .ask(
+                &self.request_id,
+                ClientRequest::Sample,
+                params,
+                &self.cancel,
+            )
             .await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
@@ -333,7 +343,12 @@ impl ToolContext {
         let link = self.link_for(ClientRequest::ListRoots)?;
         let params = to_raw(&serde_json::json!({}))?;
         let answer = link
-            .ask(&self.request_id, ClientRequest::ListRoots, params, &self.cancel)
+            .ask(
+                &self.request_id,
+                ClientRequest::ListRoots,
+                params,
+                &self.cancel,
+            )
             .await?;
         #[derive(serde::Deserialize)]
         struct Roots {
@@ -432,4 +447,3 @@ impl Cancellation {
         notified.await;
     }
 }
-

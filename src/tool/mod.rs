@@ -15,8 +15,8 @@ use crate::protocol::ToolDefinition;
 
 mod context;
 
-pub use context::{Cancellation, ToolContext};
 pub(crate) use context::{CancelReason, ClientLink, ClientRequest, ContextSource, LazyContext};
+pub use context::{Cancellation, ToolContext};
 
 /// A tool that clients run (`mcp/executeTool` in MCP v1.0, `tools/call` in
 /// the Model Context Protocol, where it is called by its `name`).
