@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::content::Content;
-use crate::prompt::MessageRole;
+use crate::content::MessageRole;
 
 /// The severity of a log line (RFC 5424's, as `schema.ts` names them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -525,6 +525,26 @@ impl From<Vec<Content>> for ToolOutput {
     }
 }
 
+/// Who speaks a prompt message. The Model Context Protocol has no system
+/// role: a [`Role::System`](crate::protocol::Role::System) prompt is sent as a `user` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    /// The user.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+impl From<crate::protocol::Role> for MessageRole {
+    fn from(role: crate::protocol::Role) -> Self {
+        match role {
+            crate::protocol::Role::Assistant => Self::Assistant,
+            crate::protocol::Role::User | crate::protocol::Role::System => Self::User,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

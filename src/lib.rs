@@ -52,12 +52,41 @@
 //!   and reads no more input past that.
 //! - A tool that panics is answered `-32603`; the session and server live on.
 //!
-//! ## Layout
-//! [`jsonrpc`] (messages and ids) ← [`protocol`] (the reference's types) ←
-//! [`server`] (builder, handshake, method table, sessions) ← [`transport`]
-//! (stdio framing, HTTP). The core is transport-agnostic: [`Server::serve_io`]
-//! runs a session over any byte stream, e.g. `tokio::io::duplex` in tests,
-//! and [`Server::handle_message`] serves one message without any.
+//! ## Layers
+//! The crate is built in layers, lowest first. A module may name modules of
+//! its own layer and of the layers before it, never one after it, and no
+//! two sibling modules name each other; `tests/layers.rs` reads this list
+//! and holds the code to it.
+//!
+//! 1. **wire** (`jsonrpc`, `error`, `json_cursor`, `id_hash`, `poll`,
+//!    `test_rng`): JSON-RPC 2.0 messages, ids, error objects and their
+//!    encoding; the one-pass readers of the hot path; a hasher for ids; a
+//!    stream adapter.
+//! 2. **model** (`protocol`, `content`, `client`, `state`): the shapes
+//!    items, results and client requests have, whoever speaks them.
+//! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
+//!    `completion`, `handle`): what a server author implements or builds —
+//!    tools and their [`ToolContext`], typed tools, resources, prompts —
+//!    and the [`ServerHandle`] they announce changes through.
+//! 4. **engine** (`server::catalog`, `server::validate`,
+//!    `server::operation`, `server::quick_check`, `dialect::arguments`):
+//!    the registry of compiled items, schema validation, and the neutral
+//!    operations every dialect maps onto.
+//! 5. **dialect** (`dialect`, `server::handshake`): each protocol as a
+//!    table of params readers and result encoders over the engine's
+//!    operations, its handshake and its error table.
+//! 6. **session** (`server::session`, `server::job`, `server::outbox`,
+//!    `server::peer`, `server::push`, `server::shared`, `server::slots`):
+//!    one connection's loop — read, dispatch, run, send — its in-flight
+//!    slots, its outbox and its requests to the client.
+//! 7. **server** (`server`): the [`ServerBuilder`] and the built [`Server`].
+//! 8. **transport** (`transport`): stdio framing and HTTP, adapters over
+//!    the session.
+//! 9. **extras** (`testing`, `logging`): a test client and a log set-up.
+//!
+//! The core is transport-agnostic: [`Server::serve_io`] runs a session over
+//! any byte stream, e.g. `tokio::io::duplex` in tests, and
+//! [`Server::handle_message`] serves one message without any.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -70,6 +99,7 @@ pub mod content;
 mod dialect;
 pub mod error;
 mod handle;
+mod id_hash;
 mod json_cursor;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]

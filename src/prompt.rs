@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::content::Content;
+pub use crate::content::MessageRole;
 use crate::error::{BuildError, ToolError};
 use crate::protocol::{PromptDefinition, Role};
 
@@ -43,26 +44,6 @@ impl PromptArgument {
         Self {
             required: false,
             ..Self::required(name, description)
-        }
-    }
-}
-
-/// Who speaks a prompt message. The Model Context Protocol has no system
-/// role: a [`Role::System`] prompt is sent as a `user` message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MessageRole {
-    /// The user.
-    User,
-    /// The assistant.
-    Assistant,
-}
-
-impl From<Role> for MessageRole {
-    fn from(role: Role) -> Self {
-        match role {
-            Role::Assistant => Self::Assistant,
-            Role::User | Role::System => Self::User,
         }
     }
 }

@@ -14,15 +14,123 @@ pub(crate) mod arguments;
 pub(crate) mod model_context;
 pub(crate) mod v1;
 
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use serde_json::Value;
 
 use serde_json::value::RawValue;
 
+use crate::client::LogLevel;
 use crate::error::RpcError;
+use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, ToolCall};
+use crate::protocol::ServerInfo;
 use crate::protocol::TraceValue;
-use crate::server::{Done, Failure, Phase, Shared, Subscriptions, Work};
+use crate::server::Catalog;
+use crate::server::{Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
+
+/// Limits that protect a server from its clients.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) max_message_size: usize,
+    pub(crate) max_header_size: usize,
+    pub(crate) max_in_flight: usize,
+    pub(crate) tool_time_limit: Option<Duration>,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) client_request_timeout: Duration,
+}
+
+/// Everything a session needs, immutable once built (but for the handle's
+/// session registry).
+pub(crate) struct ServerInner {
+    pub(crate) info: ServerInfo,
+    pub(crate) catalog: Catalog,
+    /// MCP v1.0's capabilities and lists, serialised once.
+    pub(crate) v1: v1::Lists,
+    /// The Model Context Protocol's capabilities and list pages,
+    /// serialised once.
+    pub(crate) model_context: model_context::Lists,
+    pub(crate) dialects: Dialects,
+    pub(crate) limits: Limits,
+    pub(crate) handle: ServerHandle,
+}
+
+/// Capabilities announced even without items of their kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Providers {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
+
+impl AsRef<Catalog> for ServerInner {
+    fn as_ref(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
+/// The client, as its `initialize` described it (Model Context Protocol).
+#[derive(Debug, Clone)]
+pub(crate) struct ClientInfo {
+    /// The negotiated protocol version.
+    pub(crate) version: &'static str,
+    /// The client's declared capabilities.
+    pub(crate) capabilities: Value,
+}
+
+/// The resources a Model Context Protocol client subscribed to, by URI.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
+
+impl Subscriptions {
+    /// Whether the client subscribed to nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Subscribes to, or unsubscribes from, a resource's updates.
+    pub(crate) fn set(&self, uri: &str, on: bool) {
+        let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if on {
+            uris.insert(uri.to_owned());
+        } else {
+            uris.remove(uri);
+        }
+    }
+
+    /// Whether the client subscribed to `uri`.
+    pub(crate) fn contains(&self, uri: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(uri)
+    }
+}
+
+/// What a dialect reads and changes of the session it serves; the session
+/// implements it. A dialect sees nothing else of a session.
+pub(crate) trait SessionState {
+    /// The built server.
+    fn server(&self) -> &ServerInner;
+    /// Whether the session runs over HTTP.
+    fn over_http(&self) -> bool;
+    /// The Model Context Protocol client, once initialized.
+    fn client(&self) -> Option<&ClientInfo>;
+    /// Records the client's `initialize` (the first one counts).
+    fn set_client(&self, client: ClientInfo);
+    /// MCP v1.0's trace level.
+    fn set_trace(&self, value: TraceValue);
+    /// The least severe log level sent to the client.
+    fn set_log_level(&self, level: LogLevel);
+    /// The resources the client subscribed to.
+    fn subscriptions(&self) -> &Subscriptions;
+}
 
 /// Which wire dialects a server speaks
 /// ([`ServerBuilder::dialects`](crate::ServerBuilder::dialects)).
@@ -133,7 +241,7 @@ impl Dialect {
     /// Answers `initialize`: `Ok` (the reply) when the handshake goes on.
     pub(crate) fn initialize(
         self,
-        session: &Shared,
+        session: &impl SessionState,
         id: &RequestId,
         params: Option<&RawValue>,
     ) -> Result<Vec<u8>, Vec<u8>> {
@@ -146,14 +254,14 @@ impl Dialect {
     /// Reads a request through the method table.
     pub(crate) fn route(
         self,
-        session: &Shared,
+        session: &impl SessionState,
         id: &RequestId,
         method: &str,
         params: Option<&RawValue>,
         call: Option<ToolCall<'_>>,
     ) -> Step {
         match self {
-            Self::McpV1 => v1::route(&session.server, id, method, params, call),
+            Self::McpV1 => v1::route(session.server(), id, method, params, call),
             Self::ModelContext => model_context::route(session, id, method, params, call),
         }
     }
@@ -170,14 +278,14 @@ impl Dialect {
     /// none (a request the Model Context Protocol client cancelled).
     pub(crate) fn encode_end(
         self,
-        session: &Shared,
+        session: &impl SessionState,
         id: &RequestId,
         ended: Ended,
         job: &JobInfo,
     ) -> Option<Vec<u8>> {
         match self {
-            Self::McpV1 => Some(v1::encode_end(&session.server, id, ended, job)),
-            Self::ModelContext => model_context::encode_end(&session.server, id, ended, job),
+            Self::McpV1 => Some(v1::encode_end(session.server(), id, ended, job)),
+            Self::ModelContext => model_context::encode_end(session.server(), id, ended, job),
         }
     }
 
@@ -216,7 +324,7 @@ impl Dialect {
     }
 
     /// Whether a batch (a JSON array of messages) may be served.
-    pub(crate) fn allows_batches(self, session: &Shared) -> bool {
+    pub(crate) fn allows_batches(self, session: &impl SessionState) -> bool {
         match self {
             Self::McpV1 => true,
             Self::ModelContext => model_context::allows_batches(session),
@@ -253,4 +361,12 @@ impl Dialect {
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
         v1::trace_name(work)
     }
+}
+
+/// Serialises a fixed value once. The protocol types always serialise.
+pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|e| {
+        tracing::error!("serialising a fixed list failed: {e}");
+        serde_json::value::RawValue::from_string("null".into()).unwrap_or_default()
+    })
 }

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 
 use super::arguments::{self, ArgumentsText};
 use super::{Admission, Control, Ended, JobInfo, Step};
+use super::{ServerInner, SessionState};
 use crate::content::StructuredJson;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
@@ -22,7 +23,7 @@ use crate::protocol::{
     ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
     TraceValue, methods,
 };
-use crate::server::{Arguments, Catalog, Done, Failure, Phase, ServerInner, Shared, Work};
+use crate::server::{Arguments, Catalog, Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
 
 /// MCP v1.0's capabilities and fixed lists, serialised once at build.
@@ -39,7 +40,7 @@ pub(crate) struct Lists {
 impl Lists {
     pub(crate) fn build(
         catalog: &Catalog,
-        providers: crate::server::Providers,
+        providers: crate::dialect::Providers,
         info: &ServerInfo,
     ) -> Self {
         let can_execute = providers.tools || !catalog.tools.is_empty();
@@ -53,13 +54,13 @@ impl Lists {
         let prompts: Vec<&PromptDefinition> =
             catalog.prompts.iter().map(|p| &p.definition).collect();
         Self {
-            initialize_result: crate::server::raw(&InitializeResult {
+            initialize_result: crate::dialect::raw(&InitializeResult {
                 capabilities: capabilities.clone(),
                 server_info: info.clone(),
             }),
             capabilities,
-            tool_list: crate::server::raw(&tools),
-            prompt_list: crate::server::raw(&prompts),
+            tool_list: crate::dialect::raw(&tools),
+            prompt_list: crate::dialect::raw(&prompts),
         }
     }
 }
@@ -89,7 +90,7 @@ pub(crate) fn admit(phase: Phase, method: &str, id: &RequestId) -> Admission {
 
 /// Answers `initialize`: `clientCapabilities` required, `trace` read.
 pub(crate) fn initialize(
-    session: &Shared,
+    session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
 ) -> Result<Vec<u8>, Vec<u8>> {
@@ -103,7 +104,7 @@ pub(crate) fn initialize(
     match parsed {
         Ok(params) => {
             session.set_trace(params.trace.unwrap_or(TraceValue::Off));
-            Ok(encode_result(id, &*session.server.v1.initialize_result))
+            Ok(encode_result(id, &*session.server().v1.initialize_result))
         }
         Err(why) => Err(encode_error(id, &RpcError::invalid_params(why))),
     }

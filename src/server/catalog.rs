@@ -11,9 +11,10 @@ use std::time::Duration;
 use jsonschema::Validator;
 
 use super::quick_check::QuickCheck;
-use super::{IdHasher, validate};
+use super::validate;
 use crate::completion::Complete;
 use crate::error::BuildError;
+use crate::id_hash::IdHasher;
 use crate::prompt::{Prompt, PromptArgument};
 use crate::protocol::{PromptDefinition, ToolDefinition};
 use crate::resource::{Resource, ResourceInfo};

@@ -102,10 +102,10 @@ impl Job {
         let server = &shared.server;
         let info = JobInfo {
             tool: work.tool_index(),
-            limit: work.time_limit(server),
+            limit: work.time_limit(&server.catalog),
         };
         let method = shared.dialect.trace_name(&work);
-        let may_block = work.may_block(server);
+        let may_block = work.may_block(&server.catalog);
         // A change a tool of this session fires goes on the request's
         // stream (docs/model-context.md §5): capture it, when the session could
         // want it at all.

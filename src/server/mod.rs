@@ -29,10 +29,11 @@ pub(crate) use session::{Beside, beside};
 pub use session::{Input, MAX_PARKED};
 #[cfg(feature = "http")]
 pub(crate) use shared::About;
-pub(crate) use shared::{ClientInfo, Outgoing, Shared, Subscriptions};
+pub(crate) use shared::{Outgoing, Shared};
 
 use crate::completion::Complete;
 use crate::dialect::{Dialect, Dialects, model_context, v1};
+pub(crate) use crate::dialect::{Limits, Providers, ServerInner};
 use crate::error::BuildError;
 use crate::prompt::Prompt;
 use crate::protocol::{ServerCapabilities, ServerInfo};
@@ -186,40 +187,6 @@ async fn only_reply(mut replies: tokio::sync::mpsc::Receiver<Outgoing>) -> Optio
         );
     }
     reply
-}
-
-/// Limits that protect a server from its clients.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub(crate) max_message_size: usize,
-    pub(crate) max_header_size: usize,
-    pub(crate) max_in_flight: usize,
-    pub(crate) tool_time_limit: Option<Duration>,
-    pub(crate) shutdown_grace: Duration,
-    pub(crate) client_request_timeout: Duration,
-}
-
-/// Everything a session needs, immutable once built (but for the handle's
-/// session registry).
-pub(crate) struct ServerInner {
-    pub(crate) info: ServerInfo,
-    pub(crate) catalog: Catalog,
-    /// MCP v1.0's capabilities and lists, serialised once.
-    pub(crate) v1: v1::Lists,
-    /// The Model Context Protocol's capabilities and list pages,
-    /// serialised once.
-    pub(crate) model_context: model_context::Lists,
-    pub(crate) dialects: Dialects,
-    pub(crate) limits: Limits,
-    pub(crate) handle: ServerHandle,
-}
-
-/// Capabilities announced even without items of their kind.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Providers {
-    pub(crate) tools: bool,
-    pub(crate) resources: bool,
-    pub(crate) prompts: bool,
 }
 
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a
@@ -496,66 +463,6 @@ impl ServerBuilder {
     }
 }
 
-/// A fast hasher for the short keys of the hot path (mcpIds, request ids),
-/// which come from the server's own registrations or from one client's own
-/// session, so flooding one bucket only slows that client. It reads eight
-/// bytes at a step (an mcpId is some 40), multiplying as FxHash does, and
-/// mixes the sum at the end (MurmurHash3's finaliser) so that every byte
-/// reaches the low bits that pick a bucket.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct IdHasher;
-
-impl std::hash::BuildHasher for IdHasher {
-    type Hasher = IdHash;
-
-    fn build_hasher(&self) -> IdHash {
-        IdHash(0)
-    }
-}
-
-/// The state of [`IdHasher`].
-pub(crate) struct IdHash(u64);
-
-impl IdHash {
-    const K: u64 = 0xf135_7aea_2e62_a9c5;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0 ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl std::hash::Hasher for IdHash {
-    fn finish(&self) -> u64 {
-        // MurmurHash3's finaliser.
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^ (h >> 33)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            self.add(<[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            // The length tells `"a"` from `"a\0"`.
-            self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
-        }
-    }
-}
-
-/// Serialises a fixed value once. The protocol types always serialise.
-pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawValue> {
-    serde_json::value::to_raw_value(value).unwrap_or_else(|e| {
-        tracing::error!("serialising a fixed list failed: {e}");
-        serde_json::value::RawValue::from_string("null".into()).unwrap_or_default()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,26 +512,6 @@ mod tests {
         json!({"jsonrpc": "2.0", "id": id, "method": "mcp/executeTool",
                "params": {"id": format!("mcp://test/tools/{tool}:v1"), "arguments": {}}})
         .to_string()
-    }
-
-    /// Keys that differ in any one byte, anywhere, land apart.
-    #[test]
-    fn id_hashes_differ_in_every_byte_and_length() {
-        use std::hash::BuildHasher;
-        let base = "mcp://clawmcp/examples/tools/echo:v1".as_bytes().to_vec();
-        let mut seen = std::collections::HashSet::new();
-        assert!(seen.insert(IdHasher.hash_one(&base)));
-        for i in 0..base.len() {
-            let mut key = base.clone();
-            key[i] ^= 1;
-            assert!(seen.insert(IdHasher.hash_one(&key)), "byte {i}");
-        }
-        let buckets: std::collections::HashSet<u64> = (0..1000)
-            .map(|n| IdHasher.hash_one(format!("mcp://x/tools/t{n}:v1")) & 63)
-            .collect();
-        assert_eq!(buckets.len(), 64, "all 64 buckets are used");
-        assert_ne!(IdHasher.hash_one("a"), IdHasher.hash_one("a\0"));
-        assert_ne!(IdHasher.hash_one(""), IdHasher.hash_one("\0"));
     }
 
     /// A single exchange's request is answered alike whether its work ends

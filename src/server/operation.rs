@@ -9,8 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::ServerInner;
-use super::catalog::CompiledTool;
+use super::catalog::{Catalog, CompiledTool};
 use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
 use crate::content::{ResourceContents, ToolOutput, output_not_json};
@@ -84,11 +83,9 @@ pub(crate) enum Failure {
 
 impl Work {
     /// How long the work may run.
-    pub(crate) fn time_limit(&self, server: &ServerInner) -> Option<std::time::Duration> {
+    pub(crate) fn time_limit(&self, catalog: &Catalog) -> Option<std::time::Duration> {
         match self {
-            Self::CallTool { tool, .. } => {
-                server.catalog.tools.get(*tool).and_then(|t| t.time_limit)
-            }
+            Self::CallTool { tool, .. } => catalog.tools.get(*tool).and_then(|t| t.time_limit),
             _ => None,
         }
     }
@@ -102,11 +99,9 @@ impl Work {
     }
 
     /// Whether the work may hold its thread ([`Tool::may_block`](crate::Tool::may_block)).
-    pub(crate) fn may_block(&self, server: &ServerInner) -> bool {
+    pub(crate) fn may_block(&self, catalog: &Catalog) -> bool {
         match self {
-            Self::CallTool { tool, .. } => {
-                server.catalog.tools.get(*tool).is_some_and(|t| t.may_block)
-            }
+            Self::CallTool { tool, .. } => catalog.tools.get(*tool).is_some_and(|t| t.may_block),
             _ => false,
         }
     }
@@ -114,17 +109,23 @@ impl Work {
 
 /// Performs the work. Time limits, cancellation and panics are the job's
 /// (`Job::run`).
-pub(crate) async fn perform(
-    server: Arc<ServerInner>,
+///
+/// `server` is whatever holds the catalog (the session layer's built
+/// server), kept alive for as long as the work runs.
+pub(crate) async fn perform<S: AsRef<Catalog> + Send + Sync + 'static>(
+    server: Arc<S>,
     work: Work,
     ctx: ToolContext,
 ) -> Result<Done, Failure> {
+    let catalog: &Catalog = (*server).as_ref();
     match work {
-        Work::ListResources => list_resources(&server).await.map(Done::Resources),
-        Work::ReadResource { uri } => read_resource(&server, uri).await.map(Done::Contents),
-        Work::CallTool { tool, arguments } => call_tool(server, tool, arguments, ctx, false).await,
+        Work::ListResources => list_resources(catalog).await.map(Done::Resources),
+        Work::ReadResource { uri } => read_resource(catalog, uri).await.map(Done::Contents),
+        Work::CallTool { tool, arguments } => run_tool(catalog, tool, arguments, ctx, false)
+            .await
+            .map(Done::Tool),
         Work::GetPrompt { prompt, arguments } => {
-            let Some(compiled) = server.catalog.prompts.get(prompt) else {
+            let Some(compiled) = catalog.prompts.get(prompt) else {
                 return Err(internal("prompt index out of range"));
             };
             let messages = compiled
@@ -162,9 +163,9 @@ fn internal(why: &str) -> Failure {
     }
 }
 
-async fn list_resources(server: &ServerInner) -> Result<Vec<ResourceDefinition>, Failure> {
-    let mut list = Vec::with_capacity(server.catalog.resources.len());
-    for (info, resource) in &server.catalog.resources {
+async fn list_resources(catalog: &Catalog) -> Result<Vec<ResourceDefinition>, Failure> {
+    let mut list = Vec::with_capacity(catalog.resources.len());
+    for (info, resource) in &catalog.resources {
         let content = resource.content().await.map_err(|error| Failure::Item {
             what: format!("resource {}", info.mcp_id),
             error,
@@ -180,8 +181,7 @@ async fn list_resources(server: &ServerInner) -> Result<Vec<ResourceDefinition>,
     Ok(list)
 }
 
-async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceContents, Failure> {
-    let catalog = &server.catalog;
+async fn read_resource(catalog: &Catalog, uri: String) -> Result<ResourceContents, Failure> {
     if let Some((info, resource)) = catalog
         .resource_index
         .get(&uri)
@@ -219,25 +219,25 @@ async fn read_resource(server: &ServerInner, uri: String) -> Result<ResourceCont
 /// (unless `json_tried`: a caller that tried it already and was handed the
 /// call back).
 pub(crate) async fn call_tool(
-    server: Arc<ServerInner>,
+    server: Arc<impl AsRef<Catalog> + Send + Sync + 'static>,
     index: usize,
     arguments: Arguments,
     ctx: ToolContext,
     json_tried: bool,
 ) -> Result<Done, Failure> {
-    run_tool(&server, index, arguments, ctx, json_tried)
+    run_tool((*server).as_ref(), index, arguments, ctx, json_tried)
         .await
         .map(Done::Tool)
 }
 
 async fn run_tool(
-    server: &ServerInner,
+    catalog: &Catalog,
     index: usize,
     arguments: Arguments,
     ctx: ToolContext,
     json_tried: bool,
 ) -> Result<ToolOutput, Failure> {
-    let Some(tool) = server.catalog.tools.get(index) else {
+    let Some(tool) = catalog.tools.get(index) else {
         return Err(tool_out_of_range());
     };
     let span = ctx.span().clone();

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use super::outbox::Outbox;
-use super::shared::{About, Outgoing, Subscriptions};
-use crate::dialect::Dialect;
+use super::shared::{About, Outgoing};
+use crate::dialect::{Dialect, Subscriptions};
 use crate::handle::{PushRegistry, Subscription};
 
 /// Registers a session that became ready and starts the task that forwards

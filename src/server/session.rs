@@ -451,7 +451,7 @@ impl Session {
                     }
                 }
             },
-            Parsed::Batch(_) if !dialect.allows_batches(&self.shared) => {
+            Parsed::Batch(_) if !dialect.allows_batches(&*self.shared) => {
                 let error = RpcError::invalid_request(
                     "a batch (a JSON array of messages) is not allowed in this protocol version; \
                      send one message at a time",
@@ -529,7 +529,7 @@ impl Session {
                 let started = self.shared.trace_on().then(Instant::now);
                 let reply = match dialect.admit(self.phase, &method, &id) {
                     Admission::Reject(error) => dialect.error(Some(&id), &error),
-                    Admission::Initialize => match dialect.initialize(&self.shared, &id, params) {
+                    Admission::Initialize => match dialect.initialize(&*self.shared, &id, params) {
                         Ok(reply) => {
                             self.phase = self.phase.after_initialize();
                             reply
@@ -676,7 +676,7 @@ fn serve(
     call: Option<jsonrpc::ToolCall<'_>>,
     started: Option<Instant>,
 ) -> Served {
-    match shared.dialect.route(shared, &id, method, params, call) {
+    match shared.dialect.route(&**shared, &id, method, params, call) {
         Step::Reply(reply) => Served::Now(answered(shared, id, method, started, reply)),
         Step::Run { work, progress } => Served::Work(Job::new(shared, id, work, progress, started)),
     }

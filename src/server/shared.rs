@@ -4,23 +4,23 @@
 //! subscriptions), the handshake's "ready" flag, the registry of requests in
 //! flight that a cancel reaches, and the peer for requests the server sends.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
-use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use tokio::sync::mpsc;
 
+use super::ServerInner;
 use super::outbox::Outbox;
 use super::peer::Peer;
 use super::slots::Slots;
-use super::{IdHasher, ServerInner};
 use crate::client::LogLevel;
-use crate::dialect::Dialect;
+use crate::dialect::{ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
+use crate::id_hash::IdHasher;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::protocol::{LogTraceParams, TraceValue, methods};
 use crate::tool::{CancelReason, Cancellation};
@@ -73,15 +73,6 @@ pub(crate) enum About {
     Unanswered(RequestId),
 }
 
-/// The client, as its `initialize` described it (Model Context Protocol).
-#[derive(Debug, Clone)]
-pub(crate) struct ClientInfo {
-    /// The negotiated protocol version.
-    pub(crate) version: &'static str,
-    /// The client's declared capabilities.
-    pub(crate) capabilities: Value,
-}
-
 /// What the whole session's tasks share.
 pub(crate) struct Shared {
     pub(crate) server: Arc<ServerInner>,
@@ -117,38 +108,6 @@ pub(crate) struct Shared {
     /// How many messages were handed to the outbox so far (counted over
     /// HTTP only).
     sent: AtomicU64,
-}
-
-/// The resources a Model Context Protocol client subscribed to, by URI.
-#[derive(Debug, Default)]
-pub(crate) struct Subscriptions(Mutex<HashSet<String>>);
-
-impl Subscriptions {
-    /// Whether the client subscribed to nothing.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
-    }
-
-    /// Subscribes to, or unsubscribes from, a resource's updates.
-    pub(crate) fn set(&self, uri: &str, on: bool) {
-        let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if on {
-            uris.insert(uri.to_owned());
-        } else {
-            uris.remove(uri);
-        }
-    }
-
-    /// Whether the client subscribed to `uri`.
-    pub(crate) fn contains(&self, uri: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(uri)
-    }
 }
 
 /// Requests in flight by id.
@@ -441,5 +400,35 @@ impl Shared {
             }),
         };
         Some(encode_notification(methods::LOG_TRACE, &params))
+    }
+}
+
+impl SessionState for Shared {
+    fn server(&self) -> &ServerInner {
+        &self.server
+    }
+
+    fn over_http(&self) -> bool {
+        self.over_http
+    }
+
+    fn client(&self) -> Option<&ClientInfo> {
+        self.client.get()
+    }
+
+    fn set_client(&self, client: ClientInfo) {
+        let _ = self.client.set(client);
+    }
+
+    fn set_trace(&self, value: TraceValue) {
+        Shared::set_trace(self, value);
+    }
+
+    fn set_log_level(&self, level: LogLevel) {
+        Shared::set_log_level(self, level);
+    }
+
+    fn subscriptions(&self) -> &Subscriptions {
+        &self.subscriptions
     }
 }

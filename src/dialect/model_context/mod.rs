@@ -15,7 +15,10 @@ use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::{Admission, Control, Ended, JobInfo, Step};
+use super::{
+    Admission, ClientInfo, Control, Ended, JobInfo, Providers, ServerInner, SessionState, Step,
+    Subscriptions,
+};
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::error::{ErrorCode, RpcError};
@@ -23,10 +26,7 @@ use crate::jsonrpc::{
     RequestId, ToolCall, encode_error_with, encode_notification, encode_result, encode_result_text,
 };
 use crate::protocol::ServerInfo;
-use crate::server::{
-    Arguments, Catalog, CompletionRef, Done, Failure, Phase, Providers, ServerInner, Shared,
-    Subscriptions, Work,
-};
+use crate::server::{Arguments, Catalog, CompletionRef, Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
 use schema::{
     CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,
@@ -193,8 +193,8 @@ impl Lists {
             .collect();
         Self {
             provides,
-            capabilities: crate::server::raw(&capabilities),
-            server_info: crate::server::raw(info),
+            capabilities: crate::dialect::raw(&capabilities),
+            server_info: crate::dialect::raw(info),
             instructions: instructions.map(str::to_owned),
             tools: pages("tools", &tools, page_size),
             resources: pages("resources", &resources, page_size),
@@ -217,7 +217,7 @@ fn pages<T: Serialize>(key: &'static str, items: &[T], page_size: usize) -> Vec<
         .into_iter()
         .enumerate()
         .map(|(i, items)| {
-            crate::server::raw(&Page {
+            crate::dialect::raw(&Page {
                 key,
                 items,
                 next_cursor: (i + 1 < count).then(|| cursor::encode(key, i + 1)),
@@ -268,7 +268,7 @@ pub(crate) fn admit(phase: Phase, method: &str) -> Admission {
 /// Answers `initialize`: negotiates the version and keeps the client's
 /// capabilities.
 pub(crate) fn initialize(
-    session: &Shared,
+    session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
 ) -> Result<Vec<u8>, Vec<u8>> {
@@ -283,14 +283,14 @@ pub(crate) fn initialize(
     );
     let version = VERSIONS
         .into_iter()
-        .chain((!session.over_http).then_some(STDIO_ONLY_VERSION))
+        .chain((!session.over_http()).then_some(STDIO_ONLY_VERSION))
         .find(|v| *v == asked)
         .unwrap_or(VERSIONS[0]);
-    let _ = session.client.set(crate::server::ClientInfo {
+    session.set_client(ClientInfo {
         version,
         capabilities: serde_json::Value::Object(params.capabilities),
     });
-    let lists = &session.server.model_context;
+    let lists = &session.server().model_context;
     Ok(encode_result(
         id,
         &InitializeResult {
@@ -331,13 +331,13 @@ const EMPTY: &str = "{}";
 
 /// Reads a request through the method table.
 pub(crate) fn route(
-    session: &Shared,
+    session: &impl SessionState,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
 ) -> Step {
-    let server = &*session.server;
+    let server = session.server();
     let lists = &server.model_context;
     let provides = lists.provides;
     let outcome = match method {
@@ -383,7 +383,7 @@ pub(crate) fn route(
                 if on && !server.catalog.knows_uri(&p.uri) {
                     return Step::Reply(not_found(id, &p.uri));
                 }
-                session.subscriptions.set(&p.uri, on);
+                session.subscriptions().set(&p.uri, on);
                 Step::Reply(empty(id))
             })
         }
@@ -762,11 +762,8 @@ pub(crate) fn shutting_down(id: &RequestId) -> Vec<u8> {
 }
 
 /// Batches only in a session that negotiated 2025-03-26.
-pub(crate) fn allows_batches(session: &Shared) -> bool {
-    session
-        .client
-        .get()
-        .is_some_and(|c| c.version == BATCH_VERSION)
+pub(crate) fn allows_batches(session: &impl SessionState) -> bool {
+    session.client().is_some_and(|c| c.version == BATCH_VERSION)
 }
 
 /// `notifications/resources/updated`, to a session subscribed to `uri`.
