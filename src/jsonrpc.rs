@@ -17,7 +17,12 @@ use serde_json::value::RawValue;
 
 use crate::error::RpcError;
 
+mod arguments;
 mod plain_call;
+mod tool_call;
+
+pub(crate) use arguments::ArgumentsText;
+pub(crate) use tool_call::{CallToolParams, ExecuteParams, RequestMeta, ToolCall};
 
 /// The id of a request: a string, an integer or `null`.
 ///
@@ -243,14 +248,12 @@ fn read_tool_call_with_serde(text: &str) -> Option<Incoming<'_>> {
         LazyLock::new(|| Finder::new(b"\"mcp/executeTool\""));
     static CALL_TOOL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tools/call\""));
     if EXECUTE_TOOL.find(text.as_bytes()).is_some() {
-        let envelope: CallEnvelope<'_, crate::dialect::v1::ExecuteParams<'_>> =
-            serde_json::from_str(text).ok()?;
+        let envelope: CallEnvelope<'_, ExecuteParams<'_>> = serde_json::from_str(text).ok()?;
         let (id, params) = envelope.checked("mcp/executeTool")?;
         return Some(call(id, "mcp/executeTool", ToolCall::V1(params)));
     }
     if CALL_TOOL.find(text.as_bytes()).is_some() {
-        let envelope: CallEnvelope<'_, crate::dialect::model_context::CallToolParams<'_>> =
-            serde_json::from_str(text).ok()?;
+        let envelope: CallEnvelope<'_, CallToolParams<'_>> = serde_json::from_str(text).ok()?;
         let (id, params) = envelope.checked("tools/call")?;
         return Some(call(id, "tools/call", ToolCall::ModelContext(params)));
     }
@@ -264,15 +267,6 @@ fn call<'a>(id: RequestId, method: &'static str, call: ToolCall<'a>) -> Incoming
         params: None,
         call: Some(call),
     }
-}
-
-/// The params of a tool call, read with its envelope in one pass.
-#[derive(Debug)]
-pub(crate) enum ToolCall<'a> {
-    /// `mcp/executeTool` params.
-    V1(crate::dialect::v1::ExecuteParams<'a>),
-    /// `tools/call` params.
-    ModelContext(crate::dialect::model_context::CallToolParams<'a>),
 }
 
 /// A tool call's envelope: every member but the params borrowed as text.

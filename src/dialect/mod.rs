@@ -10,7 +10,6 @@
 //! its end; nothing in a tool, a resource or a prompt knows which dialect
 //! called it. Adding a dialect means a module here and a variant below.
 
-pub(crate) mod arguments;
 pub(crate) mod model_context;
 pub(crate) mod v1;
 

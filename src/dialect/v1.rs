@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::arguments::{self, ArgumentsText};
 use super::{Admission, Control, Ended, JobInfo, Step};
 use super::{ServerInner, SessionState};
 use crate::content::StructuredJson;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    RequestId, ToolCall, encode_error, encode_notification, encode_result, encode_result_text,
+    ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
+    encode_result_text,
 };
 use crate::protocol::{
     CancelParams, ExecutionProvider, InitializeParams, InitializeResult, PromptDefinition,
@@ -189,26 +189,6 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
     }
 }
 
-/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id and
-/// its arguments' text borrowed.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ExecuteParams<'a> {
-    #[serde(borrow)]
-    id: Cow<'a, str>,
-    #[serde(default, borrow, deserialize_with = "arguments::object")]
-    arguments: Option<ArgumentsText<'a>>,
-}
-
-impl<'a> ExecuteParams<'a> {
-    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
-    pub(crate) fn new(id: &'a str, arguments: ArgumentsText<'a>) -> Self {
-        Self {
-            id: Cow::Borrowed(id),
-            arguments: Some(arguments),
-        }
-    }
-}
-
 /// The same params read with a value for arguments: read only to word a
 /// refusal of [`ExecuteParams`] exactly as it always was.
 #[derive(Deserialize)]
@@ -245,7 +225,7 @@ fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcErro
         .get(&*params.id)
         .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.id))?;
     let arguments = match params.arguments {
-        Some(text) => text.for_tool(catalog, tool).map_err(|e| {
+        Some(text) => Arguments::for_tool(catalog, tool, text).map_err(|e| {
             RpcError::invalid_params(format!("mcp/executeTool params: arguments: {e}"))
         })?,
         None => Arguments::none(),

@@ -8,17 +8,17 @@
 //! `arguments`; names and those strings without escapes; every member
 //! once. It checks the syntax of everything it reads — the arguments
 //! included, with the nesting and number rules of
-//! [`reads_as_value`](crate::dialect::arguments::reads_as_value) — and
+//! [`reads_as_value`](super::arguments::reads_as_value) — and
 //! accepts nothing serde's reading would refuse. Anything else (another
 //! member, an escape it does not take, `_meta`, a repeated member, any
 //! error) is `None`, and serde's reading decides, as it always has.
 
 use std::borrow::Cow;
 
+use super::arguments::{ArgumentsText, MAX_NESTING, number_in_range};
+use super::tool_call::CallToolParams;
+use super::tool_call::ExecuteParams;
 use super::{Incoming, RequestId, ToolCall};
-use crate::dialect::arguments::{ArgumentsText, MAX_NESTING, number_in_range};
-use crate::dialect::model_context::CallToolParams;
-use crate::dialect::v1::ExecuteParams;
 use crate::json_cursor::Cursor;
 
 /// The most digits of an integer id read here (it then fits an `i64`).

@@ -14,6 +14,7 @@ use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
 use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::error::{ErrorCode, ToolError};
+use crate::jsonrpc::ArgumentsText;
 use crate::prompt::{PromptArguments, PromptMessage};
 use crate::protocol::ResourceDefinition;
 use crate::tool::{CallFailure, Calling, LazyContext, Sealed, ToolContext};
@@ -48,6 +49,20 @@ pub(crate) enum Arguments {
 }
 
 impl Arguments {
+    /// What tool `tool` gets of arguments `text`: the text itself (a tool
+    /// with a quick check reads JSON text), or the value read from it
+    /// (which does not fail: the text reads as a value).
+    pub(crate) fn for_tool(
+        catalog: &Catalog,
+        tool: usize,
+        text: ArgumentsText<'_>,
+    ) -> Result<Self, serde_json::Error> {
+        match catalog.tools.get(tool) {
+            Some(compiled) if compiled.quick_input.is_some() => Ok(Self::Text(text.get().into())),
+            _ => serde_json::from_str(text.get()).map(Self::Value),
+        }
+    }
+
     /// No arguments: `{}`.
     pub(crate) fn none() -> Self {
         Self::Value(Value::Object(serde_json::Map::new()))

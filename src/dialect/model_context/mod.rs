@@ -9,8 +9,6 @@
 mod cursor;
 mod schema;
 
-pub(crate) use schema::CallToolParams;
-
 use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -23,7 +21,8 @@ use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    RequestId, ToolCall, encode_error_with, encode_notification, encode_result, encode_result_text,
+    CallToolParams, RequestId, ToolCall, encode_error_with, encode_notification, encode_result,
+    encode_result_text,
 };
 use crate::protocol::ServerInfo;
 use crate::server::{Arguments, Catalog, CompletionRef, Done, Failure, Phase, Work};
@@ -438,8 +437,7 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
     // (`null` reads as `None`.)
     let arguments = match params.arguments {
         None => Arguments::none(),
-        Some(text) if text.get().starts_with('{') => text
-            .for_tool(catalog, tool)
+        Some(text) if text.get().starts_with('{') => Arguments::for_tool(catalog, tool, text)
             .map_err(|e| RpcError::invalid_params(format!("tools/call params: {e}")))?,
         Some(_) => {
             return Err(RpcError::invalid_params(

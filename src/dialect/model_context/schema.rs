@@ -10,15 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::content::{Content, ResourceContents, StructuredJson};
-use crate::dialect::arguments::ArgumentsText;
+use crate::jsonrpc::RequestMeta;
 use crate::prompt::{PromptArgument, PromptMessage};
-
-/// `_meta` of a request's params: only the progress token is read.
-#[derive(Debug, Deserialize, Default)]
-pub(super) struct RequestMeta<'a> {
-    #[serde(default, borrow, rename = "progressToken")]
-    pub(super) progress_token: Option<&'a RawValue>,
-}
 
 /// `initialize` params.
 #[derive(Deserialize)]
@@ -55,28 +48,6 @@ pub(super) struct InitializeResult<'a> {
 pub(super) struct ListParams<'a> {
     #[serde(default, borrow)]
     pub(super) cursor: Option<Cow<'a, str>>,
-}
-
-/// `tools/call` params.
-#[derive(Debug, Deserialize)]
-pub(crate) struct CallToolParams<'a> {
-    #[serde(borrow)]
-    pub(super) name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    pub(super) arguments: Option<ArgumentsText<'a>>,
-    #[serde(default, borrow, rename = "_meta")]
-    pub(super) meta: Option<RequestMeta<'a>>,
-}
-
-impl<'a> CallToolParams<'a> {
-    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
-    pub(crate) fn new(name: &'a str, arguments: ArgumentsText<'a>) -> Self {
-        Self {
-            name: Cow::Borrowed(name),
-            arguments: Some(arguments),
-            meta: None,
-        }
-    }
 }
 
 /// The same params read with a value for arguments: read only to word a

@@ -2,8 +2,8 @@
 //! accepts exactly as serde does, and accepts the usual calls.
 
 use super::read;
-use crate::dialect::model_context::CallToolParams;
-use crate::dialect::v1::ExecuteParams;
+use crate::jsonrpc::CallToolParams;
+use crate::jsonrpc::ExecuteParams;
 use crate::jsonrpc::{Envelope, Incoming, ToolCall, classify, read_tool_call_with_serde};
 use crate::test_rng::Rng;
 

@@ -1,7 +1,7 @@
 //! A tool call's `arguments` as the request wrote them: borrowed JSON text,
 //! read in both dialects' params without building a `Value`. A tool that
-//! reads JSON text gets the text ([`Arguments::Text`]); any other tool gets
-//! the value read from it.
+//! reads JSON text gets the text; any other tool gets the value read from
+//! it (the engine's `Arguments`).
 //!
 //! Capturing text checks its syntax but reads nothing: reading params into
 //! a `Value` also refused arguments nested deeper than serde_json reads
@@ -15,8 +15,6 @@ use memchr::memchr2;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-
-use crate::server::{Arguments, Catalog};
 
 /// How deep arguments may nest (their own object is level 1): serde_json
 /// reads 127 levels from the root it starts at, the params object.
@@ -36,19 +34,6 @@ impl<'a> ArgumentsText<'a> {
     /// The text.
     pub(crate) fn get(self) -> &'a str {
         self.0
-    }
-
-    /// What tool `tool` gets: the text itself, or the value read from it
-    /// (which does not fail: the text [`reads_as_value`]).
-    pub(crate) fn for_tool(
-        self,
-        catalog: &Catalog,
-        tool: usize,
-    ) -> Result<Arguments, serde_json::Error> {
-        match catalog.tools.get(tool) {
-            Some(compiled) if compiled.quick_input.is_some() => Ok(Arguments::Text(self.0.into())),
-            _ => serde_json::from_str(self.get()).map(Arguments::Value),
-        }
     }
 }
 

@@ -1,0 +1,68 @@
+//! The params of the two tool calls, as read with their envelope in one
+//! pass (`jsonrpc::parse`): MCP v1.0's `mcp/executeTool` and the Model
+//! Context Protocol's `tools/call`, each with its arguments kept as text.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::arguments::ArgumentsText;
+
+/// The params of a tool call, read with its envelope in one pass.
+#[derive(Debug)]
+pub(crate) enum ToolCall<'a> {
+    /// `mcp/executeTool` params.
+    V1(ExecuteParams<'a>),
+    /// `tools/call` params.
+    ModelContext(CallToolParams<'a>),
+}
+
+/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id and
+/// its arguments' text borrowed.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ExecuteParams<'a> {
+    #[serde(borrow)]
+    pub(crate) id: Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "super::arguments::object")]
+    pub(crate) arguments: Option<ArgumentsText<'a>>,
+}
+
+impl<'a> ExecuteParams<'a> {
+    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    pub(crate) fn new(id: &'a str, arguments: ArgumentsText<'a>) -> Self {
+        Self {
+            id: Cow::Borrowed(id),
+            arguments: Some(arguments),
+        }
+    }
+}
+
+/// `tools/call` params.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CallToolParams<'a> {
+    #[serde(borrow)]
+    pub(crate) name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub(crate) arguments: Option<ArgumentsText<'a>>,
+    #[serde(default, borrow, rename = "_meta")]
+    pub(crate) meta: Option<RequestMeta<'a>>,
+}
+
+impl<'a> CallToolParams<'a> {
+    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    pub(crate) fn new(name: &'a str, arguments: ArgumentsText<'a>) -> Self {
+        Self {
+            name: Cow::Borrowed(name),
+            arguments: Some(arguments),
+            meta: None,
+        }
+    }
+}
+
+/// `_meta` of a request's params: only the progress token is read.
+#[derive(Debug, Deserialize, Default)]
+pub(crate) struct RequestMeta<'a> {
+    #[serde(default, borrow, rename = "progressToken")]
+    pub(crate) progress_token: Option<&'a RawValue>,
+}
