@@ -68,17 +68,14 @@
 //!    `completion`, `handle`): what a server author implements or builds —
 //!    tools and their [`ToolContext`], typed tools, resources, prompts —
 //!    and the [`ServerHandle`] they announce changes through.
-//! 4. **engine** (`server::catalog`, `server::validate`,
-//!    `server::operation`, `server::quick_check`, `dialect::arguments`):
-//!    the registry of compiled items, schema validation, and the neutral
-//!    operations every dialect maps onto.
-//! 5. **dialect** (`dialect`, `server::handshake`): each protocol as a
-//!    table of params readers and result encoders over the engine's
-//!    operations, its handshake and its error table.
-//! 6. **session** (`server::session`, `server::job`, `server::outbox`,
-//!    `server::peer`, `server::push`, `server::shared`, `server::slots`):
-//!    one connection's loop — read, dispatch, run, send — its in-flight
-//!    slots, its outbox and its requests to the client.
+//! 4. **engine** (`engine`): the registry of compiled items, schema
+//!    validation, and the neutral operations every dialect maps onto.
+//! 5. **dialect** (`dialect`): each protocol as a table of params readers
+//!    and result encoders over the engine's operations, its handshake, its
+//!    error table, and the built server a session serves.
+//! 6. **session** (`session`): one connection's loop — read, dispatch,
+//!    run, send — its in-flight slots, its outbox and its requests to the
+//!    client.
 //! 7. **server** (`server`): the [`ServerBuilder`] and the built [`Server`].
 //! 8. **transport** (`transport`): stdio framing and HTTP, adapters over
 //!    the session.
@@ -97,6 +94,7 @@ pub mod client;
 pub mod completion;
 pub mod content;
 mod dialect;
+mod engine;
 pub mod error;
 mod handle;
 mod id_hash;
@@ -109,6 +107,7 @@ pub mod prompt;
 pub mod protocol;
 pub mod resource;
 pub mod server;
+mod session;
 pub mod state;
 pub mod template;
 #[cfg(test)]

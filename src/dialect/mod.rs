@@ -10,6 +10,7 @@
 //! its end; nothing in a tool, a resource or a prompt knows which dialect
 //! called it. Adding a dialect means a module here and a variant below.
 
+pub(crate) mod handshake;
 pub(crate) mod model_context;
 pub(crate) mod v1;
 
@@ -22,14 +23,14 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::client::LogLevel;
+use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, ToolCall};
 use crate::protocol::ServerInfo;
 use crate::protocol::TraceValue;
-use crate::server::Catalog;
-use crate::server::{Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
+pub(crate) use handshake::Phase;
 
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]

@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::Phase;
 use super::{Admission, Control, Ended, JobInfo, Step};
 use super::{ServerInner, SessionState};
 use crate::content::StructuredJson;
+use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
@@ -23,7 +25,6 @@ use crate::protocol::{
     ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
     TraceValue, methods,
 };
-use crate::server::{Arguments, Catalog, Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
 
 /// MCP v1.0's capabilities and fixed lists, serialised once at build.

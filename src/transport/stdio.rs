@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 use super::frame::FrameCodec;
 use super::ndjson::LineCodec;
 use crate::dialect::Dialect;
-use crate::server::outbox::{FrameWriter, Outbox};
-use crate::server::{Server, Session};
+use crate::server::Server;
+use crate::session::Session;
+use crate::session::outbox::{FrameWriter, Outbox};
 
 /// How many outgoing messages may wait for the writer before request tasks
 /// wait for it in turn.
@@ -196,10 +197,10 @@ impl Server {
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let (out, frames) = crate::server::outbox::frames(framing.encoder(), OUTBOX, WRITE_BATCH);
+        let (out, frames) = crate::session::outbox::frames(framing.encoder(), OUTBOX, WRITE_BATCH);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
-        let session = Session::new(self, dialect, Outbox::Frames(out), stop.clone());
+        let session = Session::new(self.inner(), dialect, Outbox::Frames(out), stop.clone());
         let run = async {
             session.run(input).await;
             ended.cancel();
@@ -263,7 +264,7 @@ enum Framing {
 
 impl Framing {
     /// The function that appends one message so framed.
-    fn encoder(self) -> crate::server::outbox::Framing {
+    fn encoder(self) -> crate::session::outbox::Framing {
         match self {
             Self::Frames => super::frame::put_frame,
             Self::Lines => json_line,

@@ -13,19 +13,20 @@ use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::Phase;
 use super::{
     Admission, ClientInfo, Control, Ended, JobInfo, Providers, ServerInner, SessionState, Step,
     Subscriptions,
 };
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
+use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     CallToolParams, RequestId, ToolCall, encode_error_with, encode_notification, encode_result,
     encode_result_text,
 };
 use crate::protocol::ServerInfo;
-use crate::server::{Arguments, Catalog, CompletionRef, Done, Failure, Phase, Work};
 use crate::tool::CancelReason;
 use schema::{
     CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,

@@ -17,7 +17,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::codec::Decoder;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::server::{Input, Outgoing};
+use crate::server::Input;
+use crate::session::Outgoing;
 use crate::transport::json_stream::JsonStreamDecoder;
 
 /// How a streaming response gathers ready messages into one chunk.

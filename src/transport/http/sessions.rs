@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dialect::Dialect;
 use crate::jsonrpc::RequestId;
-use crate::server::{About, Input, Outgoing, Server, Session, Shared};
+use crate::server::{Input, Server};
+use crate::session::{About, Outgoing, Session, Shared};
 use crate::tool::CancelReason;
 
 /// Messages waiting for the router before the session's tasks wait.
@@ -257,7 +258,7 @@ impl Sessions {
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
-        let session = Session::over_http(server, Dialect::ModelContext, out, stop.clone());
+        let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
         let http = Arc::new(HttpSession {
             id,
             input: Mutex::new(Some(input)),

@@ -27,7 +27,7 @@ use super::{McpService, json, plain};
 use crate::dialect::model_context::{self, methods};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
-use crate::server::{Beside, beside};
+use crate::session::{Beside, beside};
 
 /// `Mcp-Session-Id`.
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");

@@ -18,7 +18,7 @@ use super::{Leftover, McpService, json, plain};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
 use crate::protocol::methods;
-use crate::server::Session;
+use crate::session::Session;
 use crate::transport::json_stream::{JsonStreamDecoder, ValueScanner};
 
 /// Messages waiting for a streaming response before request tasks wait.
@@ -263,7 +263,7 @@ impl McpService {
         };
         let (out, outbox) = mpsc::channel(OUTBOX);
         let session = Session::new(
-            &self.0.server,
+            self.0.server.inner(),
             crate::dialect::Dialect::McpV1,
             out,
             Arc::new(self.0.stop.child_token()),

@@ -15,10 +15,11 @@ use serde_json::value::RawValue;
 
 use tracing::Instrument;
 
-use super::ServerInner;
-use super::operation::{self, Arguments, Done, Failure, Work};
+use super::outbox::Handled;
 use super::shared::Shared;
+use crate::dialect::ServerInner;
 use crate::dialect::{Ended, JobInfo};
+use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
 use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
@@ -33,8 +34,8 @@ type Running = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 const POLLED_AFTER_ITS_END: &str = "the request's work was polled after it ended";
 
 /// A request whose reply needs async work.
-pub(super) struct Job {
-    pub(super) id: RequestId,
+pub(crate) struct Job {
+    pub(crate) id: RequestId,
     /// The method, for MCP v1.0's trace lines.
     method: &'static str,
     /// The request's cancellation signal: made with its context, or when
@@ -44,7 +45,7 @@ pub(super) struct Job {
     /// When it was read, if trace is on.
     started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
-    pub(super) may_block: bool,
+    pub(crate) may_block: bool,
     info: JobInfo,
     /// What the work causes, captured (Model Context Protocol sessions that
     /// subscribed to resources).
@@ -69,30 +70,9 @@ enum Stage {
     Done,
 }
 
-/// A handled request: the notifications it caused, its reply (none for a
-/// request the dialect does not answer) and, if trace is on, its trace line.
-pub(crate) struct Handled {
-    pub(crate) id: RequestId,
-    pub(crate) caused: Vec<Vec<u8>>,
-    pub(crate) reply: Option<Vec<u8>>,
-    pub(crate) trace: Option<Vec<u8>>,
-}
-
-impl Handled {
-    /// A reply known at once.
-    pub(crate) fn reply(id: RequestId, reply: Option<Vec<u8>>) -> Self {
-        Self {
-            id,
-            caused: Vec::new(),
-            reply,
-            trace: None,
-        }
-    }
-}
-
 impl Job {
     /// The job for `work`, not started yet (futures do nothing until polled).
-    pub(super) fn new(
+    pub(crate) fn new(
         shared: &Arc<Shared>,
         id: RequestId,
         work: Work,
@@ -197,7 +177,7 @@ impl Job {
     // The job comes back by value: boxing it would cost an allocation on
     // the path that already spawns a task.
     #[allow(clippy::result_large_err)]
-    pub(super) fn try_now(mut self, shared: &Arc<Shared>) -> Result<Handled, Self> {
+    pub(crate) fn try_now(mut self, shared: &Arc<Shared>) -> Result<Handled, Self> {
         let mut cx = Context::from_waker(Waker::noop());
         let polled = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Call {
@@ -361,7 +341,7 @@ impl Job {
 
     /// Answers a request that was cancelled before it started (it was
     /// parked): its work never runs.
-    pub(super) fn cancel_unstarted(self, shared: &Shared) -> Handled {
+    pub(crate) fn cancel_unstarted(self, shared: &Shared) -> Handled {
         Handled::reply(
             self.id.clone(),
             shared.dialect.cancelled_unstarted(&self.id),
@@ -370,7 +350,7 @@ impl Job {
 
     /// Registers the job for cancellation now, and returns it running,
     /// wrapped to unregister when it is done.
-    pub(super) fn registered(
+    pub(crate) fn registered(
         mut self,
         shared: &Arc<Shared>,
     ) -> impl Future<Output = Handled> + Send + 'static {

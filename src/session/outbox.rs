@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::SendError, error::TrySendError};
 use tokio_util::sync::CancellationToken;
 
-use super::shared::Outgoing;
+use crate::jsonrpc::RequestId;
 
 /// How a message becomes bytes on the output (a frame or a line).
 pub(crate) type Framing = fn(&[u8], &mut BytesMut);
@@ -278,10 +278,76 @@ pub(crate) fn frames(framing: Framing, limit: usize, chunk: usize) -> (FrameSend
     (FrameSender(frames.clone()), FrameWriter(frames))
 }
 
+/// One message for the transport to write, and what it is about — so that
+/// Streamable HTTP can put it on the right stream.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) bytes: Vec<u8>,
+    /// Read by Streamable HTTP only.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) about: About,
+}
+
+/// A request's reply as an outgoing message (an empty one, about the
+/// request, when the dialect does not answer it).
+pub(crate) fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
+    match reply {
+        Some(bytes) => Outgoing {
+            bytes,
+            about: About::Reply(id),
+        },
+        None => Outgoing {
+            bytes: Vec::new(),
+            about: About::Unanswered(id),
+        },
+    }
+}
+
+/// What an outgoing message is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum About {
+    /// The reply to this request.
+    Reply(RequestId),
+    /// A notification or request caused by this request (progress, a log
+    /// line, an elicitation), sent before its reply.
+    Related(RequestId),
+    /// A notification this request caused without being about it (a
+    /// resource it changed): on the `GET` stream when one is open, else on
+    /// the request's own stream.
+    CausedBy(RequestId),
+    /// Nothing in particular (a push, a batch's replies, an error about
+    /// unreadable input).
+    Session,
+    /// This request ended without a reply (a cancelled request of the Model
+    /// Context Protocol); `bytes` is empty.
+    Unanswered(RequestId),
+}
+
+/// A handled request: the notifications it caused, its reply (none for a
+/// request the dialect does not answer) and, if trace is on, its trace line.
+pub(crate) struct Handled {
+    pub(crate) id: RequestId,
+    pub(crate) caused: Vec<Vec<u8>>,
+    pub(crate) reply: Option<Vec<u8>>,
+    pub(crate) trace: Option<Vec<u8>>,
+}
+
+impl Handled {
+    /// A reply known at once.
+    pub(crate) fn reply(id: RequestId, reply: Option<Vec<u8>>) -> Self {
+        Self {
+            id,
+            caused: Vec::new(),
+            reply,
+            trace: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::About;
+    use crate::session::About;
 
     fn line(body: &[u8], out: &mut BytesMut) {
         out.extend_from_slice(body);

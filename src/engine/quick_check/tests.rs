@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::QuickCheck;
-use crate::server::validate;
+use crate::engine::validate;
 use crate::test_rng::Rng;
 
 /// Schemas within the subset, each with values it must admit.

@@ -28,13 +28,12 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::handshake::Phase;
-use super::job::{Handled, Job};
-use super::outbox::Outbox;
+use super::job::Job;
+use super::outbox::{Handled, Outbox};
 use super::shared::{Shared, Waiting};
 use super::slots::{Slot, Slots};
-use super::{Server, ServerInner};
 use crate::dialect::{Admission, Control, Dialect, Step};
+use crate::dialect::{Phase, ServerInner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
 use crate::tool::CancelReason;
@@ -118,7 +117,7 @@ pub(crate) struct Session {
 impl Session {
     /// A session in `dialect` that starts with a handshake, writing to `out`.
     pub(crate) fn new(
-        server: &Server,
+        server: &Arc<ServerInner>,
         dialect: Dialect,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
@@ -131,7 +130,7 @@ impl Session {
     /// be served [`beside`] its reader (which counts what it sends).
     #[cfg(feature = "http")]
     pub(crate) fn over_http(
-        server: &Server,
+        server: &Arc<ServerInner>,
         dialect: Dialect,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
@@ -142,7 +141,7 @@ impl Session {
     /// An implicit, already-initialized MCP v1.0 session that never
     /// receives notifications (an HTTP single exchange).
     pub(crate) fn implicit(
-        server: &Server,
+        server: &Arc<ServerInner>,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
@@ -150,15 +149,14 @@ impl Session {
     }
 
     fn with_phase(
-        server: &Server,
+        server: &Arc<ServerInner>,
         dialect: Dialect,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
         phase: Phase,
         over_http: bool,
     ) -> Self {
-        let inner: Arc<ServerInner> = server.inner().clone();
-        let mut shared = Shared::new(inner, out.into(), dialect);
+        let mut shared = Shared::new(server.clone(), out.into(), dialect);
         shared.over_http = over_http;
         let shared = Arc::new(shared);
         Self {
@@ -262,7 +260,7 @@ impl Session {
 
     /// Runs `job`, the one request of an HTTP single exchange that
     /// [`alone`] could not finish at once, then ends the session.
-    pub(super) async fn run_job(mut self, job: Job, bytes: usize) {
+    pub(crate) async fn run_job(mut self, job: Job, bytes: usize) {
         if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
             waiting.await;
         }
@@ -736,7 +734,7 @@ fn answered(
 }
 
 /// One request of an HTTP single exchange, served without a session.
-pub(super) enum Alone<'a> {
+pub(crate) enum Alone<'a> {
     /// Answered at once: the reply (MCP v1.0 answers every request).
     Answered(Option<Vec<u8>>),
     /// Its work goes on: it needs a session to finish in
@@ -755,7 +753,7 @@ pub(super) enum Alone<'a> {
 /// cancel registry and its outbox are for notifications, batches and work
 /// that waits), so one state serves them all. Anything else comes back to
 /// be served the usual way. The caller checks that shutdown has not begun.
-pub(super) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a> {
+pub(crate) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a> {
     let request = match servable(shared.dialect, Phase::Implicit, message) {
         Ok(request) => request,
         Err(message) => return Alone::Not(message),
@@ -925,7 +923,7 @@ mod futures_never {
     use std::task::{Context, Poll};
 
     /// A stream that never yields.
-    pub(super) enum Never {}
+    pub(crate) enum Never {}
 
     impl futures_core::Stream for Never {
         type Item = std::io::Result<super::Input>;

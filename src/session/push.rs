@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use super::outbox::Outbox;
-use super::shared::{About, Outgoing};
+use super::outbox::{About, Outbox, Outgoing};
 use crate::dialect::{Dialect, Subscriptions};
 use crate::handle::{PushRegistry, Subscription};
 

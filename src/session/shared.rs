@@ -13,11 +13,11 @@ use std::future::Future;
 use std::pin::Pin;
 use tokio::sync::mpsc;
 
-use super::ServerInner;
-use super::outbox::Outbox;
+use super::outbox::{About, Handled, Outbox, Outgoing, reply_message};
 use super::peer::Peer;
 use super::slots::Slots;
 use crate::client::LogLevel;
+use crate::dialect::ServerInner;
 use crate::dialect::{ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
 use crate::id_hash::IdHasher;
@@ -25,53 +25,8 @@ use crate::jsonrpc::{RequestId, encode_notification};
 use crate::protocol::{LogTraceParams, TraceValue, methods};
 use crate::tool::{CancelReason, Cancellation};
 
-/// One message for the transport to write, and what it is about — so that
-/// Streamable HTTP can put it on the right stream.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    pub(crate) bytes: Vec<u8>,
-    /// Read by Streamable HTTP only.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) about: About,
-}
-
-/// A request's reply as an outgoing message (an empty one, about the
-/// request, when the dialect does not answer it).
-fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
-    match reply {
-        Some(bytes) => Outgoing {
-            bytes,
-            about: About::Reply(id),
-        },
-        None => Outgoing {
-            bytes: Vec::new(),
-            about: About::Unanswered(id),
-        },
-    }
-}
-
 /// Messages that wait for room in the outbox, to be awaited in order.
 pub(crate) type Waiting<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
-/// What an outgoing message is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum About {
-    /// The reply to this request.
-    Reply(RequestId),
-    /// A notification or request caused by this request (progress, a log
-    /// line, an elicitation), sent before its reply.
-    Related(RequestId),
-    /// A notification this request caused without being about it (a
-    /// resource it changed): on the `GET` stream when one is open, else on
-    /// the request's own stream.
-    CausedBy(RequestId),
-    /// Nothing in particular (a push, a batch's replies, an error about
-    /// unreadable input).
-    Session,
-    /// This request ended without a reply (a cancelled request of the Model
-    /// Context Protocol); `bytes` is empty.
-    Unanswered(RequestId),
-}
 
 /// What the whole session's tasks share.
 pub(crate) struct Shared {
@@ -92,7 +47,7 @@ pub(crate) struct Shared {
     /// Numbers the registrations of `in_flight`.
     registrations: AtomicU64,
     /// Keeps the session registered for pushes until the last task is done.
-    pub(super) subscription: Mutex<Option<Subscription>>,
+    pub(crate) subscription: Mutex<Option<Subscription>>,
     /// The Model Context Protocol client, once initialized.
     pub(crate) client: OnceLock<ClientInfo>,
     /// The least severe [`LogLevel`] sent as `notifications/message`.
@@ -114,13 +69,13 @@ pub(crate) struct Shared {
 type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
 
 /// A request in [`Shared::in_flight`].
-pub(super) struct Registration {
+pub(crate) struct Registration {
     id: RequestId,
     number: u64,
 }
 
 impl Shared {
-    pub(super) fn new(server: Arc<ServerInner>, out: Outbox, dialect: Dialect) -> Self {
+    pub(crate) fn new(server: Arc<ServerInner>, out: Outbox, dialect: Dialect) -> Self {
         Self {
             out,
             dialect,
@@ -142,13 +97,13 @@ impl Shared {
     }
 
     /// Records how many requests the reader holds parked.
-    pub(super) fn set_parked(&self, parked: usize) {
+    pub(crate) fn set_parked(&self, parked: usize) {
         self.parked.store(parked, Ordering::Release);
     }
 
     /// How many requests the reader holds parked.
     #[cfg(feature = "http")]
-    pub(super) fn parked(&self) -> usize {
+    pub(crate) fn parked(&self) -> usize {
         self.parked.load(Ordering::Acquire)
     }
 
@@ -156,7 +111,7 @@ impl Shared {
     /// across some work means it sent nothing. Counted in sessions served
     /// over HTTP only.
     #[cfg(feature = "http")]
-    pub(super) fn sent(&self) -> u64 {
+    pub(crate) fn sent(&self) -> u64 {
         debug_assert!(self.over_http, "sent messages are counted over HTTP only");
         self.sent.load(Ordering::Acquire)
     }
@@ -164,7 +119,7 @@ impl Shared {
     /// A session state whose outbox is closed from the start: for requests
     /// served without a session ([`super::session::alone`]), which send
     /// nothing. Anything sent through it is dropped (and logged).
-    pub(super) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
+    pub(crate) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
         let (out, _) = mpsc::channel(1);
         Self::new(server, out.into(), dialect)
     }
@@ -224,10 +179,7 @@ impl Shared {
 
     /// Sends what a request caused, its reply (or says it has none), then
     /// its trace line — in that order, at once while the outbox has room.
-    pub(super) fn send_handled(
-        &self,
-        handled: super::job::Handled,
-    ) -> impl Future<Output = ()> + Send + '_ {
+    pub(crate) fn send_handled(&self, handled: Handled) -> impl Future<Output = ()> + Send + '_ {
         let waiting = self.hand_on(handled);
         async move {
             if let Some(waiting) = waiting {
@@ -240,7 +192,7 @@ impl Shared {
     /// usual case: what it hands over at once is sent when this returns,
     /// and the rest (in order) is left to the future returned, which must
     /// be awaited.
-    pub(super) fn hand_on(&self, handled: super::job::Handled) -> Option<Waiting<'_>> {
+    pub(crate) fn hand_on(&self, handled: Handled) -> Option<Waiting<'_>> {
         let id = handled.id;
         if handled.caused.is_empty() && handled.trace.is_none() {
             // The usual case: the reply alone.
@@ -285,7 +237,7 @@ impl Shared {
     }
 
     /// Registers a request that waits, so a cancel can reach it.
-    pub(super) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
+    pub(crate) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
         let number = self.registrations.fetch_add(1, Ordering::Relaxed);
         self.in_flight()
             .entry(id.clone())
@@ -297,7 +249,7 @@ impl Shared {
         }
     }
 
-    pub(super) fn unregister(&self, registration: &Registration) {
+    pub(crate) fn unregister(&self, registration: &Registration) {
         let mut map = self.in_flight();
         if let Some(entries) = map.get_mut(&registration.id) {
             entries.retain(|(number, _)| *number != registration.number);
@@ -319,7 +271,7 @@ impl Shared {
 
     /// Fires the cancellation of the requests in flight with `id`; says
     /// whether there was one.
-    pub(super) fn cancel(&self, id: &RequestId) -> bool {
+    pub(crate) fn cancel(&self, id: &RequestId) -> bool {
         match self.in_flight().get(id) {
             Some(entries) => {
                 entries
@@ -331,7 +283,7 @@ impl Shared {
         }
     }
 
-    pub(super) fn trace_on(&self) -> bool {
+    pub(crate) fn trace_on(&self) -> bool {
         self.trace.load(Ordering::Relaxed) > 0
     }
 
@@ -344,7 +296,7 @@ impl Shared {
         self.trace.store(level, Ordering::Relaxed);
     }
 
-    pub(super) fn set_ready(&self) {
+    pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
     }
 
@@ -354,7 +306,7 @@ impl Shared {
     }
 
     /// The session's number among those receiving pushes, once ready.
-    pub(super) fn push_number(&self) -> Option<u64> {
+    pub(crate) fn push_number(&self) -> Option<u64> {
         self.subscription
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -374,7 +326,7 @@ impl Shared {
 
     /// The `$/logTrace` line for a handled request (MCP v1.0), when trace
     /// is on and the handshake is complete.
-    pub(super) fn trace_line(
+    pub(crate) fn trace_line(
         &self,
         method: &str,
         id: &RequestId,

@@ -2,42 +2,19 @@
 //! builder, checked and compiled once by [`ServerBuilder::build`], and
 //! served by any number of sessions at once.
 
-mod catalog;
-mod handshake;
-mod job;
-mod operation;
-pub(crate) mod outbox;
-pub(crate) mod peer;
-mod push;
-mod quick_check;
-mod session;
-pub(crate) mod shared;
-mod slots;
-mod validate;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::handle::ServerHandle;
-pub(crate) use catalog::{Catalog, CompletionRef};
-pub(crate) use handshake::Phase;
-pub(crate) use operation::{Arguments, Done, Failure, Work};
-use session::Alone;
-pub(crate) use session::Session;
-#[cfg(feature = "http")]
-pub(crate) use session::{Beside, beside};
-pub use session::{Input, MAX_PARKED};
-#[cfg(feature = "http")]
-pub(crate) use shared::About;
-pub(crate) use shared::{Outgoing, Shared};
-
 use crate::completion::Complete;
-use crate::dialect::{Dialect, Dialects, model_context, v1};
-pub(crate) use crate::dialect::{Limits, Providers, ServerInner};
+use crate::dialect::{Dialect, Dialects, Limits, Providers, ServerInner, model_context, v1};
+use crate::engine::catalog::{self, Catalog};
 use crate::error::BuildError;
+pub use crate::handle::ServerHandle;
 use crate::prompt::Prompt;
 use crate::protocol::{ServerCapabilities, ServerInfo};
 use crate::resource::Resource;
+use crate::session::{self, Alone, Outgoing, Session, Shared};
+pub use crate::session::{Input, MAX_PARKED};
 use crate::template::ResourceTemplate;
 use crate::tool::Tool;
 
@@ -155,7 +132,7 @@ impl Server {
                     Alone::Answered(reply) => return (reply, false),
                     Alone::Running(job) => {
                         let (out, replies) = tokio::sync::mpsc::channel(2);
-                        Session::implicit(self, out, stop.clone())
+                        Session::implicit(&self.inner, out, stop.clone())
                             .run_job(job, body.len())
                             .await;
                         return (only_reply(replies).await, false);
@@ -166,7 +143,7 @@ impl Server {
             parsed => parsed,
         };
         let (out, replies) = tokio::sync::mpsc::channel(2);
-        let not_json = Session::implicit(self, out, stop.clone())
+        let not_json = Session::implicit(&self.inner, out, stop.clone())
             .run_parsed(body, parsed)
             .await;
         (only_reply(replies).await, not_json)

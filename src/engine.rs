@@ -1,0 +1,14 @@
+//! The engine: the registry of compiled items ([`catalog`]), schema
+//! validation ([`validate`], with the [`quick_check`] of JSON text), and the
+//! neutral operations every dialect maps its methods onto
+//! ([`operation`]: [`Work`] that ends in [`Done`] or a [`Failure`]).
+//!
+//! Nothing here knows a dialect, a session or a transport.
+
+pub(crate) mod catalog;
+pub(crate) mod operation;
+pub(crate) mod quick_check;
+pub(crate) mod validate;
+
+pub(crate) use catalog::{Catalog, CompletionRef};
+pub(crate) use operation::{Arguments, Done, Failure, Work};
