@@ -125,20 +125,19 @@ impl Server {
         parsed: crate::jsonrpc::Parsed<'_>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
     ) -> (Option<Vec<u8>>, bool) {
-        // One request, most often answered at once: no session is built.
+        // One message, most often answered at once: no session is built.
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                match session::alone(&self.exchange, message) {
-                    Alone::Answered(reply) => return (reply, false),
+                return match session::alone(&self.exchange, message) {
+                    Alone::Answered(reply) => (reply, false),
                     Alone::Running(job) => {
                         let (out, replies) = tokio::sync::mpsc::channel(2);
                         Session::implicit(&self.inner, out, stop.clone())
                             .run_job(job, body.len())
                             .await;
-                        return (only_reply(replies).await, false);
+                        (only_reply(replies).await, false)
                     }
-                    Alone::Not(message) => crate::jsonrpc::Parsed::Single(message),
-                }
+                };
             }
             parsed => parsed,
         };

@@ -1,5 +1,6 @@
 //! The session layer: one connection's (or one HTTP exchange's) loop —
-//! read a message, dispatch it, run its work, send its reply — with its
+//! receive a message ([`reader`]), [`dispatch`] it, submit its work to the
+//! executor policy, send its reply — with its
 //! in-flight [`slots`], its [`outbox`], its requests to the client
 //! ([`peer`]), and the forwarder of the changes announced to it ([`push`]).
 //! Transports feed it [`Input`] and drain its outbox; it speaks to them in
@@ -11,14 +12,16 @@ mod link;
 pub(crate) mod outbox;
 mod peer;
 mod push;
+mod reader;
 mod shared;
 mod slots;
 
-pub(crate) use dispatch::{Alone, Session, alone};
+pub(crate) use dispatch::{Alone, alone};
 #[cfg(feature = "http")]
 pub(crate) use dispatch::{Beside, beside};
-pub use dispatch::{Input, MAX_PARKED};
 #[cfg(feature = "http")]
 pub(crate) use outbox::About;
 pub(crate) use outbox::Outgoing;
+pub(crate) use reader::Session;
+pub use reader::{Input, MAX_PARKED};
 pub(crate) use shared::Shared;

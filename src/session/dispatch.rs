@@ -1,667 +1,132 @@
-//! One session: reads messages from a transport's input stream, runs the
-//! handshake, serves requests concurrently and writes every outgoing message
-//! to the transport's [`Outbox`] — a channel (HTTP) or a queue of frames
-//! (stdio) (docs/mcp-v1.md §1, §3, §5).
-//!
-//! Concurrency: a request that needs async work is polled once on the
-//! session's reader — most tools finish then, at no cost — and otherwise
-//! (or when its tool [may block](crate::Tool::may_block)) runs on in a task
-//! of its own ([`Job`]); replies go out in completion order. At most
-//! `max_in_flight` requests run at once. A request read while every slot is
-//! taken is *parked* (read-ahead, docs/mcp-v1.md §1): the session keeps reading
-//! while it holds fewer than [`MAX_PARKED`] parked requests and less than one
-//! message limit of their bytes, so that notifications — `$/cancelRequest`
-//! above all — take effect at once; parked requests start in order as slots
-//! free up, and a cancelled one is answered without running. Past that bound
-//! the session reads nothing more. The session's outbox closes only when
-//! the reader and every request task are done, so a transport that waits
-//! for it to close has flushed every reply.
+//! The one dispatch path: [`dispatch`] turns any incoming message into a
+//! reply, a job or an effect, and [`poll_once`] is the one executor policy
+//! a job then meets — polled once where it was dispatched, unless its tool
+//! may block, else run on in a task. Every transport comes through here:
+//! the session reader (stdio, Streamable HTTP, a streaming MCP v1.0
+//! session), the HTTP single exchange ([`alone`]) and a Streamable HTTP
+//! POST served on its own task ([`beside`]).
 
-use std::collections::VecDeque;
-use std::io;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-use futures_core::Stream;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::job::Job;
-use super::outbox::{Handled, Outbox};
-use super::shared::{Shared, Waiting};
-use super::slots::{Slot, Slots};
-use crate::dialect::{Admission, Control, Dialect, Step};
-use crate::dialect::{Phase, ServerInner};
-use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
-use crate::tool::CancelReason;
+use super::outbox::Handled;
+use super::shared::Shared;
+use super::slots::Slot;
+#[cfg(feature = "http")]
+use crate::dialect::Dialect;
+use crate::dialect::{Admission, Control, Phase, Step};
+use crate::error::RpcError;
+use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::protocol::TraceValue;
 
-/// How many requests a full session holds parked (read but not started)
-/// before it stops reading (docs/mcp-v1.md §1).
-pub const MAX_PARKED: usize = 64;
-
-/// One unit of input from a transport.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
-    /// A whole message body (one JSON value: an object or a batch).
-    Message(Bytes),
-    /// A message over the size limit, skipped unread: answered `-32006`.
-    TooLarge {
-        /// The size the message announced (stdio), or the bytes of it seen
-        /// before it crossed the limit (HTTP streaming).
-        declared: usize,
-    },
-    /// Bytes the transport could not frame (a garbage header block):
-    /// answered `-32700`.
-    Unreadable(String),
-}
-
-/// What a message asks of the session.
-enum Outcome {
+/// What a message asks of its session: the one result of [`dispatch`].
+pub(crate) enum Dispatched {
+    /// Nothing to send (a notification, the client's response to a request
+    /// of the server's).
     Nothing,
+    /// A reply known at once.
     Reply(Handled),
+    /// Work whose end makes the reply, run by the one executor policy
+    /// ([`poll_once`], then a task).
     Run(Job),
-    /// Replies to parked requests that a `$/cancelRequest` cancelled.
-    Cancelled(Vec<(ReplyTo, Handled)>),
+    /// A change to the reader's own state.
+    Effect(Effect),
 }
 
-/// Where a request's reply goes.
-#[derive(Clone)]
-enum ReplyTo {
-    /// Straight to the session's output.
-    Session,
-    /// Into the reply array of the batch it came in; the array is written
-    /// once every sender is gone.
-    Batch(mpsc::Sender<Handled>),
+/// A change a message asks of the session's reader (its phase, its parked
+/// requests, its trace level): applied by [`Session::apply`], never by
+/// [`dispatch`], so that a message served away from the reader changes
+/// nothing the reader owns.
+pub(crate) enum Effect {
+    /// `initialize` succeeded: the handshake moves on, then this reply goes
+    /// out.
+    Initialized(Handled),
+    /// The client's `initialized`: the session becomes ready for pushes.
+    Ready,
+    /// Stop the requests with this id (in flight or parked).
+    Cancel(RequestId),
+    /// MCP v1.0's trace level.
+    SetTrace(TraceValue),
 }
 
-/// A request read while every slot was taken.
-struct Parked {
-    job: Job,
-    to: ReplyTo,
-    /// The bytes of input it holds (its whole body for a single request,
-    /// the batch's body for its first parked member).
-    bytes: usize,
-}
-
-/// How a session whose input ended comes to its end.
-enum Ending {
-    /// Every request was answered.
-    Finished,
-    /// Nobody reads the replies any more.
-    OutputGone,
-    /// Shutdown began first.
-    Stopped,
-}
-
-/// A session's reader side. See the module docs.
-pub(crate) struct Session {
-    shared: Arc<Shared>,
+/// The one dispatch: turns a message into a reply, a job, or an effect on
+/// the reader, for every transport — the stdio and Streamable HTTP
+/// readers, the HTTP single exchange ([`alone`]) and a Streamable HTTP
+/// POST served on its own task ([`beside`]). Requests go through the
+/// dialect's handshake rules and method table; notifications become
+/// effects; the client's responses to the server's own requests complete
+/// them here. `phase` is the session's handshake phase; `draining` says
+/// whether shutdown began (requests are then answered `-32005`).
+pub(crate) fn dispatch(
+    shared: &Arc<Shared>,
     phase: Phase,
-    slots: Arc<Slots>,
-    /// Cancelled when the session must shut down (shared, not cloned per
-    /// session: cloning a token takes a lock).
-    stop: Arc<CancellationToken>,
-    /// The one input of an implicit session was not JSON (`-32700`).
-    not_json: bool,
-    /// Shutdown began: requests are answered `-32005` instead of run.
     draining: bool,
-    /// Requests waiting for a slot, in the order they were read.
-    parked: VecDeque<Parked>,
-    /// The input bytes `parked` holds.
-    parked_bytes: usize,
-}
-
-impl Session {
-    /// A session in `dialect` that starts with a handshake, writing to `out`.
-    pub(crate) fn new(
-        server: &Arc<ServerInner>,
-        dialect: Dialect,
-        out: impl Into<Outbox>,
-        stop: Arc<CancellationToken>,
-    ) -> Self {
-        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize, false)
-    }
-
-    /// A session like [`new`](Self::new), served over HTTP: the Model
-    /// Context Protocol's 2024-11-05 is not offered, and its requests may
-    /// be served [`beside`] its reader (which counts what it sends).
-    #[cfg(feature = "http")]
-    pub(crate) fn over_http(
-        server: &Arc<ServerInner>,
-        dialect: Dialect,
-        out: impl Into<Outbox>,
-        stop: Arc<CancellationToken>,
-    ) -> Self {
-        Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize, true)
-    }
-
-    /// An implicit, already-initialized MCP v1.0 session that never
-    /// receives notifications (an HTTP single exchange).
-    pub(crate) fn implicit(
-        server: &Arc<ServerInner>,
-        out: impl Into<Outbox>,
-        stop: Arc<CancellationToken>,
-    ) -> Self {
-        Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit, false)
-    }
-
-    fn with_phase(
-        server: &Arc<ServerInner>,
-        dialect: Dialect,
-        out: impl Into<Outbox>,
-        stop: Arc<CancellationToken>,
-        phase: Phase,
-        over_http: bool,
-    ) -> Self {
-        let mut shared = Shared::new(server.clone(), out.into(), dialect);
-        shared.over_http = over_http;
-        let shared = Arc::new(shared);
-        Self {
-            slots: shared.slots.clone(),
-            shared,
-            phase,
-            stop,
-            not_json: false,
-            draining: false,
-            parked: VecDeque::new(),
-            parked_bytes: 0,
+    message: Incoming<'_>,
+) -> Dispatched {
+    let dialect = shared.dialect;
+    match message {
+        Incoming::Request {
+            id: RequestId::Null,
+            ..
+        } if !dialect.allows_null_ids() => {
+            let error = RpcError::invalid_request("id must be a string or a number");
+            Dispatched::Reply(Handled::reply(
+                RequestId::Null,
+                Some(dialect.error(None, &error)),
+            ))
         }
-    }
-
-    /// The session's shared state, for a transport that reaches into it
-    /// (Streamable HTTP routes the client's responses there directly).
-    #[cfg(feature = "http")]
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
-    /// Reads `input` to its end, serving every message, then waits for the
-    /// requests still parked or in flight and returns. It returns at once
-    /// when the output is gone (the client stopped reading): requests in
-    /// flight are then stopped. When the session's stop token fires —
-    /// before or after the end of the input — it drains instead (see
-    /// [`drain`](Self::drain)). The outbox closes when the last
-    /// task holding it (a batch's collector, a push forwarder) is done.
-    pub(crate) async fn run<S>(mut self, mut input: S)
-    where
-        S: Stream<Item = io::Result<Input>> + Unpin,
-    {
-        // One future each for the whole loop, not one per message.
-        // Both rarely fire: polled only when they are woken, not at every
-        // message read.
-        let stop = self.stop.clone();
-        let stopped = crate::poll::OnWake::new(stop.cancelled());
-        let shared = self.shared.clone();
-        let gone = crate::poll::OnWake::new(shared.out.closed());
-        tokio::pin!(stopped, gone);
-        loop {
-            if self.shared.out.is_closed() {
-                return self.output_gone();
-            }
-            self.start_parked().await;
-            let may_read = self.may_read();
-            // Input first: while it flows, the other futures are not polled
-            // (the closed output is caught above); they wake an idle reader.
-            let item = tokio::select! {
-                biased;
-                () = &mut stopped => break,
-                item = crate::poll::next(&mut input), if may_read => item,
-                slot = self.slots.take(), if !self.parked.is_empty() => {
-                    self.start_next(slot).await;
-                    continue;
+        Incoming::Request { id, .. } if draining => {
+            let reply = Some(dialect.shutting_down(&id));
+            Dispatched::Reply(Handled::reply(id, reply))
+        }
+        Incoming::Request {
+            id,
+            method,
+            params,
+            call,
+        } => {
+            // The clock is read only when trace lines need it.
+            let started = shared.trace_on().then(Instant::now);
+            match dialect.admit(phase, &method, &id) {
+                Admission::Serve => serve(shared, id, &method, params, call, started),
+                Admission::Reject(error) => {
+                    let reply = dialect.error(Some(&id), &error);
+                    Dispatched::Reply(answered(shared, id, &method, started, reply))
                 }
-                () = &mut gone => return self.output_gone(),
-            };
-            match item {
-                Some(Ok(item)) => self.on_input(item).await,
-                end => {
-                    match end {
-                        Some(Err(e)) => tracing::warn!("reading the session's input failed: {e}"),
-                        _ => tracing::debug!("session input ended"),
-                    }
-                    // Nothing the client sends can be read any more.
-                    self.shared.peer.close();
-                    // Parked requests and those in flight finish, unless
-                    // shutdown begins (or the output goes) first.
-                    let ending = tokio::select! {
-                        biased;
-                        () = &mut gone => Ending::OutputGone,
-                        () = &mut stopped => Ending::Stopped,
-                        () = async {
-                            self.finish_parked().await;
-                            self.slots.all_free().await;
-                        } => Ending::Finished,
-                    };
-                    match ending {
-                        Ending::Finished => {}
-                        Ending::OutputGone => self.output_gone(),
-                        Ending::Stopped => self.drain::<futures_never::Never>(None).await,
-                    }
-                    return;
-                }
-            }
-        }
-        self.drain(Some(&mut input)).await;
-    }
-
-    /// Serves one parsed body, waits for the requests it started, and ends
-    /// the session (an HTTP single exchange, parsed once by its transport to
-    /// find its dialect). Returns whether the body was not JSON at all
-    /// (answered `-32700`).
-    pub(crate) async fn run_parsed(mut self, body: &[u8], parsed: Parsed<'_>) -> bool {
-        self.draining = self.stop.is_cancelled();
-        tracing::trace!("<- {}", String::from_utf8_lossy(body));
-        self.on_parsed(parsed, body.len()).await;
-        self.finish_one().await
-    }
-
-    /// Runs `job`, the one request of an HTTP single exchange that
-    /// [`alone`] could not finish at once, then ends the session.
-    pub(crate) async fn run_job(mut self, job: Job, bytes: usize) {
-        if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
-            waiting.await;
-        }
-        self.finish_one().await;
-    }
-
-    /// Waits for what the one input started, then ends the session.
-    async fn finish_one(self) -> bool {
-        if self.parked.is_empty() && self.slots.all_are_free() {
-            return self.not_json; // everything finished inline
-        }
-        // Boxed: the common case above keeps the caller's future small.
-        Box::pin(self.wait_for_one()).await
-    }
-
-    /// Waits for the requests the one input started, then ends the session.
-    async fn wait_for_one(mut self) -> bool {
-        let stop = self.stop.clone();
-        let stopped = tokio::select! {
-            () = async {
-                self.finish_parked().await;
-                self.slots.all_free().await;
-            } => false,
-            () = stop.cancelled() => true,
-        };
-        if stopped {
-            self.drain::<futures_never::Never>(None).await;
-        }
-        self.not_json
-    }
-
-    /// Whether the reader may read more input: always while nothing is
-    /// parked, else while the parked requests stay under their bound.
-    fn may_read(&self) -> bool {
-        self.parked.is_empty()
-            || (self.parked.len() < MAX_PARKED
-                && self.parked_bytes < self.shared.server.limits.max_message_size)
-    }
-
-    /// The output is gone: nobody reads replies any more. Requests in
-    /// flight are stopped and parked ones dropped.
-    fn output_gone(&mut self) {
-        tracing::debug!("output closed; the session stops reading");
-        self.parked.clear();
-        self.parked_bytes = 0;
-        self.shared.set_parked(0);
-        self.shared.peer.close();
-        self.shared.cancel_all(CancelReason::Gone);
-    }
-
-    /// Shutdown: requests that arrive from now on, and those still parked,
-    /// are answered `-32005`; requests in flight get the grace period to
-    /// finish, then are stopped and answered `-32005`; returns once none is
-    /// left.
-    async fn drain<S>(&mut self, mut input: Option<&mut S>)
-    where
-        S: Stream<Item = io::Result<Input>> + Unpin,
-    {
-        tracing::debug!("session shutting down");
-        self.draining = true;
-        while let Some(parked) = self.parked.pop_front() {
-            self.shared.set_parked(self.parked.len());
-            let id = parked.job.id;
-            let reply = Some(self.shared.dialect.shutting_down(&id));
-            deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
-        }
-        self.parked_bytes = 0;
-        let slots = self.slots.clone();
-        let all_done = slots.all_free();
-        let grace = tokio::time::sleep(self.shared.server.limits.shutdown_grace);
-        tokio::pin!(all_done, grace);
-        let mut grace_over = false;
-        loop {
-            tokio::select! {
-                _ = &mut all_done => return,
-                () = &mut grace, if !grace_over => {
-                    grace_over = true;
-                    self.shared.cancel_all(CancelReason::Shutdown);
-                }
-                item = next_of(&mut input), if input.is_some() => match item {
-                    Some(Ok(item)) => self.on_input(item).await,
-                    Some(Err(_)) | None => input = None,
+                Admission::Initialize => match dialect.initialize(&**shared, &id, params) {
+                    Ok(reply) => Dispatched::Effect(Effect::Initialized(answered(
+                        shared, id, &method, started, reply,
+                    ))),
+                    Err(reply) => Dispatched::Reply(answered(shared, id, &method, started, reply)),
                 },
             }
         }
-    }
-
-    /// Starts parked requests, in order, while slots are free.
-    async fn start_parked(&mut self) {
-        while !self.parked.is_empty() {
-            let Some(slot) = self.slots.try_take().map(Slot::owned) else {
-                return;
-            };
-            self.start_next(slot).await;
+        Incoming::Notification { method, params } => {
+            if !phase.hears_notifications() {
+                tracing::debug!(%method, "notification before initialize dropped");
+                return Dispatched::Nothing;
+            }
+            match dialect.control(&method, params) {
+                Control::Initialized => Dispatched::Effect(Effect::Ready),
+                Control::Cancel(id) => Dispatched::Effect(Effect::Cancel(id)),
+                Control::SetTrace(value) => Dispatched::Effect(Effect::SetTrace(value)),
+                Control::Ignore => Dispatched::Nothing,
+            }
+        }
+        Incoming::Response { id, outcome } => {
+            shared.peer.answer(id.as_ref(), outcome);
+            Dispatched::Nothing
+        }
+        Incoming::Invalid { id, reason } => {
+            let error = RpcError::invalid_request(reason);
+            let known = (id != RequestId::Null).then_some(&id);
+            let reply = Some(dialect.error(known, &error));
+            Dispatched::Reply(Handled::reply(id, reply))
         }
     }
-
-    /// Starts every parked request, waiting for slots as they free up.
-    async fn finish_parked(&mut self) {
-        while !self.parked.is_empty() {
-            let slot = self.slots.take().await;
-            self.start_next(slot).await;
-        }
-    }
-
-    /// Starts the first parked request in `slot`.
-    async fn start_next(&mut self, slot: Slot<'static>) {
-        if let Some(parked) = self.parked.pop_front() {
-            self.shared.set_parked(self.parked.len());
-            self.parked_bytes -= parked.bytes;
-            if let Some(waiting) = start(&self.shared, parked.job, parked.to, slot) {
-                waiting.await;
-            }
-        }
-    }
-
-    /// Starts `job` now if a slot is free and nothing is parked before it;
-    /// parks it otherwise. What it returns, if anything, hands on a reply
-    /// that did not fit the outbox at once: await it before reading on.
-    #[must_use]
-    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<Waiting<'_>> {
-        if self.parked.is_empty()
-            && let Some(slot) = self.slots.try_take()
-        {
-            start(&self.shared, job, to, slot)
-        } else {
-            self.parked_bytes += bytes;
-            self.parked.push_back(Parked { job, to, bytes });
-            self.shared.set_parked(self.parked.len());
-            None
-        }
-    }
-
-    async fn on_input(&mut self, input: Input) {
-        let dialect = self.shared.dialect;
-        match input {
-            Input::TooLarge { declared } => {
-                let limit = self.shared.server.limits.max_message_size;
-                let error = dialect.too_large(declared, limit);
-                self.shared
-                    .send_unrelated(dialect.error(None, &error))
-                    .await;
-            }
-            Input::Unreadable(why) => {
-                let error = RpcError::parse_error(why);
-                self.shared
-                    .send_unrelated(dialect.error(None, &error))
-                    .await;
-            }
-            Input::Message(body) => {
-                tracing::trace!("<- {}", String::from_utf8_lossy(&body));
-                self.on_message(&body).await
-            }
-        }
-    }
-
-    async fn on_message(&mut self, body: &[u8]) {
-        self.on_parsed(jsonrpc::parse(body), body.len()).await;
-    }
-
-    /// Serves one parsed body of `bytes` bytes.
-    async fn on_parsed(&mut self, parsed: Parsed<'_>, bytes: usize) {
-        let dialect = self.shared.dialect;
-        match parsed {
-            Parsed::Error(error) => {
-                self.not_json = error.code == ErrorCode::PARSE_ERROR;
-                self.shared
-                    .send_unrelated(dialect.error(None, &error))
-                    .await;
-            }
-            Parsed::Single(message) => match self.step(message) {
-                Outcome::Nothing => {}
-                Outcome::Reply(handled) => {
-                    if let Some(waiting) = self.shared.hand_on(handled) {
-                        waiting.await;
-                    }
-                }
-                Outcome::Run(job) => {
-                    if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
-                        waiting.await;
-                    }
-                }
-                Outcome::Cancelled(replies) => {
-                    for (to, handled) in replies {
-                        deliver(&self.shared, to, handled).await;
-                    }
-                }
-            },
-            Parsed::Batch(_) if !dialect.allows_batches(&*self.shared) => {
-                let error = RpcError::invalid_request(
-                    "a batch (a JSON array of messages) is not allowed in this protocol version; \
-                     send one message at a time",
-                );
-                self.shared
-                    .send_unrelated(dialect.error(None, &error))
-                    .await;
-            }
-            // Boxed: batches are rare, and their future is large.
-            Parsed::Batch(messages) => Box::pin(self.on_batch(messages, bytes)).await,
-        }
-    }
-
-    /// A batch: its requests run concurrently (each in its own slot, parked
-    /// like any other when none is free) and their replies go out together
-    /// as one array, once the last is done.
-    async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, bytes: usize) {
-        let mut done = Vec::new();
-        let mut jobs = Vec::new();
-        for message in messages {
-            match self.step(message) {
-                Outcome::Nothing => {}
-                Outcome::Reply(handled) => done.push(handled),
-                Outcome::Run(job) => jobs.push(job),
-                Outcome::Cancelled(replies) => {
-                    for (to, handled) in replies {
-                        deliver(&self.shared, to, handled).await;
-                    }
-                }
-            }
-        }
-        if jobs.is_empty() {
-            if !done.is_empty() {
-                send_batch(&self.shared, done).await;
-            }
-            return;
-        }
-        let (collector, replies) = mpsc::channel(jobs.len());
-        tokio::spawn(collect_batch(self.shared.clone(), done, replies));
-        let mut bytes = bytes;
-        for job in jobs {
-            let to = ReplyTo::Batch(collector.clone());
-            if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
-                waiting.await;
-            }
-        }
-    }
-
-    /// Handles one message: the handshake and notifications here, requests
-    /// through the dialect's method table.
-    fn step(&mut self, message: Incoming<'_>) -> Outcome {
-        let dialect = self.shared.dialect;
-        match message {
-            Incoming::Request {
-                id: RequestId::Null,
-                ..
-            } if !dialect.allows_null_ids() => {
-                let error = RpcError::invalid_request("id must be a string or a number");
-                Outcome::Reply(Handled::reply(
-                    RequestId::Null,
-                    Some(dialect.error(None, &error)),
-                ))
-            }
-            Incoming::Request { id, .. } if self.draining => {
-                let reply = Some(dialect.shutting_down(&id));
-                Outcome::Reply(Handled::reply(id, reply))
-            }
-            Incoming::Request {
-                id,
-                method,
-                params,
-                call,
-            } => {
-                // The clock is read only when trace lines need it.
-                let started = self.shared.trace_on().then(Instant::now);
-                let reply = match dialect.admit(self.phase, &method, &id) {
-                    Admission::Reject(error) => dialect.error(Some(&id), &error),
-                    Admission::Initialize => match dialect.initialize(&*self.shared, &id, params) {
-                        Ok(reply) => {
-                            self.phase = self.phase.after_initialize();
-                            reply
-                        }
-                        Err(reply) => reply,
-                    },
-                    Admission::Serve => {
-                        return match serve(&self.shared, id, &method, params, call, started) {
-                            Served::Now(handled) => Outcome::Reply(handled),
-                            Served::Work(job) => Outcome::Run(job),
-                        };
-                    }
-                };
-                Outcome::Reply(answered(&self.shared, id, &method, started, reply))
-            }
-            Incoming::Notification { method, params } => self.notification(&method, params),
-            Incoming::Response { id, outcome } => {
-                self.shared.peer.answer(id.as_ref(), outcome);
-                Outcome::Nothing
-            }
-            Incoming::Invalid { id, reason } => {
-                let error = RpcError::invalid_request(reason);
-                let known = (id != RequestId::Null).then_some(&id);
-                let reply = Some(dialect.error(known, &error));
-                Outcome::Reply(Handled::reply(id, reply))
-            }
-        }
-    }
-
-    fn notification(&mut self, method: &str, params: Option<&RawValue>) -> Outcome {
-        if !self.phase.hears_notifications() {
-            tracing::debug!(method, "notification before initialize dropped");
-            return Outcome::Nothing;
-        }
-        match self.shared.dialect.control(method, params) {
-            Control::Initialized => {
-                let before = self.phase;
-                self.phase = self.phase.after_initialized();
-                if before != self.phase {
-                    let subscription = super::push::subscribe(
-                        self.shared.server.handle.registry(),
-                        self.shared.out.clone(),
-                        self.shared.dialect,
-                        self.shared.subscriptions.clone(),
-                    );
-                    *self
-                        .shared
-                        .subscription
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner) = Some(subscription);
-                    self.shared.set_ready();
-                }
-            }
-            Control::Cancel(id) => return Outcome::Cancelled(self.cancel(&id)),
-            Control::SetTrace(value) => self.shared.set_trace(value),
-            Control::Ignore => {}
-        }
-        Outcome::Nothing
-    }
-
-    /// Cancels the requests with `id`: those in flight are told to stop
-    /// (their jobs answer); parked ones are answered here, without running.
-    fn cancel(&mut self, id: &RequestId) -> Vec<(ReplyTo, Handled)> {
-        let mut answered = Vec::new();
-        let mut kept = VecDeque::with_capacity(self.parked.len());
-        for parked in self.parked.drain(..) {
-            if parked.job.id == *id {
-                self.parked_bytes -= parked.bytes;
-                answered.push((parked.to, parked.job.cancel_unstarted(&self.shared)));
-            } else {
-                kept.push_back(parked);
-            }
-        }
-        self.parked = kept;
-        self.shared.set_parked(self.parked.len());
-        if !self.shared.cancel(id) && answered.is_empty() {
-            tracing::debug!(%id, "$/cancelRequest for a request not in flight");
-        }
-        answered
-    }
-}
-
-/// Runs `job` in `slot`: on the reader if it completes at once (most tools
-/// do, and then cost no task), else in a task of its own. The slot is
-/// freed once the reply is handed on: at once, or, for a reply that does
-/// not fit the outbox, by what this returns, which holds the slot until it
-/// has, and is awaited before the reader reads on.
-#[must_use]
-fn start<'a>(
-    shared: &'a Arc<Shared>,
-    job: Job,
-    to: ReplyTo,
-    slot: Slot<'a>,
-) -> Option<Waiting<'a>> {
-    match to {
-        ReplyTo::Session => {
-            let now = if job.may_block {
-                Err(job)
-            } else {
-                job.try_now(shared)
-            };
-            match now {
-                Ok(handled) => {
-                    let waiting = shared.hand_on(handled)?;
-                    Some(Box::pin(async move {
-                        waiting.await;
-                        drop(slot);
-                    }))
-                }
-                Err(job) => {
-                    run_in_task(shared, job, Some(slot.owned()));
-                    None
-                }
-            }
-        }
-        ReplyTo::Batch(collector) => {
-            let running = job.registered(shared);
-            let slot = slot.owned();
-            tokio::spawn(async move {
-                let handled = running.await;
-                drop(slot);
-                let _ = collector.send(handled).await;
-            });
-            None
-        }
-    }
-}
-
-/// A request served through the method table.
-enum Served {
-    /// Answered at once.
-    Now(Handled),
-    /// Its reply needs async work.
-    Work(Job),
 }
 
 /// A request the dialect serves through its method table: the reply, or
@@ -673,49 +138,40 @@ fn serve(
     params: Option<&RawValue>,
     call: Option<jsonrpc::ToolCall<'_>>,
     started: Option<Instant>,
-) -> Served {
+) -> Dispatched {
     match shared.dialect.route(&**shared, &id, method, params, call) {
-        Step::Reply(reply) => Served::Now(answered(shared, id, method, started, reply)),
-        Step::Run { work, progress } => Served::Work(Job::new(shared, id, work, progress, started)),
-    }
-}
-
-/// A request's parts.
-struct Request<'a> {
-    id: RequestId,
-    method: std::borrow::Cow<'a, str>,
-    params: Option<&'a RawValue>,
-    call: Option<jsonrpc::ToolCall<'a>>,
-}
-
-/// `message` as a request that the method table serves in `phase` (an id
-/// the dialect takes, a method it admits there), or the message back.
-// The message comes back by value, as it came: boxing it would cost an
-// allocation on the path that serves it the usual way.
-#[allow(clippy::result_large_err)]
-fn servable(
-    dialect: Dialect,
-    phase: Phase,
-    message: Incoming<'_>,
-) -> Result<Request<'_>, Incoming<'_>> {
-    match message {
-        Incoming::Request {
-            id,
-            method,
-            params,
-            call,
-        } if (id != RequestId::Null || dialect.allows_null_ids())
-            && dialect.admit(phase, &method, &id) == Admission::Serve =>
-        {
-            Ok(Request {
-                id,
-                method,
-                params,
-                call,
-            })
+        Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
+        Step::Run { work, progress } => {
+            Dispatched::Run(Job::new(shared, id, work, progress, started))
         }
-        other => Err(other),
     }
+}
+
+/// The one executor policy: a job is polled once where it was dispatched —
+/// most tools finish then, at no cost — unless its tool may block; a job
+/// not done then comes back, to run on in a task ([`run_in_task`], or, for
+/// an HTTP single exchange, in a session of its own).
+// The job comes back by value, as `Job::try_now` gives it: boxing it
+// would cost an allocation on the path where it waits.
+#[allow(clippy::result_large_err)]
+pub(crate) fn poll_once(shared: &Arc<Shared>, job: Job) -> Result<Handled, Job> {
+    if job.may_block {
+        Err(job)
+    } else {
+        job.try_now(shared)
+    }
+}
+
+/// Whether `message` is a request that the method table serves in `phase`
+/// (an id the dialect takes, a method it admits there).
+#[cfg(feature = "http")]
+fn servable(dialect: Dialect, phase: Phase, message: &Incoming<'_>) -> bool {
+    matches!(
+        message,
+        Incoming::Request { id, method, .. }
+            if (*id != RequestId::Null || dialect.allows_null_ids())
+                && dialect.admit(phase, method, id) == Admission::Serve
+    )
 }
 
 /// A reply known at once, with its trace line.
@@ -733,44 +189,37 @@ fn answered(
     }
 }
 
-/// One request of an HTTP single exchange, served without a session.
-pub(crate) enum Alone<'a> {
-    /// Answered at once: the reply (MCP v1.0 answers every request).
+/// The one message of an HTTP single exchange, served without a session.
+pub(crate) enum Alone {
+    /// Answered at once: the reply, if the message gets one.
     Answered(Option<Vec<u8>>),
     /// Its work goes on: it needs a session to finish in
     /// ([`Session::run_job`]).
     Running(Job),
-    /// Not a request this path serves: serve it in a session.
-    Not(Incoming<'a>),
 }
 
-/// Serves the one request of an implicit MCP v1.0 session (an HTTP single
+/// Serves the one message of an implicit MCP v1.0 session (an HTTP single
 /// exchange) without building the session — its outbox channel, its slots,
-/// its state — when it can: a request the method table serves, whose work
-/// (if any) finishes on its first poll, as most tools do. `shared` is the
-/// server's [`Shared::detached`] state: nothing a single request of MCP
-/// v1.0 does reads or changes a session's state (its trace level, its
-/// cancel registry and its outbox are for notifications, batches and work
-/// that waits), so one state serves them all. Anything else comes back to
-/// be served the usual way. The caller checks that shutdown has not begun.
-pub(crate) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a> {
-    let request = match servable(shared.dialect, Phase::Implicit, message) {
-        Ok(request) => request,
-        Err(message) => return Alone::Not(message),
-    };
-    let Request {
-        id,
-        method,
-        params,
-        call,
-    } = request;
-    let handled = match serve(shared, id, &method, params, call, None) {
-        Served::Work(job) if job.may_block => return Alone::Running(job),
-        Served::Work(job) => match job.try_now(shared) {
+/// its state: [`dispatch`] in the implicit phase, and a job by the executor
+/// policy. Only a job that does not finish on its first poll (or may
+/// block) needs a session to finish in. `shared` is the server's
+/// [`Shared::detached`] state, which no exchange changes: effects are not
+/// applied (an implicit session that ends after one message would drop
+/// them unseen), and nothing a single MCP v1.0 request does reads or
+/// changes a session's state (its trace level, its cancel registry and its
+/// outbox are for notifications, batches and work that waits). The caller
+/// checks that shutdown has not begun.
+pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>) -> Alone {
+    let handled = match dispatch(shared, Phase::Implicit, false, message) {
+        Dispatched::Nothing
+        | Dispatched::Effect(Effect::Ready | Effect::Cancel(_) | Effect::SetTrace(_)) => {
+            return Alone::Answered(None);
+        }
+        Dispatched::Reply(handled) | Dispatched::Effect(Effect::Initialized(handled)) => handled,
+        Dispatched::Run(job) => match poll_once(shared, job) {
             Ok(handled) => handled,
             Err(job) => return Alone::Running(job),
         },
-        Served::Now(handled) => handled,
     };
     // The detached state never traces, and MCP v1.0 sends the changes a
     // request fires to every session alike, not as caused by it.
@@ -780,7 +229,7 @@ pub(crate) fn alone<'a>(shared: &Arc<Shared>, message: Incoming<'a>) -> Alone<'a
 
 /// Runs `job` in a task of its own; its reply goes to the session's output,
 /// then its slot is freed.
-fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot<'static>>) {
+pub(crate) fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot<'static>>) {
     let running = job.registered(shared);
     let shared = shared.clone();
     tokio::spawn(async move {
@@ -808,8 +257,9 @@ pub(crate) enum Beside {
 /// of the session's reader — no hand-over to the reader and no second
 /// parse — when it can: the handshake is done, no request is parked (this
 /// one would overtake it), a slot is free and the method table serves the
-/// method. A reply known at once, or work that ends on its first poll, is
-/// answered to the caller when nothing at all was sent meanwhile (so
+/// method. It is then [`dispatch`]ed and run by the executor policy, as on
+/// the reader. A reply known at once, or work that ends on its first poll,
+/// is answered to the caller when nothing at all was sent meanwhile (so
 /// nothing can have come before the reply); anything else goes out through
 /// the session's output, in order, like the reader's replies — from a task
 /// of its own, which the caller going away cannot stop. `stopping` says
@@ -822,18 +272,12 @@ pub(crate) async fn beside(
     stopping: impl Fn() -> bool,
     message: Incoming<'_>,
 ) -> Beside {
-    if !shared.is_ready() || shared.parked() > 0 {
+    if !shared.is_ready()
+        || shared.parked() > 0
+        || !servable(shared.dialect, Phase::Ready, &message)
+    {
         return Beside::Not;
     }
-    let Ok(Request {
-        id,
-        method,
-        params,
-        call,
-    }) = servable(shared.dialect, Phase::Ready, message)
-    else {
-        return Beside::Not;
-    };
     let Some(slot) = shared
         .slots
         .try_take()
@@ -843,20 +287,17 @@ pub(crate) async fn beside(
         return Beside::Not;
     };
     let before = shared.sent();
-    let started = shared.trace_on().then(Instant::now);
-    let mut handled = match serve(shared, id, &method, params, call, started) {
-        Served::Now(handled) => handled,
-        Served::Work(job) if job.may_block => {
-            run_in_task(shared, job, Some(slot));
-            return Beside::Sent;
-        }
-        Served::Work(job) => match job.try_now(shared) {
+    let mut handled = match dispatch(shared, Phase::Ready, false, message) {
+        Dispatched::Reply(handled) => handled,
+        Dispatched::Run(job) => match poll_once(shared, job) {
             Ok(handled) => handled,
             Err(job) => {
                 run_in_task(shared, job, Some(slot));
                 return Beside::Sent;
             }
         },
+        // Not for a servable request; the reader would apply it.
+        Dispatched::Nothing | Dispatched::Effect(_) => return Beside::Not,
     };
     let quiet = shared.sent() == before && handled.caused.is_empty() && handled.trace.is_none();
     if quiet && let Some(reply) = handled.reply.take() {
@@ -868,68 +309,4 @@ pub(crate) async fn beside(
         drop(slot);
     });
     Beside::Sent
-}
-
-/// Hands a reply to where it goes.
-async fn deliver(shared: &Shared, to: ReplyTo, handled: Handled) {
-    match to {
-        ReplyTo::Session => shared.send_handled(handled).await,
-        ReplyTo::Batch(collector) => {
-            let _ = collector.send(handled).await;
-        }
-    }
-}
-
-/// Gathers the replies of a batch's requests and writes them as one array
-/// once every request is answered (every sender of `replies` is gone).
-async fn collect_batch(
-    shared: Arc<Shared>,
-    mut done: Vec<Handled>,
-    mut replies: mpsc::Receiver<Handled>,
-) {
-    while let Some(handled) = replies.recv().await {
-        done.push(handled);
-    }
-    if !done.is_empty() {
-        send_batch(&shared, done).await;
-    }
-}
-
-/// Writes a batch's replies as one array, then their trace lines.
-async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
-    let replies: Vec<Vec<u8>> = done.iter_mut().filter_map(|h| h.reply.take()).collect();
-    if !replies.is_empty() {
-        shared.send_unrelated(encode_batch(&replies)).await;
-    }
-    for trace in done.into_iter().filter_map(|h| h.trace) {
-        shared.send_unrelated(trace).await;
-    }
-}
-
-/// The next item of `input`, or never when there is no input.
-async fn next_of<S>(input: &mut Option<&mut S>) -> Option<S::Item>
-where
-    S: Stream + Unpin,
-{
-    match input {
-        Some(stream) => crate::poll::next(stream).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// A stream type for sessions without one.
-mod futures_never {
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
-
-    /// A stream that never yields.
-    pub(crate) enum Never {}
-
-    impl futures_core::Stream for Never {
-        type Item = std::io::Result<super::Input>;
-
-        fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-            match *self {}
-        }
-    }
 }
