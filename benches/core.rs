@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use bytes::BytesMut;
-use clawmcp::protocol::ToolDefinition;
+use clawmcp::definition::ToolDefinition;
 use clawmcp::transport::FrameCodec;
 use clawmcp::{Server, ToolContext, tool_fn};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -92,7 +92,7 @@ fn execute_tool(c: &mut Criterion) {
     for (label, strict) in [("validated", true), ("trivial-schemas", false)] {
         let server = echo_server(strict);
         group.bench_function(label, |b| {
-            b.iter(|| rt.block_on(server.handle_message(request.clone())).unwrap());
+            b.iter(|| rt.block_on(server.serve_message(request.clone())).unwrap());
         });
     }
     group.finish();
@@ -123,7 +123,7 @@ fn list_tools(c: &mut Criterion) {
         }
         let server = builder.build().unwrap();
         group.bench_with_input(BenchmarkId::from_parameter(count), &server, |b, server| {
-            b.iter(|| rt.block_on(server.handle_message(request.clone())).unwrap());
+            b.iter(|| rt.block_on(server.serve_message(request.clone())).unwrap());
         });
         // executeTool must not grow with the number of tools.
         let call = bytes::Bytes::from(
@@ -133,7 +133,7 @@ fn list_tools(c: &mut Criterion) {
             BenchmarkId::new("executeTool-among", count),
             &server,
             |b, server| {
-                b.iter(|| rt.block_on(server.handle_message(call.clone())).unwrap());
+                b.iter(|| rt.block_on(server.serve_message(call.clone())).unwrap());
             },
         );
     }

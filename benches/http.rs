@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use clawmcp::protocol::ToolDefinition;
+use clawmcp::definition::ToolDefinition;
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Server, ToolContext, tool_fn};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -26,12 +26,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use clawmcp::client::{ElicitResult, Elicitation, LogLevel, Sampling};
 use clawmcp::content::{ResourceBody, ResourceContents};
+use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::prompt::{MessageRole, PromptArgument, PromptMessage, prompt_fn};
-use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::resource::BinaryResource;
 use clawmcp::template::resource_template;
+use clawmcp::tool::rich_tool_fn;
 use clawmcp::transport::HttpConfig;
-use clawmcp::{Content, Server, TextResource, ToolContext, ToolError, ToolOutput, rich_tool_fn};
+use clawmcp::{Content, Server, TextResource, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 /// The prefix of every tool's and prompt's mcpId (MCP v1.0 needs one; the

@@ -11,7 +11,7 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use clawmcp::protocol::ToolDefinition;
+use clawmcp::definition::ToolDefinition;
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Server, ToolContext, tool_fn};
 use http_body_util::combinators::BoxBody;

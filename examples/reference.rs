@@ -28,8 +28,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
-use clawmcp::protocol::{PromptDefinition, Role};
 use clawmcp::transport::HttpConfig;
 use clawmcp::typed::typed_tool;
 use clawmcp::{Server, SharedResource, TextResource, ToolContext, ToolError};

@@ -502,7 +502,7 @@ impl ToolOutput {
 /// JSON (`-32603`).
 pub(crate) fn output_not_json(mcp_id: &str, error: &serde_json::Error) -> crate::ToolError {
     crate::ToolError::with_code(
-        crate::ErrorCode::INTERNAL_ERROR,
+        crate::error::ErrorCode::INTERNAL_ERROR,
         format!("the output of tool {mcp_id} is not JSON: {error}"),
     )
 }
@@ -526,7 +526,7 @@ impl From<Vec<Content>> for ToolOutput {
 }
 
 /// Who speaks a prompt message. The Model Context Protocol has no system
-/// role: a [`Role::System`](crate::protocol::Role::System) prompt is sent as a `user` message.
+/// role: a [`Role::System`](crate::definition::Role::System) prompt is sent as a `user` message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageRole {
@@ -536,11 +536,11 @@ pub enum MessageRole {
     Assistant,
 }
 
-impl From<crate::protocol::Role> for MessageRole {
-    fn from(role: crate::protocol::Role) -> Self {
+impl From<crate::definition::Role> for MessageRole {
+    fn from(role: crate::definition::Role) -> Self {
         match role {
-            crate::protocol::Role::Assistant => Self::Assistant,
-            crate::protocol::Role::User | crate::protocol::Role::System => Self::User,
+            crate::definition::Role::Assistant => Self::Assistant,
+            crate::definition::Role::User | crate::definition::Role::System => Self::User,
         }
     }
 }

@@ -749,13 +749,13 @@ mod tests {
             let Parsed::Error(e) = parse(body.as_bytes()) else {
                 panic!("{body}")
             };
-            assert_eq!(e.code, crate::ErrorCode::INVALID_REQUEST, "{body}");
+            assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST, "{body}");
         }
         for body in [&b"{\"jsonrpc\":"[..], b"{\"id\":\"\xff\xfe\"}", b"", b"[1,"] {
             let Parsed::Error(e) = parse(body) else {
                 panic!("{body:?}")
             };
-            assert_eq!(e.code, crate::ErrorCode::PARSE_ERROR, "{body:?}");
+            assert_eq!(e.code, crate::error::ErrorCode::PARSE_ERROR, "{body:?}");
         }
     }
 
@@ -773,7 +773,7 @@ mod tests {
         let Parsed::Error(e) = parse(b" [ ] ") else {
             panic!()
         };
-        assert_eq!(e.code, crate::ErrorCode::INVALID_REQUEST);
+        assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST);
     }
 
     #[test]

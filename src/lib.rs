@@ -62,7 +62,7 @@
 //!    `test_rng`): JSON-RPC 2.0 messages, ids, error objects and their
 //!    encoding; the one-pass readers of the hot path; a hasher for ids; a
 //!    stream adapter.
-//! 2. **model** (`protocol`, `content`, `client`, `state`): the shapes
+//! 2. **model** (`definition`, `content`, `client`, `state`): the shapes
 //!    items, results and client requests have, whoever speaks them.
 //! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
 //!    `completion`, `handle`): what a server author implements or builds —
@@ -83,7 +83,7 @@
 //!
 //! The core is transport-agnostic: [`Server::serve_io`] runs a session over
 //! any byte stream, e.g. `tokio::io::duplex` in tests, and
-//! [`Server::handle_message`] serves one message without any.
+//! [`Server::serve_message`] serves one message without any.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -93,6 +93,7 @@
 pub mod client;
 pub mod completion;
 pub mod content;
+pub mod definition;
 mod dialect;
 mod engine;
 pub mod error;
@@ -104,7 +105,6 @@ pub mod jsonrpc;
 pub mod logging;
 mod poll;
 pub mod prompt;
-pub mod protocol;
 pub mod resource;
 pub mod server;
 mod session;
@@ -126,12 +126,12 @@ pub struct ReadmeDoctests;
 
 pub use async_trait::async_trait;
 pub use content::{Content, ToolOutput};
-pub use dialect::Dialects;
-pub use error::{BuildError, ErrorCode, RpcError, ToolError};
-pub use jsonrpc::RequestId;
+pub use error::{BuildError, ToolError};
 pub use prompt::Prompt;
-pub use resource::{Resource, ResourceInfo, SharedResource, TextResource, resource_fn};
+pub use resource::{Resource, SharedResource, TextResource};
 #[cfg(feature = "schemars")]
 pub use schemars;
-pub use server::{Input, Server, ServerBuilder, ServerHandle};
-pub use tool::{Cancellation, FnTool, Tool, ToolContext, rich_tool_fn, tool_fn};
+pub use server::{Server, ServerBuilder, ServerHandle};
+pub use tool::{Tool, ToolContext, tool_fn};
+#[cfg(feature = "schemars")]
+pub use typed::typed_tool;

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::Content;
 pub use crate::content::MessageRole;
+use crate::definition::{PromptDefinition, Role};
 use crate::error::{BuildError, ToolError};
-use crate::protocol::{PromptDefinition, Role};
 
 /// One argument a prompt declares (`schema.ts`: `PromptArgument`), filled
 /// by the client at `prompts/get`.
@@ -91,7 +91,7 @@ pub type PromptArguments = HashMap<String, String>;
 /// message).
 ///
 /// ```
-/// use clawmcp::protocol::{PromptDefinition, Role};
+/// use clawmcp::definition::{PromptDefinition, Role};
 ///
 /// let planner = PromptDefinition {
 ///     mcp_id: "mcp://example/prompts/planner:v1".into(),
@@ -142,7 +142,7 @@ impl Prompt for PromptDefinition {
 ///
 /// ```
 /// use clawmcp::prompt::{prompt_fn, PromptArgument, PromptMessage};
-/// use clawmcp::protocol::{PromptDefinition, Role};
+/// use clawmcp::definition::{PromptDefinition, Role};
 ///
 /// let summarize = prompt_fn(
 ///     PromptDefinition {
@@ -217,7 +217,7 @@ where
 ///
 /// ```
 /// use clawmcp::prompt::PromptTemplate;
-/// use clawmcp::protocol::Role;
+/// use clawmcp::definition::Role;
 /// use clawmcp::testing::TestClient;
 ///
 /// # #[tokio::main(flavor = "current_thread")]

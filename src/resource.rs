@@ -363,7 +363,7 @@ impl Resource for SharedResource {
 /// `mcp/listResources`.
 ///
 /// ```
-/// use clawmcp::{ResourceInfo, resource_fn};
+/// use clawmcp::resource::{ResourceInfo, resource_fn};
 ///
 /// let clock = resource_fn(
 ///     ResourceInfo::new("mcp://example/resources/uptime", "uptime", "Seconds since start.", "text/plain"),

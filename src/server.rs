@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::completion::Complete;
-use crate::dialect::{Dialect, Dialects, Limits, Providers, ServerInner, model_context, v1};
+use crate::definition::ServerInfo;
+pub use crate::dialect::Protocols;
+use crate::dialect::{Dialect, Limits, Providers, ServerInner, model_context, v1};
 use crate::engine::catalog::{self, Catalog};
 use crate::error::BuildError;
 pub use crate::handle::ServerHandle;
 use crate::prompt::Prompt;
-use crate::protocol::{ServerCapabilities, ServerInfo};
 use crate::resource::Resource;
 use crate::session::{self, Alone, Outgoing, Session, Shared};
 pub use crate::session::{Input, MAX_PARKED};
@@ -37,7 +38,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// A built MCP server: cheap to clone, served by transports — stdio
 /// ([`Server::serve_stdio`], [`Server::serve_io`] and their `_until`
 /// forms), HTTP (`Server::serve_http`, `Server::http_service`) — or one
-/// message at a time ([`Server::handle_message`]).
+/// message at a time ([`Server::serve_message`]).
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<ServerInner>,
@@ -52,7 +53,7 @@ impl std::fmt::Debug for Server {
             .field("info", &self.inner.info)
             .field("tools", &self.inner.catalog.tools.len())
             .field("resources", &self.inner.catalog.resources.len())
-            .field("dialects", &self.inner.dialects)
+            .field("protocols", &self.inner.protocols)
             .finish()
     }
 }
@@ -67,12 +68,6 @@ impl Server {
     /// for [shutting down](ServerHandle::shutdown) every session.
     pub fn handle(&self) -> ServerHandle {
         self.inner.handle.clone()
-    }
-
-    /// The capabilities MCP v1.0's `initialize` announces, derived from
-    /// what was registered.
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.v1.capabilities
     }
 
     /// The size limit of one message, in bytes.
@@ -94,32 +89,32 @@ impl Server {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let server = clawmcp::Server::builder().prompts_provider(true).build().unwrap();
-    /// let reply = server.handle_message(r#"{"jsonrpc":"2.0","method":"mcp/listPrompts","id":7}"#).await;
+    /// let reply = server.serve_message(r#"{"jsonrpc":"2.0","method":"mcp/listPrompts","id":7}"#).await;
     /// assert_eq!(reply.as_deref(), Some(&br#"{"jsonrpc":"2.0","id":7,"result":[]}"#[..]));
-    /// assert_eq!(server.handle_message(r#"{"jsonrpc":"2.0","method":"x"}"#).await, None);
+    /// assert_eq!(server.serve_message(r#"{"jsonrpc":"2.0","method":"x"}"#).await, None);
     /// # }
     /// ```
-    pub async fn handle_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
-        self.handle_message_until(body, self.inner.handle.stop_token())
+    pub async fn serve_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
+        self.serve_message_until(body, self.inner.handle.stop_token())
             .await
             .0
     }
 
-    /// [`handle_message`](Self::handle_message) in a session that shuts
+    /// [`serve_message`](Self::serve_message) in a session that shuts
     /// down with `stop`; also says whether the body was not JSON at all.
-    pub(crate) async fn handle_message_until(
+    pub(crate) async fn serve_message_until(
         &self,
         body: impl Into<bytes::Bytes>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
     ) -> (Option<Vec<u8>>, bool) {
         let body = body.into();
-        self.handle_parsed_until(&body, crate::jsonrpc::parse(&body), stop)
+        self.serve_parsed_until(&body, crate::jsonrpc::parse(&body), stop)
             .await
     }
 
-    /// [`handle_message_until`](Self::handle_message_until) for a body its
+    /// [`serve_message_until`](Self::serve_message_until) for a body its
     /// transport already parsed.
-    pub(crate) async fn handle_parsed_until(
+    pub(crate) async fn serve_parsed_until(
         &self,
         body: &[u8],
         parsed: crate::jsonrpc::Parsed<'_>,
@@ -179,8 +174,7 @@ async fn only_reply(mut replies: tokio::sync::mpsc::Receiver<Outgoing>) -> Optio
 ///     ))
 ///     .build()
 ///     .expect("a valid server");
-/// assert!(server.capabilities().list_resources_provider);
-/// assert!(!server.capabilities().list_tools_provider);
+/// # drop(server);
 /// ```
 #[must_use]
 pub struct ServerBuilder {
@@ -194,7 +188,7 @@ pub struct ServerBuilder {
     prompt_completers: Vec<(String, String, Arc<dyn Complete>)>,
     states: std::collections::HashMap<std::any::TypeId, Box<dyn std::any::Any + Send + Sync>>,
     providers: Providers,
-    dialects: Dialects,
+    protocols: Protocols,
     page_size: usize,
     limits: Limits,
     handle: ServerHandle,
@@ -213,7 +207,7 @@ impl Default for ServerBuilder {
             prompt_completers: Vec::new(),
             states: std::collections::HashMap::new(),
             providers: Providers::default(),
-            dialects: Dialects::Both,
+            protocols: Protocols::Both,
             page_size: DEFAULT_PAGE_SIZE,
             limits: Limits {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
@@ -301,8 +295,8 @@ impl ServerBuilder {
 
     /// Which wire dialects the server speaks (default: both, chosen per
     /// connection — docs/model-context.md §1).
-    pub fn dialects(mut self, dialects: Dialects) -> Self {
-        self.dialects = dialects;
+    pub fn protocols(mut self, protocols: Protocols) -> Self {
+        self.protocols = protocols;
         self
     }
 
@@ -404,7 +398,7 @@ impl ServerBuilder {
         let catalog = Catalog::build(
             items,
             self.limits.tool_time_limit,
-            self.dialects.model_context(),
+            self.protocols.model_context(),
             self.handle.states(),
         )?;
         for (_, resource) in &catalog.resources {
@@ -430,7 +424,7 @@ impl ServerBuilder {
             catalog,
             v1,
             model_context,
-            dialects: self.dialects,
+            protocols: self.protocols,
             limits: self.limits,
             handle: self.handle,
         });
@@ -442,7 +436,7 @@ impl ServerBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolDefinition;
+    use crate::definition::ToolDefinition;
     use crate::tool::{ToolContext, tool_fn};
     use serde_json::{Value, json};
 
@@ -500,7 +494,7 @@ mod tests {
         for round in 0..3 {
             for (n, tool) in ["at-once", "waits", "blocks"].into_iter().enumerate() {
                 let id = round * 10 + u32::try_from(n).unwrap();
-                let reply = server.handle_message(call(id, tool)).await.unwrap();
+                let reply = server.serve_message(call(id, tool)).await.unwrap();
                 let reply: Value = serde_json::from_slice(&reply).unwrap();
                 assert_eq!(reply["id"], id, "{tool}");
                 assert_eq!(reply["result"]["output"]["id"], id.to_string(), "{tool}");

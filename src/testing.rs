@@ -41,8 +41,8 @@ use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::task::JoinHandle;
 use tokio_util::codec::{Encoder, FramedRead};
 
+use crate::definition::{PromptDefinition, ResourceDefinition, ToolDefinition};
 use crate::error::{ErrorCode, RpcError};
-use crate::protocol::{PromptDefinition, ResourceDefinition, ToolDefinition};
 use crate::server::{Input, Server};
 use crate::transport::{FrameCodec, LineCodec};
 

@@ -56,9 +56,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::content::{ToolOutput, output_not_json};
+use crate::definition::ToolDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::handle::ServerHandle;
-use crate::protocol::ToolDefinition;
 use crate::state::{State, StateType};
 use crate::tool::{CallFailure, Calling, LazyContext, Sealed, Tool, ToolContext};
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use clawmcp::protocol::{PromptDefinition, Role};
+use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::{BuildError, Server, ServerBuilder, TextResource};
 use common::*;
 use serde_json::{Value, json};
@@ -97,7 +97,7 @@ fn absolute_uri_mcp_ids_of_any_scheme_are_accepted() {
         // only: the Model Context Protocol refuses them (docs/model-context.md §3).
         let built = build(
             Server::builder()
-                .dialects(clawmcp::Dialects::McpV1)
+                .protocols(clawmcp::server::Protocols::McpV1)
                 .tool(tool(id))
                 .resource(resource(id))
                 .prompt(prompt(id)),
@@ -293,7 +293,7 @@ async fn items_are_listed_in_registration_order() {
     let prompt_ids = ["mcp://t/prompts/z", "mcp://t/prompts/a"];
     // Both prompts are named `p`: an MCP v1.0 listing only (the Model
     // Context Protocol finds prompts by name, docs/model-context.md §3).
-    let mut builder = Server::builder().dialects(clawmcp::Dialects::McpV1);
+    let mut builder = Server::builder().protocols(clawmcp::server::Protocols::McpV1);
     for id in tool_ids {
         builder = builder.tool(tool(id));
     }

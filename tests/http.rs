@@ -128,7 +128,7 @@ async fn another_method_on_the_endpoint_is_405_with_allow_post() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_is_post_only_on_an_mcp_v1_server() {
     let server = TestServer::start_with(HttpConfig::default(), |b| {
-        b.dialects(clawmcp::Dialects::McpV1)
+        b.protocols(clawmcp::server::Protocols::McpV1)
     })
     .await;
     let mut client = server.client().await;

@@ -5,7 +5,7 @@
 mod common;
 
 use clawmcp::Server;
-use clawmcp::protocol::{PromptDefinition, Role};
+use clawmcp::definition::{PromptDefinition, Role};
 use common::*;
 use serde_json::{Value, json};
 

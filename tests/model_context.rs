@@ -6,8 +6,10 @@
 
 mod model_context_support;
 
+use clawmcp::Server;
+use clawmcp::error::ErrorCode;
+use clawmcp::server::Protocols;
 use clawmcp::testing::TestClient;
-use clawmcp::{Dialects, ErrorCode, Server};
 use model_context_support::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -62,7 +64,7 @@ async fn the_first_non_blank_byte_chooses_the_dialect() {
 async fn a_server_restricted_to_one_dialect_ignores_the_first_byte() {
     let (probe, status) = (Probe::default(), status());
     let v1_only = builder(&probe, &status)
-        .dialects(Dialects::McpV1)
+        .protocols(Protocols::McpV1)
         .build()
         .unwrap();
     // `{` on an MCP v1.0 server is a frame header it cannot read.
@@ -81,7 +83,7 @@ async fn a_server_restricted_to_one_dialect_ignores_the_first_byte() {
     assert!(out.contains("-32700"), "{out}");
     // A Model Context Protocol server reads any first byte as a line.
     let mc_only = builder(&probe, &status)
-        .dialects(Dialects::ModelContext)
+        .protocols(Protocols::ModelContext)
         .build()
         .unwrap();
     let lines = raw_lines(&mc_only, "Content-Length: 2\r\n\r\n{}\n").await;
@@ -216,7 +218,7 @@ async fn tools_are_listed_by_name_with_object_output_schemas_only() {
 async fn tool_names_outside_the_protocols_rule_or_repeated_are_build_errors() {
     let tool = |id: &str, name: &str| {
         clawmcp::tool_fn(
-            clawmcp::protocol::ToolDefinition {
+            clawmcp::definition::ToolDefinition {
                 mcp_id: id.into(),
                 name: name.into(),
                 description: "d".into(),
@@ -238,7 +240,7 @@ async fn tool_names_outside_the_protocols_rule_or_repeated_are_build_errors() {
         // The same name is fine on an MCP v1.0 server.
         assert!(
             Server::builder()
-                .dialects(Dialects::McpV1)
+                .protocols(Protocols::McpV1)
                 .tool(tool("mcp://t/a", name))
                 .build()
                 .is_ok()

@@ -218,8 +218,8 @@ async fn forms_outside_the_restricted_schema_are_refused_before_sending() {
         let probe = Probe::default();
         let status = status();
         let server = builder(&probe, &status)
-            .tool(clawmcp::rich_tool_fn(
-                clawmcp::protocol::ToolDefinition {
+            .tool(clawmcp::tool::rich_tool_fn(
+                clawmcp::definition::ToolDefinition {
                     mcp_id: "mcp://mc-test/tools/bad-form".into(),
                     name: "bad-form".into(),
                     description: "Asks with a nested form.".into(),

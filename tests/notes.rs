@@ -6,10 +6,11 @@
 #[allow(dead_code)]
 mod notes_example;
 
+use clawmcp::error::ErrorCode;
 use clawmcp::state::State;
 use clawmcp::testing::{CallError, TestClient};
 use clawmcp::typed::typed_tool;
-use clawmcp::{BuildError, ErrorCode, Server, ToolContext, ToolError};
+use clawmcp::{BuildError, Server, ToolContext, ToolError};
 use notes_example::{AddNote, Added, Found, INDEX, Notes, Search};
 use serde_json::json;
 

@@ -12,9 +12,10 @@ use std::io;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use clawmcp::protocol::ToolDefinition;
+use clawmcp::definition::ToolDefinition;
+use clawmcp::server::Input;
 use clawmcp::transport::{FrameCodec, JsonStreamDecoder};
-use clawmcp::{Input, Server, ToolContext, tool_fn};
+use clawmcp::{Server, ToolContext, tool_fn};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -369,7 +370,7 @@ fn server() -> Server {
     // `ndjson_any_input_yields_only_json_lines`).
     Server::builder()
         .name("props")
-        .dialects(clawmcp::Dialects::McpV1)
+        .protocols(clawmcp::server::Protocols::McpV1)
         .tool(echo)
         .max_message_size(LIMIT)
         .build()

@@ -6,13 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use clawmcp::definition::Role;
+use clawmcp::error::ErrorCode;
 use clawmcp::prompt::PromptTemplate;
-use clawmcp::protocol::Role;
+use clawmcp::resource::{ResourceInfo, resource_fn};
 use clawmcp::testing::TestClient;
-use clawmcp::{
-    BuildError, ErrorCode, ResourceInfo, Server, SharedResource, TextResource, ToolError,
-    resource_fn,
-};
+use clawmcp::{BuildError, Server, SharedResource, TextResource, ToolError};
 use serde_json::json;
 
 #[tokio::test]

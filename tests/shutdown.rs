@@ -83,7 +83,7 @@ async fn a_single_exchange_during_shutdown_is_answered_32005() {
     let server = builder(&Probe::default()).build().unwrap();
     server.handle().shutdown();
     let reply = server
-        .handle_message(json!({"jsonrpc": "2.0", "id": 9, "method": "mcp/listTools"}).to_string())
+        .serve_message(json!({"jsonrpc": "2.0", "id": 9, "method": "mcp/listTools"}).to_string())
         .await
         .unwrap();
     let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();

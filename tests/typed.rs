@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use clawmcp::error::ErrorCode;
 use clawmcp::testing::TestClient;
 use clawmcp::typed::typed_tool;
-use clawmcp::{ErrorCode, Server, ToolContext, ToolError};
+use clawmcp::{Server, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 const CONVERT: &str = "mcp://clawmcp/examples/typed/tools/convert:v1";
 const COUNTDOWN: &str = "mcp://clawmcp/examples/typed/tools/countdown:v1";
 
-async fn tools() -> Vec<clawmcp::protocol::ToolDefinition> {
+async fn tools() -> Vec<clawmcp::definition::ToolDefinition> {
     let server = typed_example::server().unwrap();
     TestClient::initialized(&server)
         .await

@@ -11,7 +11,7 @@
 //! - the messages and oversize reports do not depend on the chunking.
 #![no_main]
 
-use clawmcp::Input;
+use clawmcp::server::Input;
 use clawmcp::transport::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 use clawmcp_fuzz::{assert_in_order_slices, decode_chunked, plan};
 use libfuzzer_sys::fuzz_target;

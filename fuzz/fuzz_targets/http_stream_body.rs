@@ -10,7 +10,7 @@
 //!   value skipped across chunks being cut up; see fuzz/README.md).
 #![no_main]
 
-use clawmcp::Input;
+use clawmcp::server::Input;
 use clawmcp::transport::JsonStreamDecoder;
 use clawmcp_fuzz::{assert_in_order_slices, decode_chunked, plan};
 use libfuzzer_sys::fuzz_target;

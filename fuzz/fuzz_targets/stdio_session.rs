@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use clawmcp::protocol::ToolDefinition;
+use clawmcp::definition::ToolDefinition;
 use clawmcp::{Server, ToolContext, tool_fn};
 use clawmcp_fuzz::{check_stdio_output, pieces, plan};
 use libfuzzer_sys::fuzz_target;
@@ -33,7 +33,7 @@ fn server(max_message_size: usize) -> Server {
     );
     Server::builder()
         .name("fuzz")
-        .dialects(clawmcp::Dialects::McpV1)
+        .protocols(clawmcp::server::Protocols::McpV1)
         .tool(echo)
         .max_message_size(max_message_size)
         .build()

@@ -18,7 +18,7 @@
 use std::io;
 
 use bytes::BytesMut;
-use clawmcp::Input;
+use clawmcp::server::Input;
 use tokio_util::codec::Decoder;
 
 #[path = "../../tests/common/stdio_output.rs"]

@@ -23,12 +23,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::client::LogLevel;
+use crate::definition::ServerInfo;
+use crate::dialect::v1::schema::TraceValue;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, ToolCall};
-use crate::protocol::ServerInfo;
-use crate::protocol::TraceValue;
 use crate::tool::CancelReason;
 pub(crate) use handshake::Phase;
 
@@ -53,7 +53,7 @@ pub(crate) struct ServerInner {
     /// The Model Context Protocol's capabilities and list pages,
     /// serialised once.
     pub(crate) model_context: model_context::Lists,
-    pub(crate) dialects: Dialects,
+    pub(crate) protocols: Protocols,
     pub(crate) limits: Limits,
     pub(crate) handle: ServerHandle,
 }
@@ -132,10 +132,10 @@ pub(crate) trait SessionState {
     fn subscriptions(&self) -> &Subscriptions;
 }
 
-/// Which wire dialects a server speaks
-/// ([`ServerBuilder::dialects`](crate::ServerBuilder::dialects)).
+/// Which protocols a server speaks
+/// ([`ServerBuilder::protocols`](crate::ServerBuilder::protocols)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialects {
+pub enum Protocols {
     /// Both, chosen per connection (docs/model-context.md §1). The default.
     #[default]
     Both,
@@ -145,7 +145,7 @@ pub enum Dialects {
     ModelContext,
 }
 
-impl Dialects {
+impl Protocols {
     /// Whether MCP v1.0 is spoken.
     pub fn mcp_v1(self) -> bool {
         self != Self::ModelContext

@@ -13,10 +13,10 @@ use jsonschema::Validator;
 use super::quick_check::QuickCheck;
 use super::validate;
 use crate::completion::Complete;
+use crate::definition::{PromptDefinition, ToolDefinition};
 use crate::error::BuildError;
 use crate::id_hash::IdHasher;
 use crate::prompt::{Prompt, PromptArgument};
-use crate::protocol::{PromptDefinition, ToolDefinition};
 use crate::resource::{Resource, ResourceInfo};
 use crate::template::{ResourceTemplate, Variables};
 use crate::tool::{Sealed, Tool};
@@ -271,7 +271,7 @@ fn check_tool_name(name: &str, taken: bool) -> Result<(), BuildError> {
     {
         Some(
             "may hold only letters, digits, '_', '.' and '-' (the Model Context Protocol's rule; \
-             restrict the server to MCP v1.0 with ServerBuilder::dialects to keep it)",
+             restrict the server to MCP v1.0 with ServerBuilder::protocols to keep it)",
         )
     } else if taken {
         Some("is the name of another tool (the Model Context Protocol calls tools by name)")

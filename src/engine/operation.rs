@@ -13,10 +13,10 @@ use super::catalog::{Catalog, CompiledTool};
 use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
 use crate::content::{ResourceContents, ToolOutput, output_not_json};
+use crate::definition::ResourceDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::jsonrpc::ArgumentsText;
 use crate::prompt::{PromptArguments, PromptMessage};
-use crate::protocol::ResourceDefinition;
 use crate::tool::{CallFailure, Calling, LazyContext, Sealed, ToolContext};
 
 /// Async work for one request.

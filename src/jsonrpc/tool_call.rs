@@ -18,8 +18,8 @@ pub(crate) enum ToolCall<'a> {
     ModelContext(CallToolParams<'a>),
 }
 
-/// [`ExecuteToolParams`](crate::protocol::ExecuteToolParams), its id and
-/// its arguments' text borrowed.
+/// `mcp/executeTool` params (`{"id": mcpId, "arguments": {...}}`), its id
+/// and its arguments' text borrowed.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ExecuteParams<'a> {
     #[serde(borrow)]

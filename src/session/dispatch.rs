@@ -17,10 +17,10 @@ use super::shared::Shared;
 use super::slots::Slot;
 #[cfg(feature = "http")]
 use crate::dialect::Dialect;
+use crate::dialect::v1::schema::TraceValue;
 use crate::dialect::{Admission, Control, Phase, Step};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::protocol::TraceValue;
 
 /// What a message asks of its session: the one result of [`dispatch`].
 pub(crate) enum Dispatched {

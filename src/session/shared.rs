@@ -18,11 +18,11 @@ use super::peer::Peer;
 use super::slots::Slots;
 use crate::client::LogLevel;
 use crate::dialect::ServerInner;
+use crate::dialect::v1::schema::{LogTraceParams, TraceValue, methods};
 use crate::dialect::{ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
 use crate::id_hash::IdHasher;
 use crate::jsonrpc::{RequestId, encode_notification};
-use crate::protocol::{LogTraceParams, TraceValue, methods};
 use crate::tool::{CancelReason, Cancellation};
 
 /// Messages that wait for room in the outbox, to be awaited in order.

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::content::ToolOutput;
+use crate::definition::ToolDefinition;
 use crate::error::ToolError;
-use crate::protocol::ToolDefinition;
 
 mod context;
 
@@ -30,7 +30,7 @@ pub use context::{Cancellation, ToolContext};
 ///
 /// ```
 /// use clawmcp::{async_trait, Tool, ToolContext, ToolError, ToolOutput};
-/// use clawmcp::protocol::ToolDefinition;
+/// use clawmcp::definition::ToolDefinition;
 /// use serde_json::{json, Value};
 ///
 /// struct Echo;
@@ -151,7 +151,7 @@ mod sealed {
 ///
 /// ```
 /// use clawmcp::{tool_fn, ToolContext};
-/// use clawmcp::protocol::ToolDefinition;
+/// use clawmcp::definition::ToolDefinition;
 /// use serde_json::{json, Value};
 ///
 /// let add = tool_fn(
@@ -189,8 +189,9 @@ where
 /// output schema `{}` (MCP v1.0 sees it as `{"content": [blocks]}`).
 ///
 /// ```
-/// use clawmcp::{rich_tool_fn, Content, ToolContext, ToolOutput};
-/// use clawmcp::protocol::ToolDefinition;
+/// use clawmcp::{Content, ToolContext, ToolOutput};
+/// use clawmcp::tool::rich_tool_fn;
+/// use clawmcp::definition::ToolDefinition;
 /// use serde_json::{json, Value};
 ///
 /// let logo = rich_tool_fn(

@@ -22,7 +22,7 @@ use crate::server::Input;
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use clawmcp::Input;
+/// use clawmcp::server::Input;
 /// use clawmcp::transport::FrameCodec;
 /// use tokio_util::codec::Decoder;
 ///

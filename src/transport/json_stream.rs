@@ -130,7 +130,7 @@ impl ValueScanner {
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use clawmcp::Input;
+/// use clawmcp::server::Input;
 /// use clawmcp::transport::JsonStreamDecoder;
 /// use tokio_util::codec::Decoder;
 ///

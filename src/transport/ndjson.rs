@@ -15,7 +15,7 @@ use crate::server::Input;
 ///
 /// ```
 /// use bytes::BytesMut;
-/// use clawmcp::Input;
+/// use clawmcp::server::Input;
 /// use clawmcp::transport::LineCodec;
 /// use tokio_util::codec::Decoder;
 ///

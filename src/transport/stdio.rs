@@ -147,7 +147,7 @@ impl Server {
             first = first_byte(&mut reader, &mut head) => first?,
             () = &mut shutdown => return Ok(()),
         };
-        let dialect = self.inner().dialects.for_stdio(first);
+        let dialect = self.inner().protocols.for_stdio(first);
         let reader = std::io::Cursor::new(head).chain(reader);
         match dialect {
             Dialect::McpV1 => {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::testing::TestClient;
 use clawmcp::{Server, ServerBuilder, TextResource, ToolContext, ToolError, tool_fn};
 use serde_json::{Value, json};

@@ -14,11 +14,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::resource::ResourceInfo;
 use clawmcp::transport::HttpConfig;
 use clawmcp::{
-    Resource, ResourceInfo, Server, ServerBuilder, TextResource, ToolContext, ToolError,
-    async_trait, tool_fn,
+    Resource, Server, ServerBuilder, TextResource, ToolContext, ToolError, async_trait, tool_fn,
 };
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};

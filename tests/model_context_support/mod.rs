@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use clawmcp::client::{ClientError, Elicitation, LogLevel, Sampling};
 use clawmcp::content::{Content, ResourceBody, ResourceContents};
+use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::prompt::{MessageRole, PromptArgument, PromptMessage, prompt_fn};
-use clawmcp::protocol::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::resource::BinaryResource;
 use clawmcp::template::resource_template;
+use clawmcp::tool::rich_tool_fn;
 use clawmcp::{
     Server, ServerBuilder, SharedResource, TextResource, ToolContext, ToolError, ToolOutput,
-    rich_tool_fn, tool_fn,
+    tool_fn,
 };
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;

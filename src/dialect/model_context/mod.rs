@@ -20,13 +20,13 @@ use super::{
 };
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
+use crate::definition::ServerInfo;
 use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     CallToolParams, RequestId, ToolCall, encode_error_with, encode_notification, encode_result,
     encode_result_text,
 };
-use crate::protocol::ServerInfo;
 use crate::tool::CancelReason;
 use schema::{
     CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,

@@ -407,7 +407,7 @@ impl McpService {
         ) {
             return (refused(refusal), Leftover::Unread(body));
         }
-        let dialects = self.0.server.inner().dialects;
+        let dialects = self.0.server.inner().protocols;
         let streamable =
             dialects.model_context() && (!dialects.mcp_v1() || streamable::by_headers(parts));
         match parts.method {

@@ -15,9 +15,9 @@ use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
 use super::{Leftover, McpService, json, plain};
+use crate::dialect::v1::schema::methods;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
-use crate::protocol::methods;
 use crate::session::Session;
 use crate::transport::json_stream::{JsonStreamDecoder, ValueScanner};
 
@@ -90,7 +90,7 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
         };
-        let model_context_on = self.0.server.inner().dialects.model_context();
+        let model_context_on = self.0.server.inner().protocols.model_context();
         match first.map(|end| opens_session(&buf[..end])) {
             Some(Opening::V1) if !streamable => return self.stream(body, buf, ended),
             Some(Opening::ModelContext) if model_context_on => streamable = true,
@@ -164,7 +164,7 @@ impl McpService {
         }
         match opening(&parsed) {
             Opening::V1 if !*streamable => return None,
-            Opening::ModelContext if self.0.server.inner().dialects.model_context() => {
+            Opening::ModelContext if self.0.server.inner().protocols.model_context() => {
                 *streamable = true;
             }
             _ => {}
@@ -220,13 +220,13 @@ impl McpService {
         body: &Bytes,
         parsed: Parsed<'_>,
     ) -> Response<McpBody> {
-        if self.0.server.inner().dialects.model_context() && speaks_model_context(&parsed) {
+        if self.0.server.inner().protocols.model_context() && speaks_model_context(&parsed) {
             return Box::pin(self.streamable_post(parts, body, parsed)).await;
         }
         match self
             .0
             .server
-            .handle_parsed_until(body, parsed, &self.0.stop)
+            .serve_parsed_until(body, parsed, &self.0.stop)
             .await
         {
             (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),

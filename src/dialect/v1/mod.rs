@@ -4,6 +4,8 @@
 //! `mcp/executeTool`), its notifications (`initialized`, `$/cancelRequest`,
 //! `$/setTrace`) and the error table of docs/mcp-v1.md §2.
 
+pub(crate) mod schema;
+
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
@@ -14,18 +16,18 @@ use super::Phase;
 use super::{Admission, Control, Ended, JobInfo, Step};
 use super::{ServerInner, SessionState};
 use crate::content::StructuredJson;
+use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
     encode_result_text,
 };
-use crate::protocol::{
-    CancelParams, ExecutionProvider, InitializeParams, InitializeResult, PromptDefinition,
-    ResourceDidChangeParams, ServerCapabilities, ServerInfo, SetTraceParams, ToolDefinition,
-    TraceValue, methods,
-};
 use crate::tool::CancelReason;
+use schema::{
+    CancelParams, ExecutionProvider, InitializeParams, InitializeResult, ResourceDidChangeParams,
+    ServerCapabilities, SetTraceParams, TraceValue, methods,
+};
 
 /// MCP v1.0's capabilities and fixed lists, serialised once at build.
 pub(crate) struct Lists {
