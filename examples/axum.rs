@@ -15,7 +15,7 @@
 use axum::Router;
 use axum::routing::get;
 use clawmcp::transport::HttpConfig;
-use clawmcp::typed::typed_tool;
+use clawmcp::typed_tool;
 use clawmcp::{Server, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! The smallest useful server: one typed tool, on stdio. The same code as
 //! the crate-level docs. Run: `cargo run --example hello`.
-use clawmcp::{Server, ToolError, typed::typed_tool};
+use clawmcp::{Server, ToolError, typed_tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use clawmcp::state::State;
 use clawmcp::transport::HttpConfig;
-use clawmcp::typed::typed_tool;
+use clawmcp::typed_tool;
 use clawmcp::{Server, SharedResource, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -31,7 +31,7 @@ use std::time::Duration;
 use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
 use clawmcp::transport::HttpConfig;
-use clawmcp::typed::typed_tool;
+use clawmcp::typed_tool;
 use clawmcp::{Server, SharedResource, TextResource, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

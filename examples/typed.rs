@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use clawmcp::typed::typed_tool;
+use clawmcp::typed_tool;
 use clawmcp::{Server, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

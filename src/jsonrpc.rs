@@ -233,9 +233,14 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
 /// surprise — the method is not the one named in the text, `jsonrpc` is
 /// not `"2.0"`, no usable id, params that are not an object or do not
 /// read — gives `None`, and the general reading then answers exactly as
-/// it always does.
+/// it always does. Without the `fast-path` feature, serde reads them all.
 fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
-    plain_call::read(text).or_else(|| read_tool_call_with_serde(text))
+    if cfg!(feature = "fast-path")
+        && let Some(call) = plain_call::read(text)
+    {
+        return Some(call);
+    }
+    read_tool_call_with_serde(text)
 }
 
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.

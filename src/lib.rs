@@ -1,12 +1,16 @@
 //! # clawmcp
 //!
-//! Embed an MCP v1.0 (Machine-to-Clawpedia Protocol) server in a Rust
+//! Embed a tool, resource and prompt server for AI agents in a Rust
 //! program: register tools, resources and prompts on a [`Server`] builder,
-//! pick a transport, and clawmcp does the protocol — framing, JSON-RPC 2.0,
-//! the handshake, JSON Schema validation, errors and notifications.
+//! pick a transport (stdio or HTTP), and clawmcp does the protocol —
+//! framing, JSON-RPC 2.0, the handshake, JSON Schema validation, errors and
+//! notifications. One server speaks two protocols, chosen per connection:
+//! MCP v1.0 (the Machine-to-Clawpedia Protocol) and the Model Context
+//! Protocol (revisions 2025-11-25, 2025-06-18 and 2025-03-26). Tool code
+//! never knows which one called it.
 //!
 //! ```no_run
-//! use clawmcp::{Server, ToolError, typed::typed_tool};
+//! use clawmcp::{Server, ToolError, typed_tool};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -35,7 +39,7 @@
 //! `schemars`, on by default; add `schemars = "1"` and `serde` to your
 //! `Cargo.toml`), with the doc comments as descriptions. Tools can also
 //! implement the [`Tool`] trait by hand, with schemas written as JSON, or be
-//! built from a [`ToolDefinition`](protocol::ToolDefinition) and a closure
+//! built from a [`ToolDefinition`](definition::ToolDefinition) and a closure
 //! with [`tool_fn`].
 //!
 //! This is `examples/hello.rs`. `examples/reference.rs` serves every kind
@@ -43,7 +47,9 @@
 //!
 //! ## What the crate guarantees
 //! - Every request gets exactly one reply; notifications never get one.
-//!   Bad input gets the error of docs/mcp-v1.md §2 and the session goes on.
+//!   Bad input gets a JSON-RPC error (the tables are in the crate's
+//!   `docs/mcp-v1.md` §2 and `docs/model-context.md` §3) and the session
+//!   goes on.
 //! - Arguments are validated against `inputSchema` before a tool runs, and
 //!   its output against `outputSchema` before the reply is sent, with
 //!   validators compiled once in [`ServerBuilder::build`].

@@ -7,7 +7,7 @@
 //! ```
 //! use std::sync::{Arc, Mutex};
 //! use clawmcp::state::State;
-//! use clawmcp::typed::typed_tool;
+//! use clawmcp::typed_tool;
 //! use clawmcp::{Server, ToolError};
 //!
 //! #[derive(Clone, Default)]

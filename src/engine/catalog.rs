@@ -127,9 +127,9 @@ impl Catalog {
                 lists_output: validate::is_object_schema(&definition.output_schema),
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
-                quick_input: QuickCheck::compile(&definition.input_schema)
+                quick_input: quick_check(&definition.input_schema)
                     .filter(|_| tool.reads_json(Sealed(()))),
-                quick_output: QuickCheck::compile(&definition.output_schema),
+                quick_output: quick_check(&definition.output_schema),
                 tool,
                 input,
                 output,
@@ -315,6 +315,17 @@ fn is_absolute_uri(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !rest.is_empty()
         && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// The quick check of `schema`, with the `fast-path` feature on; without
+/// it every instance takes the full validator (and a typed tool reads its
+/// arguments from a `Value`).
+fn quick_check(schema: &serde_json::Value) -> Option<QuickCheck> {
+    if cfg!(feature = "fast-path") {
+        QuickCheck::compile(schema)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
