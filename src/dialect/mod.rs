@@ -113,8 +113,9 @@ impl Subscriptions {
     }
 }
 
-/// What a dialect reads and changes of the session it serves; the session
-/// implements it. A dialect sees nothing else of a session.
+/// What a dialect reads of the session it serves; the session implements
+/// it. A dialect sees nothing else of a session and changes nothing: what
+/// it wants recorded comes back as a [`Change`] with its reply.
 pub(crate) trait SessionState {
     /// The built server.
     fn server(&self) -> &ServerInner;
@@ -122,14 +123,24 @@ pub(crate) trait SessionState {
     fn over_http(&self) -> bool;
     /// The Model Context Protocol client, once initialized.
     fn client(&self) -> Option<&ClientInfo>;
-    /// Records the client's `initialize` (the first one counts).
-    fn set_client(&self, client: ClientInfo);
+}
+
+/// What a dialect asks its session to record, returned with a reply.
+#[derive(Debug)]
+pub(crate) enum Change {
+    /// The client's `initialize` (the first one counts).
+    Client(ClientInfo),
     /// MCP v1.0's trace level.
-    fn set_trace(&self, value: TraceValue);
-    /// The least severe log level sent to the client.
-    fn set_log_level(&self, level: LogLevel);
-    /// The resources the client subscribed to.
-    fn subscriptions(&self) -> &Subscriptions;
+    Trace(TraceValue),
+    /// The least severe log level sent to the client as log lines.
+    LogLevel(LogLevel),
+    /// Subscribes to (or unsubscribes from) a resource's updates.
+    Subscription {
+        /// The resource's URI.
+        uri: String,
+        /// Subscribe (`true`) or unsubscribe.
+        on: bool,
+    },
 }
 
 /// Which protocols a server speaks
@@ -203,6 +214,8 @@ pub(crate) enum Control {
 pub(crate) enum Step {
     /// The reply is known at once.
     Reply(Vec<u8>),
+    /// The reply is known at once, and the session records this first.
+    Record(Vec<u8>, Change),
     /// The reply needs async work; `progress` is the request's
     /// `_meta.progressToken`.
     Run {
@@ -238,13 +251,14 @@ impl Dialect {
         }
     }
 
-    /// Answers `initialize`: `Ok` (the reply) when the handshake goes on.
+    /// Answers `initialize`: `Ok` (the reply, and what the session records
+    /// of the client) when the handshake goes on.
     pub(crate) fn initialize(
         self,
         session: &impl SessionState,
         id: &RequestId,
         params: Option<&RawValue>,
-    ) -> Result<Vec<u8>, Vec<u8>> {
+    ) -> Result<(Vec<u8>, Change), Vec<u8>> {
         match self {
             Self::McpV1 => v1::initialize(session, id, params),
             Self::ModelContext => model_context::initialize(session, id, params),

@@ -97,9 +97,11 @@ pub(crate) fn dispatch(
                     Dispatched::Reply(answered(shared, id, &method, started, reply))
                 }
                 Admission::Initialize => match dialect.initialize(&**shared, &id, params) {
-                    Ok(reply) => Dispatched::Effect(Effect::Initialized(answered(
-                        shared, id, &method, started, reply,
-                    ))),
+                    Ok((reply, change)) => {
+                        shared.record(change);
+                        let reply = answered(shared, id, &method, started, reply);
+                        Dispatched::Effect(Effect::Initialized(reply))
+                    }
                     Err(reply) => Dispatched::Reply(answered(shared, id, &method, started, reply)),
                 },
             }
@@ -141,6 +143,10 @@ fn serve(
 ) -> Dispatched {
     match shared.dialect.route(&**shared, &id, method, params, call) {
         Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
+        Step::Record(reply, change) => {
+            shared.record(change);
+            Dispatched::Reply(answered(shared, id, method, started, reply))
+        }
         Step::Run { work, progress } => {
             Dispatched::Run(Job::new(shared, id, work, progress, started))
         }

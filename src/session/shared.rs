@@ -19,7 +19,7 @@ use super::slots::Slots;
 use crate::client::LogLevel;
 use crate::dialect::ServerInner;
 use crate::dialect::v1::schema::{LogTraceParams, TraceValue, methods};
-use crate::dialect::{ClientInfo, Dialect, SessionState, Subscriptions};
+use crate::dialect::{Change, ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
 use crate::id_hash::IdHasher;
 use crate::jsonrpc::{RequestId, encode_notification};
@@ -367,20 +367,18 @@ impl SessionState for Shared {
     fn client(&self) -> Option<&ClientInfo> {
         self.client.get()
     }
+}
 
-    fn set_client(&self, client: ClientInfo) {
-        let _ = self.client.set(client);
-    }
-
-    fn set_trace(&self, value: TraceValue) {
-        Shared::set_trace(self, value);
-    }
-
-    fn set_log_level(&self, level: LogLevel) {
-        Shared::set_log_level(self, level);
-    }
-
-    fn subscriptions(&self) -> &Subscriptions {
-        &self.subscriptions
+impl Shared {
+    /// Records what a dialect asked for with a reply.
+    pub(crate) fn record(&self, change: Change) {
+        match change {
+            Change::Client(client) => {
+                let _ = self.client.set(client);
+            }
+            Change::Trace(value) => self.set_trace(value),
+            Change::LogLevel(level) => self.set_log_level(level),
+            Change::Subscription { uri, on } => self.subscriptions.set(&uri, on),
+        }
     }
 }

@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 
 use super::Phase;
 use super::{
-    Admission, ClientInfo, Control, Ended, JobInfo, Providers, ServerInner, SessionState, Step,
-    Subscriptions,
+    Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, ServerInner, SessionState,
+    Step, Subscriptions,
 };
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
@@ -271,7 +271,7 @@ pub(crate) fn initialize(
     session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
-) -> Result<Vec<u8>, Vec<u8>> {
+) -> Result<(Vec<u8>, Change), Vec<u8>> {
     let params: InitializeParams<'_> =
         read(methods::INITIALIZE, params).map_err(|e| error(Some(id), &e))?;
     let asked = params.protocol_version.as_ref();
@@ -286,12 +286,8 @@ pub(crate) fn initialize(
         .chain((!session.over_http()).then_some(STDIO_ONLY_VERSION))
         .find(|v| *v == asked)
         .unwrap_or(VERSIONS[0]);
-    session.set_client(ClientInfo {
-        version,
-        capabilities: serde_json::Value::Object(params.capabilities),
-    });
     let lists = &session.server().model_context;
-    Ok(encode_result(
+    let reply = encode_result(
         id,
         &InitializeResult {
             protocol_version: version,
@@ -299,7 +295,12 @@ pub(crate) fn initialize(
             server_info: &lists.server_info,
             instructions: lists.instructions.as_deref(),
         },
-    ))
+    );
+    let client = ClientInfo {
+        version,
+        capabilities: serde_json::Value::Object(params.capabilities),
+    };
+    Ok((reply, Change::Client(client)))
 }
 
 /// Reads params into `T`: they must be an object.
@@ -342,10 +343,8 @@ pub(crate) fn route(
     let provides = lists.provides;
     let outcome = match method {
         methods::PING => Ok(Step::Reply(empty(id))),
-        methods::SET_LEVEL => read::<SetLevelParams>(method, params).map(|p| {
-            session.set_log_level(p.level);
-            Step::Reply(empty(id))
-        }),
+        methods::SET_LEVEL => read::<SetLevelParams>(method, params)
+            .map(|p| Step::Record(empty(id), Change::LogLevel(p.level))),
         methods::TOOLS_LIST if provides.tools => page(id, method, params, "tools", &lists.tools),
         methods::TOOLS_CALL if provides.tools => match call {
             Some(ToolCall::ModelContext(read)) => call_tool_with(&server.catalog, read),
@@ -383,8 +382,8 @@ pub(crate) fn route(
                 if on && !server.catalog.knows_uri(&p.uri) {
                     return Step::Reply(not_found(id, &p.uri));
                 }
-                session.subscriptions().set(&p.uri, on);
-                Step::Reply(empty(id))
+                let uri = p.uri.into_owned();
+                Step::Record(empty(id), Change::Subscription { uri, on })
             })
         }
         methods::PROMPTS_LIST if provides.prompts => {

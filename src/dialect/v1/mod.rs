@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::Phase;
 use super::{Admission, Control, Ended, JobInfo, Step};
-use super::{ServerInner, SessionState};
+use super::{Change, ServerInner, SessionState};
 use crate::content::StructuredJson;
 use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
@@ -96,7 +96,7 @@ pub(crate) fn initialize(
     session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
-) -> Result<Vec<u8>, Vec<u8>> {
+) -> Result<(Vec<u8>, Change), Vec<u8>> {
     let parsed = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| "initialize params must be an object with clientCapabilities".to_owned())
@@ -105,10 +105,10 @@ pub(crate) fn initialize(
                 .map_err(|e| format!("initialize params: {e}"))
         });
     match parsed {
-        Ok(params) => {
-            session.set_trace(params.trace.unwrap_or(TraceValue::Off));
-            Ok(encode_result(id, &*session.server().v1.initialize_result))
-        }
+        Ok(params) => Ok((
+            encode_result(id, &*session.server().v1.initialize_result),
+            Change::Trace(params.trace.unwrap_or(TraceValue::Off)),
+        )),
         Err(why) => Err(encode_error(id, &RpcError::invalid_params(why))),
     }
 }
