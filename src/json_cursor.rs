@@ -1,8 +1,13 @@
 //! A cursor over JSON text for the hand-written walks — the plain tool-call
 //! reader (`jsonrpc::plain_call`) and the quick schema check
-//! (`server::quick_check`): whitespace, single bytes, literals and the
+//! (`engine::quick_check`): whitespace, single bytes, literals and the
 //! separators of members and items. `None` is "not what was expected";
 //! nothing here panics on any input.
+
+/// How many levels of arrays and objects serde_json reads, counted from
+/// the root of the text it reads: the one nesting limit every hand-written
+/// walk of JSON text keeps, so that it refuses what serde_json refuses.
+pub(crate) const SERDE_JSON_DEPTH: usize = 127;
 
 pub(crate) struct Cursor<'t> {
     pub(crate) text: &'t [u8],

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use crate::error::RpcError;
 
 mod arguments;
-mod plain_call;
+pub(crate) mod plain_call;
 mod tool_call;
 
 pub(crate) use arguments::ArgumentsText;
@@ -232,8 +232,7 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
 /// way, else by serde. Any
 /// surprise — the method is not the one named in the text, `jsonrpc` is
 /// not `"2.0"`, no usable id, params that are not an object or do not
-/// read — gives `None`, and the general reading then answers exactly as
-/// it always does. Without the `fast-path` feature, serde reads them all.
+/// read — gives `None`, and the general reading then answers. Without the `fast-path` feature, serde reads them all.
 fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
     if cfg!(feature = "fast-path")
         && let Some(call) = plain_call::read(text)

@@ -85,7 +85,8 @@
 //! 7. **server** (`server`): the [`ServerBuilder`] and the built [`Server`].
 //! 8. **transport** (`transport`): stdio framing and HTTP, adapters over
 //!    the session.
-//! 9. **extras** (`testing`, `logging`): a test client and a log set-up.
+//! 9. **extras** (`testing`, `logging`, `fuzzing`): a test client, a log
+//!    set-up, and the fuzz targets' entry points.
 //!
 //! The core is transport-agnostic: [`Server::serve_io`] runs a session over
 //! any byte stream, e.g. `tokio::io::duplex` in tests, and
@@ -103,6 +104,9 @@ pub mod definition;
 mod dialect;
 mod engine;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handle;
 mod id_hash;
 mod json_cursor;

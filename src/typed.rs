@@ -354,7 +354,7 @@ where
     /// serialised (the server reads it back unless its quick check admits
     /// it), and a context made only for a function that takes one. Any
     /// failure to read `A` hands the call back, and [`call`](Tool::call)
-    /// answers as it always does (a repeated key, for one, which a `Value`
+    /// answers with the `Value` path's reading (a repeated key, for one, which a `Value`
     /// reads as its last occurrence).
     fn call_json<'c>(
         &self,

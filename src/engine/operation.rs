@@ -295,7 +295,7 @@ pub(crate) fn tool_out_of_range() -> Failure {
 /// when the input schema's quick check admits `text` (in the tool's span,
 /// as `call` runs: the handler is called, and its type read, here). The
 /// call under way, or the context back: the call then takes the whole
-/// path, as it always has.
+/// path (a `Value` and [`Tool::call`](crate::Tool::call)).
 pub(crate) fn start_json_call<'c>(
     tool: &CompiledTool,
     text: &str,

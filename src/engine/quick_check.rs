@@ -12,7 +12,7 @@
 //! subset (the schema then gets no quick check at all), a number it cannot
 //! compare exactly with a bound, nesting past serde_json's limit, anything
 //! unexpected — is "not admitted", and the caller takes the full path,
-//! which decides and words the error exactly as it always has.
+//! which decides and words every error.
 //!
 //! The subset, in JSON Schema 2020-12 (the draft `jsonschema` picks for a
 //! schema without `$schema`, and the one derived schemas name): `type`,
@@ -30,7 +30,7 @@ use std::cmp::Ordering;
 use memchr::memchr2;
 use serde_json::Value;
 
-use crate::json_cursor::Cursor;
+use crate::json_cursor::{Cursor, SERDE_JSON_DEPTH};
 
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -386,8 +386,10 @@ fn limit(value: &Value) -> Option<Limit> {
     }
 }
 
-/// How deep a walk goes before it gives up: serde_json reads 127 levels.
-const MAX_DEPTH: u32 = 127;
+/// How deep a walk goes before it gives up: as deep as serde_json reads
+/// from the root of the text checked.
+#[allow(clippy::cast_possible_truncation)]
+const MAX_DEPTH: u32 = SERDE_JSON_DEPTH as u32;
 
 /// A walk over JSON text that is known to be valid: arguments as a JSON
 /// reader captured them, output as serde_json wrote it. Strings are
@@ -588,5 +590,7 @@ fn deeper(depth: u32) -> Option<u32> {
     (depth < MAX_DEPTH).then_some(depth + 1)
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod differential;
 #[cfg(test)]
 mod tests;

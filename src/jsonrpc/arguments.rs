@@ -16,9 +16,12 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use crate::json_cursor::SERDE_JSON_DEPTH;
+
 /// How deep arguments may nest (their own object is level 1): serde_json
-/// reads 127 levels from the root it starts at, the params object.
-pub(crate) const MAX_NESTING: usize = 126;
+/// reads [`SERDE_JSON_DEPTH`] levels from the root it starts at, the params
+/// object, which is one of them.
+pub(crate) const MAX_NESTING: usize = SERDE_JSON_DEPTH - 1;
 
 /// The borrowed text of `arguments`: valid JSON that reads as a value.
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,7 @@
 //! [`reads_as_value`](super::arguments::reads_as_value) — and
 //! accepts nothing serde's reading would refuse. Anything else (another
 //! member, an escape it does not take, `_meta`, a repeated member, any
-//! error) is `None`, and serde's reading decides, as it always has.
+//! error) is `None`, and serde's reading decides.
 
 use std::borrow::Cow;
 
@@ -323,5 +323,7 @@ fn plain_run(text: &[u8], mut at: usize) -> usize {
     at
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod differential;
 #[cfg(test)]
 mod tests;

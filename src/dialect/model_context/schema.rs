@@ -51,7 +51,7 @@ pub(super) struct ListParams<'a> {
 }
 
 /// The same params read with a value for arguments: read only to word a
-/// refusal of [`CallToolParams`] exactly as it always was.
+/// refusal of [`CallToolParams`] as a reading into a value words it.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 pub(super) struct CallToolParamsShape<'a> {

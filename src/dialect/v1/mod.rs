@@ -193,7 +193,7 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
 }
 
 /// The same params read with a value for arguments: read only to word a
-/// refusal of [`ExecuteParams`] exactly as it always was.
+/// refusal of [`ExecuteParams`] as a reading into a value words it.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct ExecuteParamsShape<'a> {

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::QuickCheck;
+use super::differential::agrees;
 use crate::engine::validate;
 use crate::test_rng::{Rng, choices, full_choices, sample};
 use proptest::prelude::*;
@@ -336,24 +337,6 @@ fn generated(schema: &Value, rng: &mut Rng) -> String {
     } else {
         guided(schema, schema, rng, 4)
     }
-}
-
-/// Whether `quick` admits `text` only where `full` accepts it, and alike
-/// when the text is spaced out; `None` when the text is not JSON.
-fn agrees(
-    quick: &QuickCheck,
-    full: &jsonschema::Validator,
-    schema: &Value,
-    text: &str,
-) -> Option<(bool, bool)> {
-    let value = serde_json::from_str::<Value>(text).ok()?;
-    let is_valid = full.is_valid(&value);
-    // The same text spaced out (no pooled string holds `,` or `:`).
-    let spaced = format!(" {} ", text.replace(',', " ,\n").replace(':', "\t: "));
-    let admitted = quick.admits(text);
-    assert_eq!(admitted, quick.admits(&spaced), "{spaced}");
-    assert!(!admitted || is_valid, "admitted {text} against {schema}");
-    Some((admitted, is_valid))
 }
 
 proptest! {

@@ -1,0 +1,94 @@
+//! The plain reader held to serde's reading, for its generated-input tests
+//! and its fuzz target: what it takes, serde's reading takes alike (the
+//! same id, method and params), and it reads as a value.
+
+use super::read;
+use crate::jsonrpc::{
+    CallToolParams, Envelope, ExecuteParams, Incoming, ToolCall, classify,
+    read_tool_call_with_serde,
+};
+
+/// What a reading made of a tool call: id, method and params.
+pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
+    match incoming {
+        Incoming::Request {
+            id,
+            method,
+            call: Some(ToolCall::V1(params)),
+            ..
+        } => Some(format!("{id:?} {method} {params:?}")),
+        Incoming::Request {
+            id,
+            method,
+            call: Some(ToolCall::ModelContext(params)),
+            ..
+        } => Some(format!("{id:?} {method} {params:?}")),
+        _ => None,
+    }
+}
+
+/// serde's reading: its one-pass reading, else the general one (the
+/// envelope, then the params as the dialect reads them).
+pub(crate) fn serde_reading(text: &str) -> Option<String> {
+    if let Some(incoming) = read_tool_call_with_serde(text) {
+        return summary(&incoming);
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
+    let Incoming::Request {
+        id,
+        method,
+        params: Some(raw),
+        call: None,
+    } = classify(envelope)
+    else {
+        return None;
+    };
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    match &*method {
+        "mcp/executeTool" => {
+            let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).ok()?;
+            Some(format!("{id:?} {method} {params:?}"))
+        }
+        "tools/call" => {
+            let params: CallToolParams<'_> = serde_json::from_str(raw.get()).ok()?;
+            Some(format!("{id:?} {method} {params:?}"))
+        }
+        _ => None,
+    }
+}
+
+/// The reading before arguments were kept as text: the params into a
+/// value. What the plain reader takes must read so too.
+pub(crate) fn value_reading(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Params {
+        id: Option<String>,
+        name: Option<String>,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Message {
+        jsonrpc: String,
+        params: Params,
+    }
+    serde_json::from_str::<Message>(text).is_ok()
+}
+
+/// Whether the plain reader takes `text`; panics where what it reads
+/// differs from serde's reading, or does not read as a value.
+pub(crate) fn agrees(text: &str) -> bool {
+    let plain = read(text).as_ref().and_then(summary);
+    if let Some(plain) = &plain {
+        assert_eq!(Some(plain), serde_reading(text).as_ref(), "{text}");
+        // (Within the nesting a message-wide value reading allows.)
+        assert!(
+            value_reading(text) || text.matches('[').count() > 100,
+            "{text}"
+        );
+    }
+    plain.is_some()
+}
