@@ -12,12 +12,12 @@ use libfuzzer_sys::fuzz_target;
 
 /// Schemas of the quick check's subset, as typed tools derive them.
 const SCHEMAS: [&str; 6] = [
-    r#"{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string"}}}"#,
-    r#"{"type":"object","required":["a","b"],"properties":{"a":{"type":"integer","minimum":0,"maximum":255},"b":{"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":1e3}}}"#,
-    r#"{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}},"flag":{"type":["boolean","null"]},"colour":{"enum":["Red","Green","Blue"]}}}"#,
-    r#"{"$defs":{"Inner":{"type":"object","required":["depth"],"additionalProperties":false,"properties":{"depth":{"type":"integer","format":"uint8","minimum":0,"maximum":255}}}},"type":"object","required":["inner"],"properties":{"inner":{"$ref":"#/$defs/Inner"},"list":{"type":"array","items":{"$ref":"#/$defs/Inner"}}}}"#,
-    r#"{"type":"array","items":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}}"#,
-    r#"{"type":["string","integer"],"minimum":1}"#,
+    r##"{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string"}}}"##,
+    r##"{"type":"object","required":["a","b"],"properties":{"a":{"type":"integer","minimum":0,"maximum":255},"b":{"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":1e3}}}"##,
+    r##"{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}},"flag":{"type":["boolean","null"]},"colour":{"enum":["Red","Green","Blue"]}}}"##,
+    r##"{"$defs":{"Inner":{"type":"object","required":["depth"],"additionalProperties":false,"properties":{"depth":{"type":"integer","format":"uint8","minimum":0,"maximum":255}}}},"type":"object","required":["inner"],"properties":{"inner":{"$ref":"#/$defs/Inner"},"list":{"type":"array","items":{"$ref":"#/$defs/Inner"}}}}"##,
+    r##"{"type":"array","items":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}}"##,
+    r##"{"type":["string","integer"],"minimum":1}"##,
 ];
 
 fuzz_target!(|data: &[u8]| {
