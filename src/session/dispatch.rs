@@ -37,7 +37,7 @@ pub(crate) enum Dispatched {
 }
 
 /// A change a message asks of the session's reader (its phase, its parked
-/// requests, its trace level): applied by [`Session::apply`], never by
+/// requests, its trace level): applied by the reader (`Session::apply`), never by
 /// [`dispatch`], so that a message served away from the reader changes
 /// nothing the reader owns.
 pub(crate) enum Effect {
@@ -200,7 +200,7 @@ pub(crate) enum Alone {
     /// Answered at once: the reply, if the message gets one.
     Answered(Option<Vec<u8>>),
     /// Its work goes on: it needs a session to finish in
-    /// ([`Session::run_job`]).
+    /// (`Session::run_job`).
     Running(Job),
 }
 
