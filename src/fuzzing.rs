@@ -16,22 +16,32 @@ pub fn plain_call(text: &str) -> bool {
     plain_call::differential::agrees(text)
 }
 
-/// Whether `schema` is in the quick check's subset (else
-/// [`quick_check`] checks nothing).
-pub fn in_quick_subset(schema: &Value) -> bool {
-    QuickCheck::compile(schema).is_some()
+/// One schema of the quick check's subset, compiled once with its full
+/// validator, for a fuzz target to check many texts against.
+pub struct QuickCheckTarget {
+    schema: Value,
+    quick: QuickCheck,
+    full: jsonschema::Validator,
 }
 
-/// Checks `text` against `schema` with the quick check (when the schema is
-/// in its subset); panics when it admits what the full validator refuses,
-/// or answers otherwise for the same text spaced out. Returns whether it
-/// admitted the text.
-pub fn quick_check(schema: &Value, text: &str) -> bool {
-    let Some(quick) = QuickCheck::compile(schema) else {
-        return false;
-    };
-    let Ok(full) = validate::compile("fuzz", "inputSchema", schema) else {
-        return false;
-    };
-    differential::agrees(&quick, &full, schema, text).is_some_and(|(admitted, _)| admitted)
+impl QuickCheckTarget {
+    /// The target for `schema`; `None` when the schema is not in the quick
+    /// check's subset or is not a valid schema.
+    pub fn new(schema: Value) -> Option<Self> {
+        let quick = QuickCheck::compile(&schema)?;
+        let full = validate::compile("fuzz", "inputSchema", &schema).ok()?;
+        Some(Self {
+            schema,
+            quick,
+            full,
+        })
+    }
+
+    /// Checks `text` with the quick check; panics when it admits what the
+    /// full validator refuses, or answers otherwise for the same text
+    /// spaced out. Returns whether it admitted the text.
+    pub fn check(&self, text: &str) -> bool {
+        differential::agrees(&self.quick, &self.full, &self.schema, text)
+            .is_some_and(|(admitted, _)| admitted)
+    }
 }

@@ -117,7 +117,7 @@ impl Shared {
     }
 
     /// A session state whose outbox is closed from the start: for requests
-    /// served without a session ([`super::session::alone`]), which send
+    /// served without a session ([`alone`](super::dispatch::alone)), which send
     /// nothing. Anything sent through it is dropped (and logged).
     pub(crate) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
         let (out, _) = mpsc::channel(1);
@@ -142,7 +142,7 @@ impl Shared {
     /// Hands `message` over if the outbox has room (or drops it, logged,
     /// when the transport is gone); gives it back when the outbox is full.
     fn offer(&self, message: Outgoing) -> Option<Outgoing> {
-        // Only [`beside`](super::session::beside), on HTTP, asks; an
+        // Only [`beside`](super::dispatch::beside), on HTTP, asks; an
         // atomic add per message is not free.
         if self.over_http {
             self.sent.fetch_add(1, Ordering::AcqRel);

@@ -88,7 +88,7 @@ impl HttpSession {
     }
 
     /// The core session's state, when a request may be served beside its
-    /// reader ([`beside`](crate::server::beside)): the session runs, is
+    /// reader ([`beside`](crate::session::beside)): the session runs, is
     /// not ending or shutting down, and nothing waits for its reader (a
     /// request handed to it earlier is not overtaken).
     pub(super) fn serving(&self) -> Option<Arc<Shared>> {
