@@ -12,6 +12,6 @@ mod stdio;
 
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 #[cfg(feature = "http")]
-pub use http::{HttpConfig, McpBody, McpService};
+pub use http::{Guard, GuardLayer, Guarded, HttpConfig, McpBody, McpService};
 pub use json_stream::JsonStreamDecoder;
 pub use ndjson::LineCodec;

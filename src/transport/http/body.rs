@@ -184,6 +184,14 @@ impl McpBody {
     }
 }
 
+/// A whole body of text (the one-line refusals of a
+/// [`GuardLayer`](super::GuardLayer)).
+impl From<String> for McpBody {
+    fn from(text: String) -> Self {
+        Self::full(text)
+    }
+}
+
 impl Body for McpBody {
     type Data = Bytes;
     type Error = Infallible;

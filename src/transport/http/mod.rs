@@ -7,7 +7,8 @@
 //! headers or first message are the Model Context Protocol's is served as
 //! Streamable HTTP, any other as MCP v1.0.
 //!
-//! - `guard`: `Host`, `Origin` and bearer-token checks;
+//! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
+//!   same checks as a tower layer for an app's own routes;
 //! - `v1`: the MCP v1.0 exchanges (single and streaming);
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
 //! - `body`: request bodies read as session input, the response bodies;
@@ -15,6 +16,7 @@
 
 mod body;
 mod guard;
+mod layer;
 mod serve;
 mod sessions;
 mod streamable;
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body;
@@ -36,7 +38,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
 use body::next_data;
-use guard::{Accepted, HostRule, Refusal, Rules};
+use guard::{Accepted, HostRule, Rules};
+pub use layer::{Guard, GuardLayer, Guarded};
 use sessions::Sessions;
 
 use crate::server::Server;
@@ -405,7 +408,9 @@ impl McpService {
             self.0.host_rule,
             &self.0.accepted,
         ) {
-            return (refused(refusal), Leftover::Unread(body));
+            // The connection's fate is `respond`'s: the body is drained or the
+            // connection closed.
+            return (layer::refused(&refusal, false), Leftover::Unread(body));
         }
         let dialects = self.0.server.inner().protocols;
         let streamable =
@@ -481,21 +486,6 @@ impl McpService {
                 }
                 Ok(Some(Err(_))) | Err(_) => return false,
             }
-        }
-    }
-}
-
-/// The response for a refused request.
-fn refused(refusal: Refusal) -> Response<McpBody> {
-    match refusal {
-        Refusal::BadRequest(why) => plain(StatusCode::BAD_REQUEST, why),
-        Refusal::Forbidden(why) => plain(StatusCode::FORBIDDEN, why),
-        Refusal::Unauthorized => {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "a valid bearer token is required");
-            response
-                .headers_mut()
-                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            response
         }
     }
 }
