@@ -10,6 +10,7 @@
 //! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
 //!   same checks as a tower layer for an app's own routes;
 //! - `v1`: the MCP v1.0 exchanges (single and streaming);
+//! - `sniff`: which protocol a request speaks, the one place it is decided;
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
 //! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
@@ -19,6 +20,7 @@ mod guard;
 mod layer;
 mod serve;
 mod sessions;
+mod sniff;
 mod streamable;
 mod v1;
 
@@ -413,8 +415,7 @@ impl McpService {
             return (layer::refused(&refusal, false), Leftover::Unread(body));
         }
         let dialects = self.0.server.inner().protocols;
-        let streamable =
-            dialects.model_context() && (!dialects.mcp_v1() || streamable::by_headers(parts));
+        let streamable = sniff::by_headers(dialects, parts);
         match parts.method {
             Method::POST => {}
             Method::GET if streamable => {

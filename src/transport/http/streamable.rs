@@ -32,28 +32,14 @@ use crate::session::{Beside, beside};
 /// `Mcp-Session-Id`.
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// `MCP-Protocol-Version`.
-const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// `Mcp-Method` (2026-07-28).
-const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-
-/// Whether a request's headers say it speaks the Model Context Protocol
-/// (docs/model-context.md §1): a session id, a protocol version or a method
-/// header, or an `Accept` that lists `text/event-stream` by name (a
-/// wildcard such as curl's `*/*` does not).
-pub(super) fn by_headers(parts: &Parts) -> bool {
-    // One pass over the few headers a request has (no hashing of names).
-    parts.headers.iter().any(|(name, value)| {
-        if name == ACCEPT {
-            return listed(value.as_bytes()).any(|m| m.eq_ignore_ascii_case(b"text/event-stream"));
-        }
-        *name == SESSION_ID || *name == PROTOCOL_VERSION || *name == MCP_METHOD
-    })
-}
+pub(super) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
 /// The media types an `Accept` value lists, parameters dropped, trimmed.
 /// (Bytes, not `str`: a value that is not ASCII lists nothing it could
 /// match anyway.)
-fn listed(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn listed(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value.split(|&b| b == b',').map(|item| {
         let media = item.split(|&b| b == b';').next().unwrap_or_default();
         media.trim_ascii()
@@ -421,15 +407,10 @@ mod tests {
     fn accept_lists_media_types_across_values_parameters_and_wildcards() {
         let both = with_accept(&["application/json;q=0.9 , TEXT/Event-Stream"]);
         assert!(accepts(&both, "application/json") && accepts(&both, "text/event-stream"));
-        assert!(by_headers(&both));
         let split = with_accept(&["application/json", "text/event-stream; q=1"]);
         assert!(accepts(&split, "text/event-stream"));
         let wild = with_accept(&["text/*, */*;q=0.1"]);
         assert!(accepts(&wild, "text/event-stream") && accepts(&wild, "application/json"));
-        assert!(
-            !by_headers(&wild),
-            "a wildcard does not make a request Streamable HTTP"
-        );
         let neither = with_accept(&["text/html, application/jsonx"]);
         assert!(!accepts(&neither, "application/json") && !accepts(&neither, "text/event-stream"));
     }

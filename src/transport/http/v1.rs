@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
+use super::sniff;
 use super::{Leftover, McpService, json, plain};
 use crate::dialect::v1::schema::methods;
 use crate::error::{ErrorCode, RpcError};
@@ -220,7 +221,7 @@ impl McpService {
         body: &Bytes,
         parsed: Parsed<'_>,
     ) -> Response<McpBody> {
-        if self.0.server.inner().protocols.model_context() && speaks_model_context(&parsed) {
+        if sniff::by_body(self.0.server.inner().protocols, &parsed) {
             return Box::pin(self.streamable_post(parts, body, parsed)).await;
         }
         match self
@@ -337,22 +338,6 @@ fn unreadable(error: &impl std::fmt::Display) -> Response<McpBody> {
         StatusCode::BAD_REQUEST,
         &format!("reading the body failed: {error}"),
     )
-}
-
-/// Whether a parsed body's (first) message is a method of the Model
-/// Context Protocol (docs/model-context.md §1).
-fn speaks_model_context(parsed: &Parsed<'_>) -> bool {
-    let ours = |m: &Incoming<'_>| match m {
-        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
-            crate::dialect::model_context::is_method(method)
-        }
-        _ => false,
-    };
-    match parsed {
-        Parsed::Single(message) => ours(message),
-        Parsed::Batch(messages) => messages.first().is_some_and(ours),
-        Parsed::Error(_) => false,
-    }
 }
 
 fn too_large(limit: usize) -> Response<McpBody> {
