@@ -371,9 +371,13 @@ impl Dialect {
         self == Self::ModelContext
     }
 
-    /// The name of a request for MCP v1.0's trace lines.
+    /// The name of a request in this dialect's trace lines (MCP v1.0's
+    /// `$/logTrace`); the Model Context Protocol has none.
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
-        v1::trace_name(work)
+        match self {
+            Self::McpV1 => v1::trace_name(work),
+            Self::ModelContext => "",
+        }
     }
 }
 

@@ -14,9 +14,9 @@ use super::peer::Answer;
 use super::shared::Shared;
 use crate::client::{ClientError, LogLevel};
 use crate::dialect::Dialect;
-use crate::dialect::model_context::methods;
+use crate::dialect::model_context::to_client;
 use crate::handle::ServerHandle;
-use crate::jsonrpc::{RequestId, encode_notification, encode_request};
+use crate::jsonrpc::{RequestId, encode_request};
 use crate::tool::{Cancellation, ClientLink, ClientRequest, ContextSource};
 
 /// Removes a pending request however its wait ends; when the wait is
@@ -35,12 +35,8 @@ impl Drop for Waiting<'_> {
         if self.answered {
             return;
         }
-        let notice = encode_notification(
-            methods::CANCELLED,
-            &serde_json::json!({"requestId": self.id, "reason": "the server stopped waiting"}),
-        );
         let _ = self.session.out.try_send(Outgoing {
-            bytes: notice,
+            bytes: to_client::stopped_waiting(self.id),
             about: About::Related(self.related.clone()),
         });
     }
@@ -146,25 +142,9 @@ impl ClientLink for Link {
             }
             *last = Some(progress);
         }
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params<'a> {
-            progress_token: &'a RawValue,
-            progress: f64,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            total: Option<f64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            message: Option<&'a str>,
-        }
-        let params = Params {
-            progress_token: token,
-            progress,
-            total,
-            message,
-        };
         shared
             .send(Outgoing {
-                bytes: encode_notification(methods::PROGRESS, &params),
+                bytes: to_client::progress(token, progress, total, message),
                 about: About::Related(related.clone()),
             })
             .await;
@@ -179,20 +159,9 @@ impl ClientLink for Link {
         let Some(shared) = self.model_context() else {
             return;
         };
-        #[derive(Serialize)]
-        struct Params {
-            level: LogLevel,
-            logger: &'static str,
-            data: Box<RawValue>,
-        }
-        let params = Params {
-            level,
-            logger: "tool",
-            data,
-        };
         shared
             .send(Outgoing {
-                bytes: encode_notification(methods::MESSAGE, &params),
+                bytes: to_client::log_line(level, data),
                 about: About::Related(related.clone()),
             })
             .await;
@@ -210,12 +179,9 @@ impl ClientLink for Link {
         cancel: &Cancellation,
     ) -> Result<Value, ClientError> {
         let shared = self.session_for(request)?;
-        let method = match request {
-            ClientRequest::Elicit => methods::ELICIT,
-            ClientRequest::Sample => methods::CREATE_MESSAGE,
-            ClientRequest::ListRoots => methods::LIST_ROOTS,
-        };
-        shared.ask(related, method, &params, cancel).await
+        shared
+            .ask(related, to_client::method(request), &params, cancel)
+            .await
     }
 
     fn client_capabilities(&self) -> Option<Value> {

@@ -18,11 +18,11 @@ use super::peer::Peer;
 use super::slots::Slots;
 use crate::client::LogLevel;
 use crate::dialect::ServerInner;
-use crate::dialect::v1::schema::{LogTraceParams, TraceValue, methods};
+use crate::dialect::v1::schema::TraceValue;
 use crate::dialect::{Change, ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
 use crate::id_hash::IdHasher;
-use crate::jsonrpc::{RequestId, encode_notification};
+use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation};
 
 /// Messages that wait for room in the outbox, to be awaited in order.
@@ -337,21 +337,9 @@ impl Shared {
         if level == 0 || !self.is_ready() {
             return None;
         }
-        let params = LogTraceParams {
-            message: format!(
-                "Received request '{method} - ({id})'. Processed in {}µs.",
-                started.map_or(0, |t| t.elapsed().as_micros())
-            ),
-            verbose: (level == 2).then(|| {
-                let text = String::from_utf8_lossy(reply.unwrap_or_default());
-                let mut shown: String = text.chars().take(1000).collect();
-                if shown.len() < text.len() {
-                    shown.push('…');
-                }
-                format!("Reply: {shown}")
-            }),
-        };
-        Some(encode_notification(methods::LOG_TRACE, &params))
+        let elapsed = started.map_or(0, |t| t.elapsed().as_micros());
+        let verbose = (level == 2).then(|| reply.unwrap_or_default());
+        Some(crate::dialect::v1::trace_line(method, id, elapsed, verbose))
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod cursor;
 mod schema;
+pub(crate) mod to_client;
 
 use serde::Serialize;
 use serde_json::json;

@@ -25,8 +25,8 @@ use crate::jsonrpc::{
 };
 use crate::tool::CancelReason;
 use schema::{
-    CancelParams, ExecutionProvider, InitializeParams, InitializeResult, ResourceDidChangeParams,
-    ServerCapabilities, SetTraceParams, TraceValue, methods,
+    CancelParams, ExecutionProvider, InitializeParams, InitializeResult, LogTraceParams,
+    ResourceDidChangeParams, ServerCapabilities, SetTraceParams, TraceValue, methods,
 };
 
 /// MCP v1.0's capabilities and fixed lists, serialised once at build.
@@ -394,6 +394,28 @@ pub(crate) fn trace_name(work: &Work) -> &'static str {
         Work::ListResources => methods::LIST_RESOURCES,
         _ => methods::EXECUTE_TOOL,
     }
+}
+
+/// `$/logTrace` for a handled request: its method and id, how long it took
+/// (µs), and at the verbose level the start of its reply.
+pub(crate) fn trace_line(
+    method: &str,
+    id: &RequestId,
+    elapsed_us: u128,
+    verbose_reply: Option<&[u8]>,
+) -> Vec<u8> {
+    let params = LogTraceParams {
+        message: format!("Received request '{method} - ({id})'. Processed in {elapsed_us}µs."),
+        verbose: verbose_reply.map(|reply| {
+            let text = String::from_utf8_lossy(reply);
+            let mut shown: String = text.chars().take(1000).collect();
+            if shown.len() < text.len() {
+                shown.push('…');
+            }
+            format!("Reply: {shown}")
+        }),
+    };
+    encode_notification(methods::LOG_TRACE, &params)
 }
 
 #[cfg(test)]
