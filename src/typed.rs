@@ -60,7 +60,17 @@ use crate::definition::ToolDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::handle::ServerHandle;
 use crate::state::{State, StateType};
-use crate::tool::{CallFailure, Calling, LazyContext, Sealed, Tool, ToolContext};
+use crate::tool::{CallFailure, Calling, LazyContext, Tool, ToolContext};
+
+pub(crate) use sealed::Sealed;
+
+mod sealed {
+    /// Seals [`TypedHandler::call_lazily`](super::TypedHandler::call_lazily):
+    /// code outside this crate cannot name this type, so it cannot
+    /// override it.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Sealed(pub(crate) ());
+}
 
 /// The JSON Schema (draft 2020-12) of `T`, as `schemars` derives it.
 ///
@@ -230,15 +240,48 @@ fn state_of<S: Clone + Send + Sync + 'static>(
     })
 }
 
-/// The types a [`TypedTool`] is generic over, as a `Send + Sync` marker.
+/// The types a typed tool's function is generic over, as a `Send + Sync`
+/// marker.
 type Signature<A, O, E, M> = fn(A, M) -> (O, E);
 
 /// A tool made of a typed async function; see the [module docs](self).
-pub struct TypedTool<A, O, E, H, M> {
+pub struct TypedTool {
     definition: ToolDefinition,
-    handler: H,
     time_limit: Option<Duration>,
     may_block: bool,
+    /// The function, its argument and output types erased.
+    function: Box<dyn TypedCall>,
+}
+
+/// A typed tool's function, its types erased: called with a `Value` (the
+/// [`Tool`] path) or with the arguments' JSON text (the server's fast path).
+#[async_trait]
+trait TypedCall: Send + Sync + 'static {
+    /// Reads the arguments from a `Value` that passed `inputSchema`, runs
+    /// the function and serialises its output.
+    async fn call_value(
+        &self,
+        mcp_id: &str,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError>;
+
+    /// The same, reading the arguments straight from their JSON text, with
+    /// a context made only if the function takes one; hands the call back
+    /// (`Err`) when the type does not read the text.
+    fn call_text<'c>(
+        &self,
+        arguments: &str,
+        ctx: LazyContext<'c>,
+    ) -> Result<Calling, LazyContext<'c>>;
+
+    /// The state types the function takes.
+    fn needs_state(&self) -> Vec<StateType>;
+}
+
+/// A function of a typed tool, with the types it is called with.
+struct Typed<A, O, E, H, M> {
+    handler: H,
     _types: PhantomData<Signature<A, O, E, M>>,
 }
 
@@ -248,12 +291,16 @@ pub fn typed_tool<A, O, E, H, M>(
     name: impl Into<String>,
     description: impl Into<String>,
     handler: H,
-) -> TypedTool<A, O, E, H, M>
+) -> TypedTool
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     O: Serialize + JsonSchema + Send + 'static,
     E: Display + Send + 'static,
     H: TypedHandler<A, O, E, M>,
+    // Always so for a `'static` function; said, so that a call can be
+    // handed to a task once polled.
+    H::Future: 'static,
+    M: 'static,
 {
     TypedTool {
         definition: ToolDefinition {
@@ -263,14 +310,16 @@ where
             input_schema: schema_of::<A>(),
             output_schema: schema_of::<O>(),
         },
-        handler,
         time_limit: None,
         may_block: false,
-        _types: PhantomData,
+        function: Box::new(Typed {
+            handler,
+            _types: PhantomData,
+        }),
     }
 }
 
-impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
+impl TypedTool {
     /// This tool's time limit, instead of the server's.
     #[must_use]
     pub fn with_time_limit(mut self, limit: Duration) -> Self {
@@ -290,77 +339,98 @@ impl<A, O, E, H, M> TypedTool<A, O, E, H, M> {
         &mut self.definition
     }
 
-    /// `-32603` for output that does not serialise or read back as JSON.
-    fn not_json(&self, error: &serde_json::Error) -> ToolError {
-        output_not_json(&self.definition.mcp_id, error)
+    /// `tool` as a typed tool, when it is one.
+    pub(crate) fn of(tool: &dyn Tool) -> Option<&Self> {
+        let any: &dyn std::any::Any = tool;
+        any.downcast_ref()
     }
 
-    /// `-32602` for arguments `A` refused, at the path where it did.
-    fn refused(&self, arguments: &Value, error: &serde_json::Error) -> ToolError
-    where
-        A: DeserializeOwned,
-    {
-        let (path, reason) = match serde_path_to_error::deserialize::<_, A>(arguments) {
-            Err(e) => (pointer(e.path()), e.inner().to_string()),
-            Ok(_) => (String::new(), error.to_string()),
-        };
-        ToolError::with_code(
-            ErrorCode::INVALID_PARAMS,
-            format!(
-                "Invalid value at '{path}': {reason} in arguments for tool {}",
-                self.definition.mcp_id
-            ),
-        )
+    /// The server's fast path: the call with the arguments' JSON text, or
+    /// the context back.
+    pub(crate) fn call_text<'c>(
+        &self,
+        arguments: &str,
+        ctx: LazyContext<'c>,
+    ) -> Result<Calling, LazyContext<'c>> {
+        self.function.call_text(arguments, ctx)
+    }
+}
+
+impl std::fmt::Debug for TypedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedTool")
+            .field("definition", &self.definition)
+            .field("time_limit", &self.time_limit)
+            .field("may_block", &self.may_block)
+            .finish_non_exhaustive()
     }
 }
 
 #[async_trait]
-impl<A, O, E, H, M> Tool for TypedTool<A, O, E, H, M>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    O: Serialize + JsonSchema + Send + 'static,
-    E: Display + Send + 'static,
-    H: TypedHandler<A, O, E, M>,
-    // Always so for a `'static` function; said, so that a call can be
-    // handed to a task once polled.
-    H::Future: 'static,
-    M: 'static,
-{
+impl Tool for TypedTool {
     fn definition(&self) -> ToolDefinition {
         self.definition.clone()
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.function
+            .call_value(&self.definition.mcp_id, arguments, ctx)
+            .await
+    }
+
+    fn time_limit(&self) -> Option<Duration> {
+        self.time_limit
+    }
+
+    fn may_block(&self) -> bool {
+        self.may_block
+    }
+
+    fn needs_state(&self) -> Vec<StateType> {
+        self.function.needs_state()
+    }
+}
+
+#[async_trait]
+impl<A, O, E, H, M> TypedCall for Typed<A, O, E, H, M>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + Send + 'static,
+    E: Display + Send + 'static,
+    H: TypedHandler<A, O, E, M>,
+    H::Future: 'static,
+    M: 'static,
+{
+    async fn call_value(
+        &self,
+        mcp_id: &str,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         // The schema passed; a type stricter than its schema can still
         // refuse. Read from the borrowed value, so that on that (rare) path
         // it can be read again to find where.
         let arguments = match A::deserialize(&arguments) {
             Ok(arguments) => arguments,
-            Err(e) => return Err(self.refused(&arguments, &e)),
+            Err(e) => return Err(refused::<A>(mcp_id, &arguments, &e)),
         };
         let output = self
             .handler
             .call(arguments, ctx)?
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
-        ToolOutput::serialize(&output).map_err(|e| self.not_json(&e))
+        ToolOutput::serialize(&output).map_err(|e| output_not_json(mcp_id, &e))
     }
 
-    fn reads_json(&self, _: Sealed) -> bool {
-        true
-    }
-
-    /// The hot path: `A` read straight from the text, the output only
-    /// serialised (the server reads it back unless its quick check admits
-    /// it), and a context made only for a function that takes one. Any
-    /// failure to read `A` hands the call back, and [`call`](Tool::call)
-    /// answers with the `Value` path's reading (a repeated key, for one, which a `Value`
-    /// reads as its last occurrence).
-    fn call_json<'c>(
+    /// `A` read straight from the text, the output only serialised (the
+    /// server reads it back unless its quick check admits it). Any failure
+    /// to read `A` hands the call back, and [`call_value`](Self::call_value)
+    /// answers with the `Value` path's reading (a repeated key, for one,
+    /// which a `Value` reads as its last occurrence).
+    fn call_text<'c>(
         &self,
         arguments: &str,
         ctx: LazyContext<'c>,
-        _: Sealed,
     ) -> Result<Calling, LazyContext<'c>> {
         let Ok(arguments) = serde_json::from_str::<A>(arguments) else {
             return Err(ctx);
@@ -375,17 +445,26 @@ where
         }))
     }
 
-    fn time_limit(&self) -> Option<Duration> {
-        self.time_limit
-    }
-
-    fn may_block(&self) -> bool {
-        self.may_block
-    }
-
     fn needs_state(&self) -> Vec<StateType> {
         self.handler.state().into_iter().collect()
     }
+}
+
+/// The error for arguments that passed the schema but that `A` refuses,
+/// naming where.
+fn refused<A: DeserializeOwned>(
+    mcp_id: &str,
+    arguments: &Value,
+    error: &serde_json::Error,
+) -> ToolError {
+    let (path, reason) = match serde_path_to_error::deserialize::<_, A>(arguments) {
+        Err(e) => (pointer(e.path()), e.inner().to_string()),
+        Ok(_) => (String::new(), error.to_string()),
+    };
+    ToolError::with_code(
+        ErrorCode::INVALID_PARAMS,
+        format!("Invalid value at '{path}': {reason} in arguments for tool {mcp_id}"),
+    )
 }
 
 /// A deserialisation path as a JSON Pointer (`/items/0/name`), the form

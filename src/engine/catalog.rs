@@ -19,7 +19,7 @@ use crate::id_hash::IdHasher;
 use crate::prompt::{Prompt, PromptArgument};
 use crate::resource::{Resource, ResourceInfo};
 use crate::template::{ResourceTemplate, Variables};
-use crate::tool::{Sealed, Tool};
+use crate::tool::Tool;
 
 /// A registered tool with its compiled schemas.
 pub(crate) struct CompiledTool {
@@ -30,7 +30,7 @@ pub(crate) struct CompiledTool {
     pub(crate) input: Validator,
     pub(crate) output: Validator,
     /// The input schema's quick check, for a tool that reads its arguments
-    /// as JSON text ([`Tool::reads_json`]), when the schema is in the
+    /// as JSON text (a typed tool), when the schema is in the
     /// quick check's subset.
     pub(crate) quick_input: Option<QuickCheck>,
     /// The output schema's quick check, for structured output sent as the
@@ -127,8 +127,7 @@ impl Catalog {
                 lists_output: validate::is_object_schema(&definition.output_schema),
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
-                quick_input: quick_check(&definition.input_schema)
-                    .filter(|_| tool.reads_json(Sealed(()))),
+                quick_input: quick_check(&definition.input_schema).filter(|_| reads_text(&*tool)),
                 quick_output: quick_check(&definition.output_schema),
                 tool,
                 input,
@@ -315,6 +314,17 @@ fn is_absolute_uri(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !rest.is_empty()
         && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Whether `tool` reads its arguments from their JSON text: a typed tool.
+fn reads_text(tool: &dyn Tool) -> bool {
+    #[cfg(feature = "schemars")]
+    return crate::typed::TypedTool::of(tool).is_some();
+    #[cfg(not(feature = "schemars"))]
+    {
+        let _ = tool;
+        false
+    }
 }
 
 /// The quick check of `schema`, with the `fast-path` feature on; without

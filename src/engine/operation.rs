@@ -17,7 +17,7 @@ use crate::definition::ResourceDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::jsonrpc::ArgumentsText;
 use crate::prompt::{PromptArguments, PromptMessage};
-use crate::tool::{CallFailure, Calling, LazyContext, Sealed, ToolContext};
+use crate::tool::{CallFailure, Calling, LazyContext, ToolContext};
 
 /// Async work for one request.
 pub(crate) enum Work {
@@ -42,8 +42,8 @@ pub(crate) enum Work {
 
 /// A tool call's arguments (a JSON object).
 pub(crate) enum Arguments {
-    /// As the request wrote them, for a tool that reads JSON text
-    /// ([`Tool::reads_json`](crate::Tool::reads_json)).
+    /// As the request wrote them, for a tool that reads JSON text (a typed
+    /// tool).
     Text(Box<str>),
     Value(Value),
 }
@@ -306,7 +306,11 @@ pub(crate) fn start_json_call<'c>(
         return Err(ctx);
     }
     let _in_span = span.enter();
-    tool.tool.call_json(text, ctx, Sealed(()))
+    #[cfg(feature = "schemars")]
+    if let Some(typed) = crate::typed::TypedTool::of(&*tool.tool) {
+        return typed.call_text(text, ctx);
+    }
+    Err(ctx)
 }
 
 /// What a call started by [`start_json_call`] ended with, worded as the

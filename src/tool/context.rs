@@ -99,8 +99,8 @@ pub(crate) trait ContextSource: Sync {
 /// A tool call's [`ToolContext`], made only when a tool asks for it: a
 /// handler that takes none costs the request no context (no cancellation
 /// signal, no reference counts). Public only to seal
-/// [`Tool::call_json`](super::Tool::call_json): code outside this crate
-/// cannot name it.
+/// [`TypedHandler::call_lazily`](crate::typed::TypedHandler::call_lazily):
+/// code outside this crate cannot name it.
 pub struct LazyContext<'a>(Lazy<'a>);
 
 impl fmt::Debug for LazyContext<'_> {

@@ -55,7 +55,7 @@ pub use context::{Cancellation, ToolContext};
 /// }
 /// ```
 #[async_trait]
-pub trait Tool: Send + Sync + 'static {
+pub trait Tool: std::any::Any + Send + Sync {
     /// The tool's definition as `mcp/listTools` shows it.
     fn definition(&self) -> ToolDefinition;
 
@@ -90,60 +90,24 @@ pub trait Tool: Send + Sync + 'static {
     fn needs_state(&self) -> Vec<crate::state::StateType> {
         Vec::new()
     }
-
-    /// Whether the tool reads its arguments straight from JSON text,
-    /// without a `Value` ([`typed_tool`](crate::typed::typed_tool)s read
-    /// their type from it): the server then hands `call_json` the text of
-    /// arguments that already passed `inputSchema`, and a context it
-    /// builds only if the tool asks for it. `call_json` answers
-    /// `Err(ctx)` to hand the call back (the server then reads a `Value`
-    /// and calls [`call`](Tool::call)); it must not act before it answers
-    /// `Ok`, and must do what `call` would. Sealed: only this crate's
-    /// tools can say yes (the [`Sealed`] argument cannot be named outside
-    /// it). Default: no.
-    #[doc(hidden)]
-    fn reads_json(&self, _: Sealed) -> bool {
-        false
-    }
-
-    /// See [`reads_json`](Tool::reads_json).
-    #[doc(hidden)]
-    fn call_json<'c>(
-        &self,
-        arguments: &str,
-        ctx: LazyContext<'c>,
-        _: Sealed,
-    ) -> Result<Calling, LazyContext<'c>> {
-        let _ = arguments;
-        Err(ctx)
-    }
 }
 
-/// A tool call under way ([`Tool::call_json`]), which borrows nothing (so
-/// the server can poll it once where it was read and hand it to a task
-/// only if it waits): its output, or why it failed. An output that is not
-/// JSON is left for the server to word, with the tool's name.
-#[doc(hidden)]
-pub type Calling =
+/// A typed tool's call under way on the server's fast path, which borrows
+/// nothing (so the server can poll it once where it was read and hand it
+/// to a task only if it waits): its output, or why it failed. An output
+/// that is not JSON is left for the server to word, with the tool's name.
+pub(crate) type Calling =
     std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput, CallFailure>> + Send + 'static>>;
 
-pub(crate) use sealed::{CallFailure, Sealed};
-
-mod sealed {
-    /// Seals [`Tool::reads_json`](super::Tool::reads_json) and
-    /// [`Tool::call_json`](super::Tool::call_json): code outside this
-    /// crate cannot name this type, so it cannot override them.
-    #[derive(Debug, Clone, Copy)]
-    pub struct Sealed(pub(crate) ());
-
-    /// Why a [`Calling`](super::Calling) failed.
-    #[derive(Debug)]
-    pub enum CallFailure {
-        /// The tool's error.
-        Tool(crate::ToolError),
-        /// Its output could not be serialised.
-        NotJson(serde_json::Error),
-    }
+/// Why a [`Calling`] failed.
+#[derive(Debug)]
+// Made by typed tools only (feature `schemars`).
+#[cfg_attr(not(feature = "schemars"), allow(dead_code))]
+pub(crate) enum CallFailure {
+    /// The tool's error.
+    Tool(crate::ToolError),
+    /// Its output could not be serialised.
+    NotJson(serde_json::Error),
 }
 
 /// A tool made of a [`ToolDefinition`] and an async closure returning its
