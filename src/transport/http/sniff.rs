@@ -58,14 +58,7 @@ fn speaks_model_context(parsed: &Parsed<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn with_accept(values: &[&str]) -> Parts {
-        let mut request = http::Request::builder();
-        for value in values {
-            request = request.header(ACCEPT, *value);
-        }
-        request.body(()).unwrap().into_parts().0
-    }
+    use crate::transport::http::streamable::tests::with_accept;
 
     #[test]
     fn an_accept_naming_event_streams_is_streamable_http_and_a_wildcard_is_not() {

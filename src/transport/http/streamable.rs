@@ -392,10 +392,11 @@ fn sse(body: McpBody) -> Response<McpBody> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn with_accept(values: &[&str]) -> Parts {
+    /// A request's head with these `Accept` values.
+    pub(in crate::transport::http) fn with_accept(values: &[&str]) -> Parts {
         let mut request = http::Request::builder();
         for value in values {
             request = request.header(ACCEPT, *value);
