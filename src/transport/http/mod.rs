@@ -344,7 +344,7 @@ where
 impl McpService {
     /// Answers one HTTP request: renamed [`respond`](Self::respond), so that
     /// it is not mistaken for [`Server::handle`] (the server's handle).
-    #[deprecated(since = "0.2.0", note = "renamed `respond`")]
+    #[deprecated(since = "0.1.0", note = "renamed `respond`")]
     pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
     where
         B: Body<Data = Bytes> + Send + 'static,
