@@ -21,7 +21,9 @@ use bytes::BytesMut;
 use clawmcp::server::Input;
 use tokio_util::codec::Decoder;
 
+// The tests' checker of stdio output; the line checker is theirs only.
 #[path = "../../tests/common/stdio_output.rs"]
+#[allow(dead_code)]
 mod stdio_output;
 pub use stdio_output::check_stdio_output;
 
