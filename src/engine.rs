@@ -3,8 +3,11 @@
 //! neutral operations every dialect maps its methods onto
 //! ([`operation`]: [`Work`] that ends in [`Done`] or a [`Failure`]).
 //!
+//! [`access`] says which OAuth scopes each item needs.
+//!
 //! Nothing here knows a dialect, a session or a transport.
 
+pub(crate) mod access;
 pub(crate) mod catalog;
 pub(crate) mod operation;
 pub(crate) mod quick_check;

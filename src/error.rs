@@ -38,6 +38,10 @@ impl ErrorCode {
     pub const SERVER_SHUTTING_DOWN: Self = Self(-32005);
     /// `-32006`: the message is over the size limit.
     pub const MESSAGE_TOO_LARGE: Self = Self(-32006);
+    /// `-32007`: the request's OAuth token lacks a scope its item needs
+    /// (docs/oauth.md §4; over HTTP a `403` challenge says so first, where
+    /// it still can).
+    pub const INSUFFICIENT_SCOPE: Self = Self(-32007);
 
     /// The fixed `message` text of this code (docs/mcp-v1.md §2), or
     /// `"Server error"` for a code the table does not name.
@@ -55,6 +59,7 @@ impl ErrorCode {
             -32004 => "Request timed out",
             -32005 => "Server shutting down",
             -32006 => "Message too large",
+            -32007 => "Insufficient scope",
             _ => "Server error",
         }
     }
@@ -116,6 +121,17 @@ impl RpcError {
     /// `-32005 Server shutting down`.
     pub fn shutting_down(data: impl Into<String>) -> Self {
         Self::new(ErrorCode::SERVER_SHUTTING_DOWN, data)
+    }
+
+    /// `-32007 Insufficient scope`, naming every scope the request needs.
+    pub fn insufficient_scope(needed: &[String]) -> Self {
+        Self::new(
+            ErrorCode::INSUFFICIENT_SCOPE,
+            format!(
+                "insufficient scope: this request needs the scopes \"{}\"",
+                needed.join(" ")
+            ),
+        )
     }
 
     /// `-32001 Unknown mcpId`, naming the id and its kind.
@@ -220,6 +236,22 @@ pub enum BuildError {
         kind: &'static str,
         /// The repeated id.
         mcp_id: String,
+    },
+    /// Scopes were required of an item no tool, resource, resource
+    /// template or prompt is named by.
+    #[error("scopes are required of {item:?}, which names no tool, resource, template or prompt")]
+    UnknownItem {
+        /// The name as given.
+        item: String,
+    },
+    /// A required scope that is not an OAuth scope token (RFC 6749 §3.3:
+    /// printable ASCII without spaces, `"` or `\\`).
+    #[error("{item}: {scope:?} is not an OAuth scope (printable ASCII, no space, '\"' or '\\')")]
+    InvalidScope {
+        /// The item it was required of.
+        item: String,
+        /// The scope.
+        scope: String,
     },
     /// A tool's schema is not a valid JSON Schema (or not an object schema,
     /// for `inputSchema`).

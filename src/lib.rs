@@ -68,8 +68,9 @@
 //!    `test_rng`): JSON-RPC 2.0 messages, ids, error objects and their
 //!    encoding; the one-pass readers of the hot path; a hasher for ids; a
 //!    stream adapter.
-//! 2. **model** (`definition`, `content`, `client`, `state`): the shapes
-//!    items, results and client requests have, whoever speaks them.
+//! 2. **model** (`definition`, `content`, `client`, `state`, `principal`):
+//!    the shapes items, results and client requests have, whoever speaks
+//!    them, and who sent a request.
 //! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
 //!    `completion`, `handle`): what a server author implements or builds —
 //!    tools and their [`ToolContext`], typed tools, resources, prompts —
@@ -83,8 +84,9 @@
 //!    run, send — its in-flight slots, its outbox and its requests to the
 //!    client.
 //! 7. **server** (`server`): the [`ServerBuilder`] and the built [`Server`].
-//! 8. **transport** (`transport`): stdio framing and HTTP, adapters over
-//!    the session.
+//! 8. **transport** (`transport`, `oauth`): stdio framing and HTTP,
+//!    adapters over the session; OAuth token verification and the
+//!    protected-resource metadata the HTTP endpoint serves.
 //! 9. **extras** (`testing`, `logging`, `fuzzing`): a test client, a log
 //!    set-up, and the fuzz targets' entry points.
 //!
@@ -113,7 +115,10 @@ mod json_cursor;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]
 pub mod logging;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod poll;
+mod principal;
 pub mod prompt;
 pub mod resource;
 pub mod server;
@@ -137,6 +142,7 @@ pub struct ReadmeDoctests;
 pub use async_trait::async_trait;
 pub use content::{Content, ToolOutput};
 pub use error::{BuildError, ToolError};
+pub use principal::Principal;
 pub use prompt::Prompt;
 pub use resource::{Resource, SharedResource, TextResource};
 #[cfg(feature = "schemars")]

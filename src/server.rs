@@ -9,9 +9,11 @@ use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
 use crate::dialect::{Dialect, Limits, Providers, ServerInner, model_context, v1};
+use crate::engine::access::AccessRules;
 use crate::engine::catalog::{self, Catalog};
 use crate::error::BuildError;
 pub use crate::handle::ServerHandle;
+use crate::principal::Caller;
 use crate::prompt::Prompt;
 use crate::resource::Resource;
 use crate::session::{self, Alone, Outgoing, Session, Shared};
@@ -95,57 +97,77 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
-        self.serve_message_until(body, self.inner.handle.stop_token())
-            .await
-            .0
-    }
-
-    /// [`serve_message`](Self::serve_message) in a session that shuts
-    /// down with `stop`; also says whether the body was not JSON at all.
-    pub(crate) async fn serve_message_until(
-        &self,
-        body: impl Into<bytes::Bytes>,
-        stop: &Arc<tokio_util::sync::CancellationToken>,
-    ) -> (Option<Vec<u8>>, bool) {
         let body = body.into();
-        self.serve_parsed_until(&body, crate::jsonrpc::parse(&body), stop)
-            .await
+        let stop = self.inner.handle.stop_token();
+        self.serve_parsed_until(
+            &body,
+            crate::jsonrpc::parse(&body),
+            stop,
+            &Caller::default(),
+        )
+        .await
+        .reply
     }
 
-    /// [`serve_message_until`](Self::serve_message_until) for a body its
-    /// transport already parsed.
+    /// [`serve_message`](Self::serve_message) for a body its transport
+    /// already parsed, sent by `caller`, in a session that shuts down with
+    /// `stop`.
     pub(crate) async fn serve_parsed_until(
         &self,
         body: &[u8],
         parsed: crate::jsonrpc::Parsed<'_>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
-    ) -> (Option<Vec<u8>>, bool) {
+        caller: &Caller,
+    ) -> Exchanged {
+        let answered = |reply| Exchanged {
+            reply,
+            not_json: false,
+            forbidden: None,
+        };
         // One message, most often answered at once: no session is built.
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                return match session::alone(&self.exchange, message) {
-                    Alone::Answered(reply) => (reply, false),
+                return match session::alone(&self.exchange, message, caller) {
+                    Alone::Answered(reply) => answered(reply),
+                    Alone::Forbidden(reply, needed) => Exchanged {
+                        forbidden: Some(needed),
+                        ..answered(Some(reply))
+                    },
                     Alone::Running(job) => {
                         let (out, replies) = tokio::sync::mpsc::channel(2);
                         Session::implicit(&self.inner, out, stop.clone())
                             .run_job(job, body.len())
                             .await;
-                        (only_reply(replies).await, false)
+                        answered(only_reply(replies).await)
                     }
                 };
             }
             parsed => parsed,
         };
         let (out, replies) = tokio::sync::mpsc::channel(2);
-        let not_json = Session::implicit(&self.inner, out, stop.clone())
-            .run_parsed(body, parsed)
-            .await;
-        (only_reply(replies).await, not_json)
+        let session = Session::implicit(&self.inner, out, stop.clone()).with_caller(caller.clone());
+        let not_json = session.run_parsed(body, parsed).await;
+        Exchanged {
+            not_json,
+            ..answered(only_reply(replies).await)
+        }
     }
 
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
         &self.inner
     }
+}
+
+/// What a single exchange came to.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) struct Exchanged {
+    /// The reply, if the body gets one.
+    pub(crate) reply: Option<Vec<u8>>,
+    /// The body was not JSON at all.
+    pub(crate) not_json: bool,
+    /// Its one request was refused for want of these scopes (the reply is
+    /// the JSON-RPC error).
+    pub(crate) forbidden: Option<Box<[String]>>,
 }
 
 /// The one message an implicit session wrote, once it is done.
@@ -191,6 +213,7 @@ pub struct ServerBuilder {
     protocols: Protocols,
     page_size: usize,
     limits: Limits,
+    access: AccessRules,
     handle: ServerHandle,
 }
 
@@ -217,6 +240,7 @@ impl Default for ServerBuilder {
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
                 client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
             },
+            access: AccessRules::default(),
             handle: ServerHandle::new(),
         }
     }
@@ -381,6 +405,82 @@ impl ServerBuilder {
         self.handle.clone()
     }
 
+    /// Requires OAuth scopes of an item (docs/oauth.md §4): `item` is a
+    /// tool's name or mcpId, a resource's URI, a resource template's
+    /// pattern or name, or a prompt's name or mcpId — every item it names.
+    /// A request whose verified token lacks one of them is refused: over
+    /// HTTP with `403` and an `insufficient_scope` challenge naming every
+    /// scope the request needs, or, where a response has already begun, a
+    /// JSON-RPC error `-32007`. Scopes add up over calls. A request with no
+    /// verified token (stdio, or HTTP without OAuth) is not checked. An
+    /// `item` that names nothing fails [`build`](Self::build).
+    ///
+    /// ```
+    /// use clawmcp::{Server, ToolError, tool_fn};
+    /// use clawmcp::definition::ToolDefinition;
+    /// use serde_json::json;
+    ///
+    /// let writer = tool_fn(
+    ///     ToolDefinition {
+    ///         mcp_id: "mcp://example/tools/file-writer".into(),
+    ///         name: "file-writer".into(),
+    ///         description: "Writes a file.".into(),
+    ///         input_schema: json!({"type": "object"}),
+    ///         output_schema: json!({}),
+    ///     },
+    ///     |_args, _ctx| async { Ok::<_, ToolError>(json!("written")) },
+    /// );
+    /// let server = Server::builder()
+    ///     .tool(writer)
+    ///     .require_scopes("file-writer", ["files:write"])
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// assert!(Server::builder().require_scopes("nothing", ["x"]).build().is_err());
+    /// ```
+    pub fn require_scopes<I, S>(mut self, item: impl Into<String>, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.access
+            .required
+            .push((item.into(), scopes.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// A scope hierarchy: `grants(granted, required)` says whether the
+    /// granted scopes satisfy one required scope (default: it is among
+    /// them, exactly).
+    ///
+    /// ```
+    /// // `files:*` grants every `files:` scope.
+    /// let builder = clawmcp::Server::builder().scope_grants(|granted, required| {
+    ///     granted.iter().any(|g| {
+    ///         g == required
+    ///             || g.strip_suffix('*').is_some_and(|prefix| required.starts_with(prefix))
+    ///     })
+    /// });
+    /// # let _ = builder.build().unwrap();
+    /// ```
+    pub fn scope_grants(
+        mut self,
+        grants: impl Fn(&[String], &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.access.grants = Some(std::sync::Arc::new(grants));
+        self
+    }
+
+    /// Whether lists (`tools/list`, `mcp/listTools`, …) leave out the items
+    /// a request's verified token lacks the scopes for (default: `false`,
+    /// every item is listed and refused when used). MCP v1.0's
+    /// `mcp/listResources` and `mcp/listPrompts`, which carry the content,
+    /// always leave them out.
+    pub fn hide_unusable_items(mut self, hide: bool) -> Self {
+        self.access.hide_unusable = hide;
+        self
+    }
+
     /// Checks every item (docs/mcp-v1.md §6: absolute, unique mcpIds; valid
     /// schemas, the input schema an object schema; with the Model Context
     /// Protocol on, docs/model-context.md §3: valid, unique tool names and unique
@@ -400,6 +500,7 @@ impl ServerBuilder {
             self.limits.tool_time_limit,
             self.protocols.model_context(),
             self.handle.states(),
+            self.access,
         )?;
         for (_, resource) in &catalog.resources {
             resource.bind(&self.handle);

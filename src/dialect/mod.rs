@@ -29,6 +29,7 @@ use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, ToolCall};
+use crate::principal::Principal;
 use crate::tool::CancelReason;
 pub(crate) use handshake::Phase;
 
@@ -273,10 +274,13 @@ impl Dialect {
         method: &str,
         params: Option<&RawValue>,
         call: Option<ToolCall<'_>>,
+        principal: Option<&Principal>,
     ) -> Step {
         match self {
-            Self::McpV1 => v1::route(session.server(), id, method, params, call),
-            Self::ModelContext => model_context::route(session, id, method, params, call),
+            Self::McpV1 => v1::route(session.server(), id, method, params, call, principal),
+            Self::ModelContext => {
+                model_context::route(session, id, method, params, call, principal)
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use jsonschema::Validator;
 
+use super::access::{Access, AccessRules, is_scope_token};
 use super::quick_check::QuickCheck;
 use super::validate;
 use crate::completion::Complete;
@@ -87,6 +88,8 @@ pub(crate) struct Catalog {
     /// Prompts by name (Model Context Protocol).
     pub(crate) prompt_names: HashMap<String, usize, IdHasher>,
     pub(crate) completers: HashMap<CompletionRef, Arc<dyn Complete>>,
+    /// The scopes each item needs.
+    pub(crate) access: Access,
 }
 
 impl Catalog {
@@ -99,6 +102,7 @@ impl Catalog {
         default_time_limit: Option<Duration>,
         model_context: bool,
         states: &crate::state::States,
+        access: AccessRules,
     ) -> Result<Self, BuildError> {
         let mut tools = Vec::with_capacity(items.tools.len());
         let mut tool_index = HashMap::default();
@@ -216,7 +220,7 @@ impl Catalog {
             completers.insert(CompletionRef::Prompt(prompt_name, argument), completer);
         }
 
-        Ok(Self {
+        let mut catalog = Self {
             tools,
             tool_index,
             tool_names,
@@ -226,7 +230,63 @@ impl Catalog {
             prompts,
             prompt_names,
             completers,
-        })
+            access: Access::default(),
+        };
+        catalog.access = catalog.resolve(access)?;
+        Ok(catalog)
+    }
+
+    /// The scopes table of `rules`: every item a rule names gets its
+    /// scopes (a name that matches nothing is a typo that would leave an
+    /// item open: refused).
+    fn resolve(&self, rules: AccessRules) -> Result<Access, BuildError> {
+        let empty = |n: usize| vec![Box::<[String]>::default(); n];
+        let mut table = [
+            empty(self.tools.len()),
+            empty(self.resources.len()),
+            empty(self.templates.len()),
+            empty(self.prompts.len()),
+        ];
+        for (item, scopes) in &rules.required {
+            let scopes: Vec<String> = scopes
+                .iter()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if let Some(bad) = scopes.iter().find(|s| !is_scope_token(s)) {
+                return Err(BuildError::InvalidScope {
+                    item: item.clone(),
+                    scope: bad.clone(),
+                });
+            }
+            let named: [Vec<usize>; 4] = [
+                (self.tools.iter().enumerate())
+                    .filter(|(_, t)| t.definition.name == *item || t.definition.mcp_id == *item)
+                    .map(|(i, _)| i)
+                    .collect(),
+                self.resource_index.get(item).copied().into_iter().collect(),
+                (self.templates.iter().enumerate())
+                    .filter(|(_, t)| t.template.as_str() == item || t.name == *item)
+                    .map(|(i, _)| i)
+                    .collect(),
+                (self.prompts.iter().enumerate())
+                    .filter(|(_, p)| p.definition.name == *item || p.definition.mcp_id == *item)
+                    .map(|(i, _)| i)
+                    .collect(),
+            ];
+            if named.iter().all(Vec::is_empty) {
+                return Err(BuildError::UnknownItem { item: item.clone() });
+            }
+            for (kind, indexes) in table.iter_mut().zip(named) {
+                for i in indexes {
+                    let mut all: Vec<String> = kind[i].iter().chain(&scopes).cloned().collect();
+                    all.sort();
+                    all.dedup();
+                    kind[i] = all.into();
+                }
+            }
+        }
+        Ok(Access::new(table, &rules))
     }
 
     /// The first template `uri` matches, with its variables.

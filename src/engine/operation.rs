@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::access::Item;
 use super::catalog::{Catalog, CompiledTool};
 use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
@@ -16,6 +17,7 @@ use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::definition::ResourceDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::jsonrpc::ArgumentsText;
+use crate::principal::Principal;
 use crate::prompt::{PromptArguments, PromptMessage};
 use crate::tool::{CallFailure, Calling, LazyContext, ToolContext};
 
@@ -122,6 +124,34 @@ impl Work {
     }
 }
 
+/// The scopes `work` needs, when `principal` lacks one of them (`None`:
+/// allowed, or no principal to check). Work that names no item
+/// (completion, MCP v1.0's list of resources, which leaves out what it may
+/// not show) needs none.
+pub(crate) fn refused<'a>(
+    catalog: &'a Catalog,
+    work: &Work,
+    principal: Option<&Principal>,
+) -> Option<&'a [String]> {
+    let principal = principal?;
+    let item = match work {
+        Work::CallTool { tool, .. } => Item::Tool(*tool),
+        Work::GetPrompt { prompt, .. } => Item::Prompt(*prompt),
+        Work::ReadResource { uri } => match catalog.resource_index.get(uri) {
+            Some(&i) => Item::Resource(i),
+            None => Item::Template(
+                catalog
+                    .templates
+                    .iter()
+                    .position(|t| t.template.matches(uri).is_some())?,
+            ),
+        },
+        Work::ListResources | Work::Complete { .. } => return None,
+    };
+    let needed = catalog.access.needs(item);
+    (!catalog.access.allows(principal, needed)).then_some(needed)
+}
+
 /// Performs the work. Time limits, cancellation and panics are the job's
 /// (`Job::run`).
 ///
@@ -134,11 +164,33 @@ pub(crate) async fn perform<S: AsRef<Catalog> + Send + Sync + 'static>(
 ) -> Result<Done, Failure> {
     let catalog: &Catalog = (*server).as_ref();
     match work {
-        Work::ListResources => list_resources(catalog).await.map(Done::Resources),
-        Work::ReadResource { uri } => read_resource(catalog, uri).await.map(Done::Contents),
         Work::CallTool { tool, arguments } => run_tool(catalog, tool, arguments, ctx, false)
             .await
             .map(Done::Tool),
+        // Resource, prompt and completion handlers take no context: they
+        // find their caller's principal in the task (`Principal::current`).
+        work => {
+            let caller = ctx.caller().clone();
+            let principal = caller.principal.clone();
+            caller
+                .scope(perform_item(catalog, work, principal.as_deref()))
+                .await
+        }
+    }
+}
+
+/// Performs work that is not a tool call.
+async fn perform_item(
+    catalog: &Catalog,
+    work: Work,
+    principal: Option<&Principal>,
+) -> Result<Done, Failure> {
+    match work {
+        Work::CallTool { .. } => Err(internal("a tool call is not an item's work")),
+        Work::ListResources => list_resources(catalog, principal)
+            .await
+            .map(Done::Resources),
+        Work::ReadResource { uri } => read_resource(catalog, uri).await.map(Done::Contents),
         Work::GetPrompt { prompt, arguments } => {
             let Some(compiled) = catalog.prompts.get(prompt) else {
                 return Err(internal("prompt index out of range"));
@@ -178,9 +230,17 @@ fn internal(why: &str) -> Failure {
     }
 }
 
-async fn list_resources(catalog: &Catalog) -> Result<Vec<ResourceDefinition>, Failure> {
+/// MCP v1.0's list of resources, content and all: without the resources
+/// `principal` lacks the scopes for, whose content it may not read.
+async fn list_resources(
+    catalog: &Catalog,
+    principal: Option<&Principal>,
+) -> Result<Vec<ResourceDefinition>, Failure> {
     let mut list = Vec::with_capacity(catalog.resources.len());
-    for (info, resource) in &catalog.resources {
+    for (i, (info, resource)) in catalog.resources.iter().enumerate() {
+        if !catalog.access.shows(principal, Item::Resource(i)) {
+            continue;
+        }
         let content = resource.content().await.map_err(|error| Failure::Item {
             what: format!("resource {}", info.mcp_id),
             error,

@@ -19,8 +19,10 @@ use super::slots::Slot;
 use crate::dialect::Dialect;
 use crate::dialect::v1::schema::TraceValue;
 use crate::dialect::{Admission, Control, Phase, Step};
+use crate::engine::operation;
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::principal::Caller;
 
 /// What a message asks of its session: the one result of [`dispatch`].
 pub(crate) enum Dispatched {
@@ -34,6 +36,11 @@ pub(crate) enum Dispatched {
     Run(Job),
     /// A change to the reader's own state.
     Effect(Effect),
+    /// A request the caller's token lacks scopes for: its JSON-RPC error
+    /// reply (`-32007`), with every scope the request's item needs
+    /// (`Handled::refused`) — for a transport that can still answer with a
+    /// challenge instead.
+    Forbidden(Handled),
 }
 
 /// A change a message asks of the session's reader (its phase, its parked
@@ -59,12 +66,15 @@ pub(crate) enum Effect {
 /// dialect's handshake rules and method table; notifications become
 /// effects; the client's responses to the server's own requests complete
 /// them here. `phase` is the session's handshake phase; `draining` says
-/// whether shutdown began (requests are then answered `-32005`).
+/// whether shutdown began (requests are then answered `-32005`); `caller`
+/// is who sent it (its work is refused when the caller's token lacks the
+/// scopes its item needs, and its context carries it).
 pub(crate) fn dispatch(
     shared: &Arc<Shared>,
     phase: Phase,
     draining: bool,
     message: Incoming<'_>,
+    caller: &Caller,
 ) -> Dispatched {
     let dialect = shared.dialect;
     match message {
@@ -91,7 +101,7 @@ pub(crate) fn dispatch(
             // The clock is read only when trace lines need it.
             let started = shared.trace_on().then(Instant::now);
             match dialect.admit(phase, &method, &id) {
-                Admission::Serve => serve(shared, id, &method, params, call, started),
+                Admission::Serve => serve(shared, id, &method, params, call, started, caller),
                 Admission::Reject(error) => {
                     let reply = dialect.error(Some(&id), &error);
                     Dispatched::Reply(answered(shared, id, &method, started, reply))
@@ -140,15 +150,30 @@ fn serve(
     params: Option<&RawValue>,
     call: Option<jsonrpc::ToolCall<'_>>,
     started: Option<Instant>,
+    caller: &Caller,
 ) -> Dispatched {
-    match shared.dialect.route(&**shared, &id, method, params, call) {
+    let principal = caller.principal.as_deref();
+    match shared
+        .dialect
+        .route(&**shared, &id, method, params, call, principal)
+    {
         Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
         Step::Record(reply, change) => {
             shared.record(change);
             Dispatched::Reply(answered(shared, id, method, started, reply))
         }
         Step::Run { work, progress } => {
-            Dispatched::Run(Job::new(shared, id, work, progress, started))
+            let catalog = &shared.server.catalog;
+            if let Some(needed) = operation::refused(catalog, &work, principal) {
+                let error = RpcError::insufficient_scope(needed);
+                let reply = shared.dialect.error(Some(&id), &error);
+                let handled = Handled {
+                    refused: Some(needed.into()),
+                    ..answered(shared, id, method, started, reply)
+                };
+                return Dispatched::Forbidden(handled);
+            }
+            Dispatched::Run(Job::new(shared, id, work, progress, started, caller))
         }
     }
 }
@@ -202,6 +227,9 @@ pub(crate) enum Alone {
     /// Its work goes on: it needs a session to finish in
     /// (`Session::run_job`).
     Running(Job),
+    /// Refused for want of scopes: the JSON-RPC error reply, and the
+    /// scopes the request needs (for a `403` challenge).
+    Forbidden(Vec<u8>, Box<[String]>),
 }
 
 /// Serves the one message of an implicit MCP v1.0 session (an HTTP single
@@ -215,8 +243,12 @@ pub(crate) enum Alone {
 /// changes a session's state (its trace level, its cancel registry and its
 /// outbox are for notifications, batches and work that waits). The caller
 /// checks that shutdown has not begun.
-pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>) -> Alone {
-    let handled = match dispatch(shared, Phase::Implicit, false, message) {
+pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller) -> Alone {
+    let handled = match dispatch(shared, Phase::Implicit, false, message, caller) {
+        Dispatched::Forbidden(handled) => {
+            let needed = handled.refused.unwrap_or_default();
+            return Alone::Forbidden(handled.reply.unwrap_or_default(), needed);
+        }
         Dispatched::Nothing
         | Dispatched::Effect(Effect::Ready | Effect::Cancel(_) | Effect::SetTrace(_)) => {
             return Alone::Answered(None);
@@ -257,6 +289,9 @@ pub(crate) enum Beside {
     Sent,
     /// Not served here: hand it to the reader.
     Not,
+    /// Refused for want of scopes, with nothing sent: the JSON-RPC error
+    /// reply, and the scopes the request needs (for a `403` challenge).
+    Forbidden(Vec<u8>, Box<[String]>),
 }
 
 /// Serves one request of a running session on the caller's task instead
@@ -277,6 +312,7 @@ pub(crate) async fn beside(
     shared: &Arc<Shared>,
     stopping: impl Fn() -> bool,
     message: Incoming<'_>,
+    caller: &Caller,
 ) -> Beside {
     if !shared.is_ready()
         || shared.parked() > 0
@@ -293,8 +329,13 @@ pub(crate) async fn beside(
         return Beside::Not;
     };
     let before = shared.sent();
-    let mut handled = match dispatch(shared, Phase::Ready, false, message) {
+    let mut handled = match dispatch(shared, Phase::Ready, false, message, caller) {
         Dispatched::Reply(handled) => handled,
+        Dispatched::Forbidden(handled) if handled.trace.is_none() => {
+            let needed = handled.refused.unwrap_or_default();
+            return Beside::Forbidden(handled.reply.unwrap_or_default(), needed);
+        }
+        Dispatched::Forbidden(handled) => handled,
         Dispatched::Run(job) => match poll_once(shared, job) {
             Ok(handled) => handled,
             Err(job) => {

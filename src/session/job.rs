@@ -22,6 +22,7 @@ use crate::dialect::{Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
 use crate::jsonrpc::RequestId;
+use crate::principal::Caller;
 use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
 
 /// What a request's work ended with: its result, or its panic's message.
@@ -51,6 +52,8 @@ pub(crate) struct Job {
     /// subscribed to resources).
     cause: Option<Arc<Cause>>,
     stage: Stage,
+    /// Who sent the request (its context's principal and HTTP head).
+    caller: Caller,
 }
 
 /// Where a job's work stands.
@@ -78,6 +81,7 @@ impl Job {
         work: Work,
         progress: Option<Box<RawValue>>,
         started: Option<Instant>,
+        caller: &Caller,
     ) -> Self {
         let server = &shared.server;
         let info = JobInfo {
@@ -100,6 +104,7 @@ impl Job {
             id,
             cancel: None,
             started,
+            caller: caller.clone(),
         };
         job.stage = match work {
             // The usual tool call: left to start where it runs.
@@ -156,7 +161,15 @@ impl Job {
         mut progress: Option<Box<RawValue>>,
     ) -> ToolContext {
         let span = self.span(&shared.server);
-        LazyContext::of_parts(&self.id, &mut self.cancel, shared, &span, &mut progress).get()
+        LazyContext::of_parts(
+            &self.id,
+            &mut self.cancel,
+            shared,
+            &span,
+            &mut progress,
+            &self.caller,
+        )
+        .get()
     }
 
     /// The tracing span of the request's work: `tool` at debug level, for
@@ -217,7 +230,14 @@ impl Job {
         };
         let mut cx = Context::from_waker(Waker::noop());
         let span = self.span(server);
-        let ctx = LazyContext::of_parts(&self.id, &mut self.cancel, shared, &span, &mut progress);
+        let ctx = LazyContext::of_parts(
+            &self.id,
+            &mut self.cancel,
+            shared,
+            &span,
+            &mut progress,
+            &self.caller,
+        );
         let started = catch_unwind(AssertUnwindSafe(|| {
             operation::start_json_call(tool, &text, ctx, &span)
         }));
@@ -336,6 +356,7 @@ impl Job {
             caused,
             reply,
             trace,
+            refused: None,
         }
     }
 

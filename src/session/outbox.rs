@@ -290,13 +290,21 @@ pub(crate) struct Outgoing {
 
 /// A request's reply as an outgoing message (an empty one, about the
 /// request, when the dialect does not answer it).
-pub(crate) fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
-    match reply {
-        Some(bytes) => Outgoing {
+pub(crate) fn reply_message(
+    reply: Option<Vec<u8>>,
+    id: RequestId,
+    refused: Option<Box<[String]>>,
+) -> Outgoing {
+    match (reply, refused) {
+        (Some(bytes), Some(needed)) => Outgoing {
+            bytes,
+            about: About::Refused(id, needed),
+        },
+        (Some(bytes), None) => Outgoing {
             bytes,
             about: About::Reply(id),
         },
-        None => Outgoing {
+        (None, _) => Outgoing {
             bytes: Vec::new(),
             about: About::Unanswered(id),
         },
@@ -308,6 +316,9 @@ pub(crate) fn reply_message(reply: Option<Vec<u8>>, id: RequestId) -> Outgoing {
 pub(crate) enum About {
     /// The reply to this request.
     Reply(RequestId),
+    /// The reply to this request, a refusal for want of these scopes
+    /// (docs/oauth.md §3).
+    Refused(RequestId, Box<[String]>),
     /// A notification or request caused by this request (progress, a log
     /// line, an elicitation), sent before its reply.
     Related(RequestId),
@@ -330,6 +341,10 @@ pub(crate) struct Handled {
     pub(crate) caused: Vec<Vec<u8>>,
     pub(crate) reply: Option<Vec<u8>>,
     pub(crate) trace: Option<Vec<u8>>,
+    /// The request was refused for want of these scopes (its reply is the
+    /// JSON-RPC error): a transport that has sent nothing for it yet
+    /// answers with a challenge instead.
+    pub(crate) refused: Option<Box<[String]>>,
 }
 
 impl Handled {
@@ -340,6 +355,7 @@ impl Handled {
             caused: Vec::new(),
             reply,
             trace: None,
+            refused: None,
         }
     }
 }

@@ -34,6 +34,7 @@ use super::slots::{Slot, Slots};
 use crate::dialect::{Dialect, Phase, ServerInner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
+use crate::principal::Caller;
 use crate::tool::CancelReason;
 
 /// How many requests a full session holds parked (read but not started)
@@ -54,6 +55,26 @@ pub enum Input {
     /// Bytes the transport could not frame (a garbage header block):
     /// answered `-32700`.
     Unreadable(String),
+}
+
+/// One unit of input as a session reads it, with who sent it when the
+/// transport knows (a Streamable HTTP POST's verified caller).
+pub(crate) trait Arrival {
+    /// The input, and its caller if it has its own (`None`: the session's
+    /// caller so far).
+    fn into_parts(self) -> (Input, Option<Caller>);
+}
+
+impl Arrival for Input {
+    fn into_parts(self) -> (Input, Option<Caller>) {
+        (self, None)
+    }
+}
+
+impl Arrival for (Input, Caller) {
+    fn into_parts(self) -> (Input, Option<Caller>) {
+        (self.0, Some(self.1))
+    }
 }
 
 /// Where a request's reply goes.
@@ -101,6 +122,10 @@ pub(crate) struct Session {
     parked: VecDeque<Parked>,
     /// The input bytes `parked` holds.
     parked_bytes: usize,
+    /// Who sent the input being read: the transport's caller of the whole
+    /// session (a streaming MCP v1.0 POST), or of each input (a Streamable
+    /// HTTP POST); none on stdio.
+    caller: Caller,
 }
 
 impl Session {
@@ -157,7 +182,14 @@ impl Session {
             draining: false,
             parked: VecDeque::new(),
             parked_bytes: 0,
+            caller: Caller::default(),
         }
+    }
+
+    /// The session as sent by `caller` (until an input says otherwise).
+    pub(crate) fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The session's shared state, for a transport that reaches into it
@@ -174,9 +206,10 @@ impl Session {
     /// before or after the end of the input — it drains instead (see
     /// [`drain`](Self::drain)). The outbox closes when the last
     /// task holding it (a batch's collector, a push forwarder) is done.
-    pub(crate) async fn run<S>(mut self, mut input: S)
+    pub(crate) async fn run<S, I>(mut self, mut input: S)
     where
-        S: Stream<Item = io::Result<Input>> + Unpin,
+        S: Stream<Item = io::Result<I>> + Unpin,
+        I: Arrival,
     {
         // One future each for the whole loop, not one per message.
         // Both rarely fire: polled only when they are woken, not at every
@@ -227,7 +260,7 @@ impl Session {
                     match ending {
                         Ending::Finished => {}
                         Ending::OutputGone => self.output_gone(),
-                        Ending::Stopped => self.drain::<futures_never::Never>(None).await,
+                        Ending::Stopped => self.drain::<futures_never::Never, Input>(None).await,
                     }
                     return;
                 }
@@ -276,7 +309,7 @@ impl Session {
             () = stop.cancelled() => true,
         };
         if stopped {
-            self.drain::<futures_never::Never>(None).await;
+            self.drain::<futures_never::Never, Input>(None).await;
         }
         self.not_json
     }
@@ -304,9 +337,10 @@ impl Session {
     /// are answered `-32005`; requests in flight get the grace period to
     /// finish, then are stopped and answered `-32005`; returns once none is
     /// left.
-    async fn drain<S>(&mut self, mut input: Option<&mut S>)
+    async fn drain<S, I>(&mut self, mut input: Option<&mut S>)
     where
-        S: Stream<Item = io::Result<Input>> + Unpin,
+        S: Stream<Item = io::Result<I>> + Unpin,
+        I: Arrival,
     {
         tracing::debug!("session shutting down");
         self.draining = true;
@@ -383,7 +417,11 @@ impl Session {
         }
     }
 
-    async fn on_input(&mut self, input: Input) {
+    async fn on_input(&mut self, arrival: impl Arrival) {
+        let (input, caller) = arrival.into_parts();
+        if let Some(caller) = caller {
+            self.caller = caller;
+        }
         let dialect = self.shared.dialect;
         match input {
             Input::TooLarge { declared } => {
@@ -421,7 +459,13 @@ impl Session {
                     .await;
             }
             Parsed::Single(message) => {
-                let dispatched = dispatch(&self.shared, self.phase, self.draining, message);
+                let dispatched = dispatch(
+                    &self.shared,
+                    self.phase,
+                    self.draining,
+                    message,
+                    &self.caller,
+                );
                 self.submit(dispatched, bytes).await;
             }
             Parsed::Batch(_) if !dialect.allows_batches(&*self.shared) => {
@@ -445,9 +489,17 @@ impl Session {
         let mut done = Vec::new();
         let mut jobs = Vec::new();
         for message in messages {
-            match dispatch(&self.shared, self.phase, self.draining, message) {
+            match dispatch(
+                &self.shared,
+                self.phase,
+                self.draining,
+                message,
+                &self.caller,
+            ) {
                 Dispatched::Nothing => {}
-                Dispatched::Reply(handled) => done.push(handled),
+                Dispatched::Reply(handled) | Dispatched::Forbidden(handled) => {
+                    done.push(handled);
+                }
                 Dispatched::Run(job) => jobs.push(job),
                 Dispatched::Effect(effect) => {
                     if let Some(handled) = self.apply(effect).await {
@@ -478,7 +530,7 @@ impl Session {
     async fn submit(&mut self, dispatched: Dispatched, bytes: usize) {
         let handled = match dispatched {
             Dispatched::Nothing => return,
-            Dispatched::Reply(handled) => handled,
+            Dispatched::Reply(handled) | Dispatched::Forbidden(handled) => handled,
             Dispatched::Run(job) => {
                 if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
                     waiting.await;

@@ -196,7 +196,7 @@ impl Shared {
         let id = handled.id;
         if handled.caused.is_empty() && handled.trace.is_none() {
             // The usual case: the reply alone.
-            let reply = reply_message(handled.reply, id);
+            let reply = reply_message(handled.reply, id, handled.refused);
             self.offer(reply).map(|reply| self.send_waiting(reply))
         } else {
             let caused: Vec<Outgoing> = handled
@@ -207,7 +207,7 @@ impl Shared {
                     about: About::CausedBy(id.clone()),
                 })
                 .collect();
-            let reply = reply_message(handled.reply, id);
+            let reply = reply_message(handled.reply, id, handled.refused);
             let trace = handled.trace.map(|bytes| Outgoing {
                 bytes,
                 about: About::Session,

@@ -23,6 +23,7 @@ use crate::client::{
 };
 use crate::handle::ServerHandle;
 use crate::jsonrpc::RequestId;
+use crate::principal::{Caller, Principal};
 
 /// A request a tool sends to its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +120,7 @@ enum Lazy<'a> {
         source: &'a dyn ContextSource,
         span: &'a tracing::Span,
         progress: &'a mut Option<Box<RawValue>>,
+        caller: &'a Caller,
     },
     /// Made already.
     Made(ToolContext),
@@ -134,6 +136,7 @@ impl<'a> LazyContext<'a> {
         source: &'a dyn ContextSource,
         span: &'a tracing::Span,
         progress: &'a mut Option<Box<RawValue>>,
+        caller: &'a Caller,
     ) -> Self {
         Self(Lazy::Parts {
             id,
@@ -141,6 +144,7 @@ impl<'a> LazyContext<'a> {
             source,
             span,
             progress,
+            caller,
         })
     }
 
@@ -159,12 +163,14 @@ impl<'a> LazyContext<'a> {
                 source,
                 span,
                 progress,
+                caller,
             } => ToolContext::new(
                 id.clone(),
                 cancel.get_or_insert_with(Cancellation::new).clone(),
                 source.handle().clone(),
                 span.clone(),
                 source.link(progress.take()),
+                caller.clone(),
             ),
         }
     }
@@ -197,6 +203,8 @@ pub struct ToolContext {
     span: tracing::Span,
     /// The way back to the client, when the request's session has one.
     link: Option<Arc<dyn ClientLink>>,
+    /// Who sent the request.
+    caller: Caller,
 }
 
 impl fmt::Debug for ToolContext {
@@ -207,6 +215,7 @@ impl fmt::Debug for ToolContext {
             .field("server", self.server())
             .field("span", &self.span)
             .field("link", &self.link)
+            .field("caller", &self.caller)
             .finish()
     }
 }
@@ -218,6 +227,7 @@ impl ToolContext {
         server: ServerHandle,
         span: tracing::Span,
         link: Option<Arc<dyn ClientLink>>,
+        caller: Caller,
     ) -> Self {
         Self {
             request_id,
@@ -225,7 +235,29 @@ impl ToolContext {
             server,
             span,
             link,
+            caller,
         }
+    }
+
+    /// The verified principal of the request's OAuth access token: its
+    /// subject, client, scopes and claims (docs/oauth.md §5). `None` over
+    /// stdio, and over HTTP when the endpoint verifies no tokens.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.caller.principal.as_deref()
+    }
+
+    /// The HTTP request's headers, when the request came over HTTP (for a
+    /// Streamable HTTP session, the headers of the POST that carried this
+    /// request). The `Authorization` header is among them: never forward
+    /// the token to another service (docs/oauth.md §6).
+    #[cfg(feature = "http")]
+    pub fn http_headers(&self) -> Option<&http::HeaderMap> {
+        self.caller.head.as_deref().map(|head| &head.headers)
+    }
+
+    /// Who sent the request, for work that runs on its behalf.
+    pub(crate) fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     /// The tracing span of this execution (`tool` at debug level, with the

@@ -10,6 +10,8 @@ mod cursor;
 mod schema;
 pub(crate) mod to_client;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -22,12 +24,17 @@ use super::{
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::definition::ServerInfo;
+use crate::engine::access::Item;
+use crate::engine::catalog::{CompiledPrompt, CompiledTool};
 use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     CallToolParams, RequestId, ToolCall, encode_error_with, encode_notification, encode_result,
     encode_result_text,
 };
+use crate::principal::Principal;
+use crate::resource::ResourceInfo;
+use crate::template::ResourceTemplate;
 use crate::tool::CancelReason;
 use schema::{
     CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,
@@ -118,6 +125,126 @@ pub(crate) struct Lists {
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
     prompts: Vec<Box<RawValue>>,
+    page_size: usize,
+}
+
+/// Which list a method pages through.
+#[derive(Debug, Clone, Copy)]
+enum ListKind {
+    Tools,
+    Resources,
+    Templates,
+    Prompts,
+}
+
+impl ListKind {
+    fn key(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Resources => "resources",
+            Self::Templates => "resourceTemplates",
+            Self::Prompts => "prompts",
+        }
+    }
+}
+
+/// The pages of a list that a request sees: the ones cached at build, or,
+/// when lists hide what a token cannot use (docs/oauth.md §4), the pages
+/// of what `principal` may use, made now.
+fn seen<'a>(
+    lists: &'a Lists,
+    catalog: &Catalog,
+    principal: Option<&Principal>,
+    kind: ListKind,
+) -> Cow<'a, [Box<RawValue>]> {
+    let access = &catalog.access;
+    let Some(principal) = principal.filter(|_| access.hide_unusable) else {
+        return Cow::Borrowed(match kind {
+            ListKind::Tools => &lists.tools,
+            ListKind::Resources => &lists.resources,
+            ListKind::Templates => &lists.templates,
+            ListKind::Prompts => &lists.prompts,
+        });
+    };
+    let shows = |item| access.shows(Some(principal), item);
+    let (key, size) = (kind.key(), lists.page_size);
+    Cow::Owned(match kind {
+        ListKind::Tools => {
+            let items: Vec<_> = catalog
+                .tools
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shows(Item::Tool(*i)))
+                .map(|(_, t)| tool_item(t))
+                .collect();
+            pages(key, &items, size)
+        }
+        ListKind::Resources => {
+            let items: Vec<_> = catalog
+                .resources
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shows(Item::Resource(*i)))
+                .map(|(_, (info, _))| resource_item(info))
+                .collect();
+            pages(key, &items, size)
+        }
+        ListKind::Templates => {
+            let items: Vec<_> = catalog
+                .templates
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shows(Item::Template(*i)))
+                .map(|(_, t)| template_item(t))
+                .collect();
+            pages(key, &items, size)
+        }
+        ListKind::Prompts => {
+            let items: Vec<_> = catalog
+                .prompts
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shows(Item::Prompt(*i)))
+                .map(|(_, p)| prompt_item(p))
+                .collect();
+            pages(key, &items, size)
+        }
+    })
+}
+
+fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {
+    schema::Tool {
+        name: &t.definition.name,
+        description: &t.definition.description,
+        input_schema: &t.definition.input_schema,
+        output_schema: t.lists_output.then_some(&t.definition.output_schema),
+    }
+}
+
+fn resource_item(info: &ResourceInfo) -> schema::Resource<'_> {
+    schema::Resource {
+        uri: &info.mcp_id,
+        name: &info.name,
+        description: &info.description,
+        mime_type: &info.media_type,
+    }
+}
+
+fn template_item(t: &ResourceTemplate) -> schema::ResourceTemplate<'_> {
+    schema::ResourceTemplate {
+        uri_template: t.template.as_str(),
+        name: &t.name,
+        description: &t.description,
+        mime_type: &t.mime_type,
+    }
+}
+
+fn prompt_item(p: &CompiledPrompt) -> schema::Prompt<'_> {
+    schema::Prompt {
+        name: &p.definition.name,
+        description: p.definition.description.as_deref(),
+        arguments: &p.arguments,
+    }
 }
 
 impl Lists {
@@ -153,45 +280,14 @@ impl Lists {
         if provides.tools {
             capabilities.insert("tools".into(), json!({"listChanged": false}));
         }
-        let tools: Vec<schema::Tool<'_>> = catalog
-            .tools
-            .iter()
-            .map(|t| schema::Tool {
-                name: &t.definition.name,
-                description: &t.definition.description,
-                input_schema: &t.definition.input_schema,
-                output_schema: t.lists_output.then_some(&t.definition.output_schema),
-            })
-            .collect();
-        let resources: Vec<schema::Resource<'_>> = catalog
+        let tools: Vec<_> = catalog.tools.iter().map(tool_item).collect();
+        let resources: Vec<_> = catalog
             .resources
             .iter()
-            .map(|(info, _)| schema::Resource {
-                uri: &info.mcp_id,
-                name: &info.name,
-                description: &info.description,
-                mime_type: &info.media_type,
-            })
+            .map(|(info, _)| resource_item(info))
             .collect();
-        let templates: Vec<schema::ResourceTemplate<'_>> = catalog
-            .templates
-            .iter()
-            .map(|t| schema::ResourceTemplate {
-                uri_template: t.template.as_str(),
-                name: &t.name,
-                description: &t.description,
-                mime_type: &t.mime_type,
-            })
-            .collect();
-        let prompts: Vec<schema::Prompt<'_>> = catalog
-            .prompts
-            .iter()
-            .map(|p| schema::Prompt {
-                name: &p.definition.name,
-                description: p.definition.description.as_deref(),
-                arguments: &p.arguments,
-            })
-            .collect();
+        let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
+        let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
@@ -201,6 +297,7 @@ impl Lists {
             resources: pages("resources", &resources, page_size),
             templates: pages("resourceTemplates", &templates, page_size),
             prompts: pages("prompts", &prompts, page_size),
+            page_size,
         }
     }
 }
@@ -338,15 +435,23 @@ pub(crate) fn route(
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
+    principal: Option<&Principal>,
 ) -> Step {
     let server = session.server();
+    let catalog = &server.catalog;
     let lists = &server.model_context;
     let provides = lists.provides;
     let outcome = match method {
         methods::PING => Ok(Step::Reply(empty(id))),
         methods::SET_LEVEL => read::<SetLevelParams>(method, params)
             .map(|p| Step::Record(empty(id), Change::LogLevel(p.level))),
-        methods::TOOLS_LIST if provides.tools => page(id, method, params, "tools", &lists.tools),
+        methods::TOOLS_LIST if provides.tools => page(
+            id,
+            method,
+            params,
+            "tools",
+            &seen(lists, catalog, principal, ListKind::Tools),
+        ),
         methods::TOOLS_CALL if provides.tools => match call {
             Some(ToolCall::ModelContext(read)) => call_tool_with(&server.catalog, read),
             _ => read(method, params)
@@ -358,10 +463,12 @@ pub(crate) fn route(
                 .and_then(|p| call_tool_with(&server.catalog, p)),
         },
         methods::RESOURCES_LIST if provides.resources => {
-            page(id, method, params, "resources", &lists.resources)
+            let pages = seen(lists, catalog, principal, ListKind::Resources);
+            page(id, method, params, "resources", &pages)
         }
         methods::RESOURCES_TEMPLATES_LIST if provides.resources => {
-            page(id, method, params, "resourceTemplates", &lists.templates)
+            let pages = seen(lists, catalog, principal, ListKind::Templates);
+            page(id, method, params, "resourceTemplates", &pages)
         }
         methods::RESOURCES_READ if provides.resources => {
             read::<UriParams<'_>>(method, params).map(|p| {
@@ -388,7 +495,8 @@ pub(crate) fn route(
             })
         }
         methods::PROMPTS_LIST if provides.prompts => {
-            page(id, method, params, "prompts", &lists.prompts)
+            let pages = seen(lists, catalog, principal, ListKind::Prompts);
+            page(id, method, params, "prompts", &pages)
         }
         methods::PROMPTS_GET if provides.prompts => get_prompt(&server.catalog, method, params),
         methods::COMPLETE if provides.completions => complete(&server.catalog, id, method, params),

@@ -17,12 +17,14 @@ use super::{Admission, Control, Ended, JobInfo, Step};
 use super::{Change, ServerInner, SessionState};
 use crate::content::StructuredJson;
 use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
+use crate::engine::access::Item;
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
     ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
     encode_result_text,
 };
+use crate::principal::Principal;
 use crate::tool::CancelReason;
 use schema::{
     CancelParams, ExecutionProvider, InitializeParams, InitializeResult, LogTraceParams,
@@ -151,26 +153,53 @@ pub(crate) fn route(
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
+    principal: Option<&Principal>,
 ) -> Step {
     let lists = &server.v1;
+    let catalog = &server.catalog;
+    // Lists that hide what a token cannot use are made for it (docs/oauth.md §4).
+    let hiding = principal.filter(|_| catalog.access.hide_unusable);
     let Some(op) = operation(method).filter(|op| provides(&lists.capabilities, *op)) else {
         return Step::Reply(encode_error(id, &RpcError::method_not_found(method)));
     };
-    let outcome =
-        match op {
-            Operation::ListTools => no_params(method, params)
-                .map(|()| Step::Reply(encode_result(id, &*lists.tool_list))),
-            Operation::ListPrompts => no_params(method, params)
-                .map(|()| Step::Reply(encode_result(id, &*lists.prompt_list))),
-            Operation::ListResources => no_params(method, params).map(|()| Step::Run {
-                work: Work::ListResources,
-                progress: None,
-            }),
-            Operation::ExecuteTool => match call {
-                Some(ToolCall::V1(read)) => execute(&server.catalog, read),
-                _ => execute_params(&server.catalog, params),
-            },
-        };
+    let outcome = match op {
+        Operation::ListTools => no_params(method, params).map(|()| match hiding {
+            None => Step::Reply(encode_result(id, &*lists.tool_list)),
+            Some(principal) => {
+                let shown: Vec<&ToolDefinition> = catalog
+                    .tools
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| catalog.access.shows(Some(principal), Item::Tool(*i)))
+                    .map(|(_, t)| &t.definition)
+                    .collect();
+                Step::Reply(encode_result(id, &shown))
+            }
+        }),
+        // The list carries every prompt's text: what a token may not
+        // get is always left out.
+        Operation::ListPrompts => no_params(method, params).map(|()| match principal {
+            None => Step::Reply(encode_result(id, &*lists.prompt_list)),
+            Some(principal) => {
+                let shown: Vec<&PromptDefinition> = catalog
+                    .prompts
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| catalog.access.shows(Some(principal), Item::Prompt(*i)))
+                    .map(|(_, p)| &p.definition)
+                    .collect();
+                Step::Reply(encode_result(id, &shown))
+            }
+        }),
+        Operation::ListResources => no_params(method, params).map(|()| Step::Run {
+            work: Work::ListResources,
+            progress: None,
+        }),
+        Operation::ExecuteTool => match call {
+            Some(ToolCall::V1(read)) => execute(&server.catalog, read),
+            _ => execute_params(&server.catalog, params),
+        },
+    };
     outcome.unwrap_or_else(|e| Step::Reply(encode_error(id, &e)))
 }
 

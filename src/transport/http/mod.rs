@@ -9,12 +9,16 @@
 //!
 //! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
 //!   same checks as a tower layer for an app's own routes;
+//! - `auth`: OAuth (feature `oauth`): the protected-resource metadata, the
+//!   token every request carries, the challenges;
 //! - `v1`: the MCP v1.0 exchanges (single and streaming);
 //! - `sniff`: which protocol a request speaks, the one place it is decided;
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
 //! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
 
+#[cfg(feature = "oauth")]
+mod auth;
 mod body;
 mod guard;
 mod layer;
@@ -44,6 +48,7 @@ use guard::{Accepted, HostRule, Rules};
 pub use layer::{Guard, GuardLayer, Guarded};
 use sessions::Sessions;
 
+use crate::principal::Caller;
 use crate::server::Server;
 
 /// Settings of the HTTP transport. Every setter states its default.
@@ -79,6 +84,8 @@ pub struct HttpConfig {
     max_sessions: usize,
     session_idle_timeout: Duration,
     sse_keep_alive: Duration,
+    #[cfg(feature = "oauth")]
+    oauth: Option<crate::oauth::OAuth>,
 }
 
 impl Default for HttpConfig {
@@ -94,6 +101,8 @@ impl Default for HttpConfig {
             max_sessions: 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
             sse_keep_alive: Duration::from_secs(15),
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -205,6 +214,21 @@ impl HttpConfig {
         self
     }
 
+    /// Makes the endpoint an OAuth resource server (feature `oauth`,
+    /// docs/oauth.md): it serves its protected-resource metadata, and every
+    /// request — both dialects, `POST`, `GET` and `DELETE` — must carry a
+    /// bearer token the [`OAuth`](crate::oauth::OAuth) settings' verifier
+    /// accepts, else `401` with a challenge; a token without a scope the
+    /// endpoint or the request's item needs gets `403`. A Model Context
+    /// Protocol session then belongs to the principal that opened it.
+    /// (A static [`bearer_token`](Self::bearer_token), if also set, is
+    /// checked too: set one or the other.)
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::oauth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// After how long without a message a server-sent event stream gets a
     /// keep-alive comment line (default 15 s).
     pub fn sse_keep_alive(mut self, interval: Duration) -> Self {
@@ -246,6 +270,9 @@ struct ServiceParts {
     /// Cancelled when a standalone server shuts down (or the server's
     /// handle does): sessions drain and end once their replies are written.
     stop: Arc<CancellationToken>,
+    /// The OAuth gate, when the endpoint verifies tokens.
+    #[cfg(feature = "oauth")]
+    gate: Option<auth::Gate>,
 }
 
 impl std::fmt::Debug for McpService {
@@ -274,7 +301,14 @@ impl Server {
         } else {
             HostRule::Any
         };
+        #[cfg(feature = "oauth")]
+        let gate = config
+            .oauth
+            .clone()
+            .map(|oauth| auth::Gate::new(oauth, self));
         McpService(Arc::new(ServiceParts {
+            #[cfg(feature = "oauth")]
+            gate,
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
             sessions: Arc::new(Sessions::new(
@@ -369,6 +403,8 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         let (parts, body) = request.into_parts();
+        // Shared with the request's work (its context's HTTP headers).
+        let parts = Arc::new(parts);
         let (mut response, leftover) = self.answer(&parts, Box::pin(body)).await;
         let keep = match leftover {
             Leftover::Done => true,
@@ -383,11 +419,24 @@ impl McpService {
         response
     }
 
-    async fn answer<B>(&self, parts: &Parts, body: Pin<Box<B>>) -> (Response<McpBody>, Leftover<B>)
+    async fn answer<B>(
+        &self,
+        parts: &Arc<Parts>,
+        body: Pin<Box<B>>,
+    ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
+        #[cfg(feature = "oauth")]
+        if let Some(response) = self
+            .0
+            .gate
+            .as_ref()
+            .and_then(|gate| gate.metadata_response(parts))
+        {
+            return (response, Leftover::Unread(body));
+        }
         if self
             .0
             .config
@@ -414,18 +463,25 @@ impl McpService {
             // connection closed.
             return (layer::refused(&refusal, false), Leftover::Unread(body));
         }
+        let caller = match self.caller(parts).await {
+            Ok(caller) => caller,
+            Err(refusal) => return (refusal, Leftover::Unread(body)),
+        };
         let dialects = self.0.server.inner().protocols;
         let streamable = sniff::by_headers(dialects, parts);
         match parts.method {
             Method::POST => {}
             Method::GET if streamable => {
-                return (self.streamable_get(parts), Leftover::Unread(body));
+                return (self.streamable_get(parts, &caller), Leftover::Unread(body));
             }
             Method::DELETE
                 if dialects.model_context()
                     && parts.headers.contains_key(streamable::SESSION_ID) =>
             {
-                return (self.streamable_delete(parts), Leftover::Unread(body));
+                return (
+                    self.streamable_delete(parts, &caller),
+                    Leftover::Unread(body),
+                );
             }
             _ => {
                 let allow = if dialects.model_context() {
@@ -450,7 +506,40 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        self.exchange(parts, body, streamable).await
+        self.exchange(parts, body, streamable, &caller).await
+    }
+
+    /// Who sent the request: its verified principal, when the endpoint
+    /// verifies tokens (else the response that refuses it), and its head.
+    async fn caller(&self, parts: &Arc<Parts>) -> Result<Caller, Response<McpBody>> {
+        #[cfg(feature = "oauth")]
+        let principal = match &self.0.gate {
+            Some(gate) => Some(gate.admit(parts).await?),
+            None => None,
+        };
+        #[cfg(not(feature = "oauth"))]
+        let principal = None;
+        Ok(Caller {
+            principal,
+            head: Some(parts.clone()),
+        })
+    }
+
+    /// The response for a request whose item needs `needed` scopes its
+    /// token lacks, sent in place of `reply` (its JSON-RPC error) where
+    /// the endpoint can challenge.
+    pub(super) fn forbidden(
+        &self,
+        parts: &Parts,
+        needed: &[String],
+        reply: Vec<u8>,
+    ) -> Response<McpBody> {
+        #[cfg(feature = "oauth")]
+        if let Some(gate) = &self.0.gate {
+            return gate.forbidden(parts, needed);
+        }
+        let _ = (parts, needed);
+        json(StatusCode::FORBIDDEN, reply)
     }
 
     /// Reads what is left of a body the response did not need, so that the

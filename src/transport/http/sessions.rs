@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dialect::Dialect;
 use crate::jsonrpc::RequestId;
+use crate::principal::{Caller, Principal};
 use crate::server::{Input, Server};
 use crate::session::{About, Outgoing, Session, Shared};
 use crate::tool::CancelReason;
@@ -40,6 +41,9 @@ pub(super) enum First {
     Stream(Vec<u8>, mpsc::Receiver<Vec<u8>>),
     /// No reply at all (the client cancelled it).
     Unanswered,
+    /// Refused for want of these scopes, before anything else: answered
+    /// with a challenge (or, without OAuth, the JSON-RPC error).
+    Refused(Vec<u8>, Box<[String]>),
 }
 
 /// Where a request's messages go.
@@ -61,7 +65,10 @@ struct Routes {
 pub(super) struct HttpSession {
     pub(super) id: String,
     /// Feeds the core session's reader; dropped to end it.
-    input: Mutex<Option<mpsc::Sender<Input>>>,
+    input: Mutex<Option<mpsc::Sender<(Input, Caller)>>>,
+    /// Who opened it (issuer, subject, client), when its endpoint
+    /// verifies tokens: the only principal it serves.
+    owner: Option<Owner>,
     /// The core session's state, while it runs.
     shared: Weak<Shared>,
     /// Cancelled when the core session shuts down.
@@ -113,9 +120,20 @@ impl HttpSession {
         self.routes().requests.remove(id);
     }
 
-    /// Hands a message to the session's reader; `false` when the session
-    /// has ended.
-    pub(super) async fn send(&self, body: Bytes) -> bool {
+    /// Whether `caller` may use this session: the principal that opened it
+    /// (the same issuer, subject and client), or anyone for a session
+    /// opened without one.
+    pub(super) fn serves(&self, caller: &Caller) -> bool {
+        match (&self.owner, &caller.principal) {
+            (None, _) => true,
+            (Some(owner), Some(principal)) => owner.is(principal),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Hands a message from `caller` to the session's reader; `false` when
+    /// the session has ended.
+    pub(super) async fn send(&self, body: Bytes, caller: &Caller) -> bool {
         self.touch();
         let input = self
             .input
@@ -123,7 +141,10 @@ impl HttpSession {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         match input {
-            Some(input) => input.send(Input::Message(body)).await.is_ok(),
+            Some(input) => input
+                .send((Input::Message(body), caller.clone()))
+                .await
+                .is_ok(),
             None => false,
         }
     }
@@ -248,6 +269,7 @@ impl Sessions {
         self: &Arc<Self>,
         server: &Server,
         stop: &CancellationToken,
+        caller: &Caller,
     ) -> Result<Arc<HttpSession>, Refused> {
         self.sweep();
         let id = session_id().ok_or(Refused::NoRandom)?;
@@ -263,6 +285,7 @@ impl Sessions {
             id,
             input: Mutex::new(Some(input)),
             shared: Arc::downgrade(session.shared()),
+            owner: caller.principal.as_deref().map(Owner::of),
             stop,
             routes: Mutex::new(Routes::default()),
             last_active: Mutex::new(Instant::now()),
@@ -329,11 +352,40 @@ fn session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The core session's input: the messages POSTs hand over.
-struct Inbox(mpsc::Receiver<Input>);
+/// Who a session belongs to.
+#[derive(Debug, PartialEq, Eq)]
+struct Owner {
+    issuer: String,
+    subject: Option<String>,
+    client: Option<String>,
+}
+
+impl Owner {
+    fn of(principal: &Principal) -> Self {
+        let (issuer, subject, client) = principal.binding();
+        Self {
+            issuer: issuer.to_owned(),
+            subject: subject.map(str::to_owned),
+            client: client.map(str::to_owned),
+        }
+    }
+
+    fn is(&self, principal: &Principal) -> bool {
+        principal.binding()
+            == (
+                &*self.issuer,
+                self.subject.as_deref(),
+                self.client.as_deref(),
+            )
+    }
+}
+
+/// The core session's input: the messages POSTs hand over, each with its
+/// POST's caller.
+struct Inbox(mpsc::Receiver<(Input, Caller)>);
 
 impl futures_core::Stream for Inbox {
-    type Item = io::Result<Input>;
+    type Item = io::Result<(Input, Caller)>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.0.poll_recv(cx).map(|item| item.map(Ok))
@@ -354,6 +406,18 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
                 match route {
                     Some(Route::Waiting(first)) => {
                         let _ = first.send(First::Reply(bytes));
+                    }
+                    Some(Route::Streaming(stream)) => {
+                        let _ = stream.send(bytes).await;
+                    }
+                    None => tracing::debug!(%id, "a reply whose POST is gone was dropped"),
+                }
+            }
+            About::Refused(id, needed) => {
+                let route = session.routes().requests.remove(&id);
+                match route {
+                    Some(Route::Waiting(first)) => {
+                        let _ = first.send(First::Refused(bytes, needed));
                     }
                     Some(Route::Streaming(stream)) => {
                         let _ = stream.send(bytes).await;

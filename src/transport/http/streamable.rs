@@ -27,6 +27,7 @@ use super::{McpService, json, plain};
 use crate::dialect::model_context::{self, methods};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
+use crate::principal::Caller;
 use crate::session::{Beside, beside};
 
 /// `Mcp-Session-Id`.
@@ -90,6 +91,7 @@ impl McpService {
         parts: &Parts,
         body: &Bytes,
         parsed: Parsed<'_>,
+        caller: &Caller,
     ) -> Response<McpBody> {
         if !(accepts(parts, "application/json") && accepts(parts, "text/event-stream")) {
             return plain(
@@ -124,7 +126,7 @@ impl McpService {
                 );
             }
             (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
-                return self.open_session(id, body.clone()).await;
+                return self.open_session(parts, id, body.clone(), caller).await;
             }
             (_, None) => {
                 return plain(
@@ -133,8 +135,8 @@ impl McpService {
                 );
             }
             (_, Some(id)) => match self.0.sessions.get(id) {
-                Some(session) => session,
-                None => return unknown_session(),
+                Some(session) if session.serves(caller) => session,
+                _ => return unknown_session(),
             },
         };
         if let Some(refusal) = check_version(parts) {
@@ -143,11 +145,16 @@ impl McpService {
         match message {
             Incoming::Request { ref id, .. } => {
                 let id = id.clone();
-                self.request(&session, id, body.clone(), Some(message), false)
+                let exchange = Exchange {
+                    parts,
+                    caller,
+                    opening: false,
+                };
+                self.request(&session, id, body.clone(), Some(message), exchange)
                     .await
             }
             Incoming::Notification { .. } => {
-                if session.send(body.clone()).await {
+                if session.send(body.clone(), caller).await {
                     accepted()
                 } else {
                     unknown_session()
@@ -173,8 +180,14 @@ impl McpService {
     }
 
     /// `initialize` without a session id: a new session.
-    async fn open_session(&self, id: &RequestId, body: Bytes) -> Response<McpBody> {
-        let session = match self.0.sessions.create(&self.0.server, &self.0.stop) {
+    async fn open_session(
+        &self,
+        parts: &Parts,
+        id: &RequestId,
+        body: Bytes,
+        caller: &Caller,
+    ) -> Response<McpBody> {
+        let session = match self.0.sessions.create(&self.0.server, &self.0.stop, caller) {
             Ok(session) => session,
             Err(Refused::Full) => {
                 let mut response = plain(
@@ -193,7 +206,14 @@ impl McpService {
                 );
             }
         };
-        let mut response = self.request(&session, id.clone(), body, None, true).await;
+        let exchange = Exchange {
+            parts,
+            caller,
+            opening: true,
+        };
+        let mut response = self
+            .request(&session, id.clone(), body, None, exchange)
+            .await;
         if response.status() == StatusCode::OK {
             if let Ok(value) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, value);
@@ -216,8 +236,13 @@ impl McpService {
         id: RequestId,
         body: Bytes,
         message: Option<Incoming<'_>>,
-        opening: bool,
+        exchange: Exchange<'_>,
     ) -> Response<McpBody> {
+        let Exchange {
+            parts,
+            caller,
+            opening,
+        } = exchange;
         let Ok(first) = session.expect(&id) else {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -229,10 +254,14 @@ impl McpService {
         };
         let to_reader = match (message, session.serving()) {
             (Some(message), Some(shared)) => {
-                match beside(&shared, || session.stopping(), message).await {
+                match beside(&shared, || session.stopping(), message, caller).await {
                     Beside::Answered(reply) => {
                         session.answered(&id);
                         return json(StatusCode::OK, reply);
+                    }
+                    Beside::Forbidden(reply, needed) => {
+                        session.answered(&id);
+                        return self.forbidden(parts, &needed, reply);
                     }
                     Beside::Sent => false,
                     Beside::Not => true,
@@ -240,7 +269,7 @@ impl McpService {
             }
             _ => true,
         };
-        if to_reader && !session.send(body).await {
+        if to_reader && !session.send(body, caller).await {
             session.forget(&id);
             return unknown_session();
         }
@@ -262,12 +291,13 @@ impl McpService {
                 None,
             )),
             Ok(First::Unanswered) => sse(McpBody::empty()),
+            Ok(First::Refused(reply, needed)) => self.forbidden(parts, &needed, reply),
             Err(_) => unknown_session(),
         }
     }
 
     /// `GET`: the session's stream of messages tied to no request.
-    pub(super) fn streamable_get(&self, parts: &Parts) -> Response<McpBody> {
+    pub(super) fn streamable_get(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
         if !accepts(parts, "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -276,8 +306,8 @@ impl McpService {
         }
         let session = match session_header(parts) {
             Ok(Some(id)) => match self.0.sessions.get(id) {
-                Some(session) => session,
-                None => return unknown_session(),
+                Some(session) if session.serves(caller) => session,
+                _ => return unknown_session(),
             },
             Ok(None) => {
                 return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
@@ -324,9 +354,15 @@ impl McpService {
     }
 
     /// `DELETE`: ends the session; its requests in flight are cancelled.
-    pub(super) fn streamable_delete(&self, parts: &Parts) -> Response<McpBody> {
+    pub(super) fn streamable_delete(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
+        let owned = |id: &str| {
+            self.0
+                .sessions
+                .get(id)
+                .is_some_and(|session| session.serves(caller))
+        };
         match session_header(parts) {
-            Ok(Some(id)) if self.0.sessions.remove(id) => Response::builder()
+            Ok(Some(id)) if owned(id) && self.0.sessions.remove(id) => Response::builder()
                 .status(StatusCode::NO_CONTENT)
                 .body(McpBody::empty())
                 .unwrap_or_default(),
@@ -334,6 +370,15 @@ impl McpService {
             _ => plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required"),
         }
     }
+}
+
+/// What a request's POST brought besides its message.
+struct Exchange<'a> {
+    parts: &'a Parts,
+    caller: &'a Caller,
+    /// `initialize` opening its session: a reply that is an error is a
+    /// 200 without a session.
+    opening: bool,
 }
 
 /// 400 when `MCP-Protocol-Version` names a version not served over HTTP.

@@ -19,6 +19,8 @@ use super::{Leftover, McpService, json, plain};
 use crate::dialect::v1::schema::methods;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
+use crate::principal::Caller;
+use crate::server::Exchanged;
 use crate::session::Session;
 use crate::transport::json_stream::{JsonStreamDecoder, ValueScanner};
 
@@ -38,6 +40,7 @@ impl McpService {
         parts: &Parts,
         mut body: Pin<Box<B>>,
         mut streamable: bool,
+        caller: &Caller,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -60,7 +63,7 @@ impl McpService {
         if let Some(data) = first_chunk {
             if body.is_end_stream()
                 && data.len() <= limit
-                && let Some(answered) = self.whole(parts, &data, &mut streamable).await
+                && let Some(answered) = self.whole(parts, &data, &mut streamable, caller).await
             {
                 return (answered, Leftover::Done);
             }
@@ -93,7 +96,7 @@ impl McpService {
         };
         let model_context_on = self.0.server.inner().protocols.model_context();
         match first.map(|end| opens_session(&buf[..end])) {
-            Some(Opening::V1) if !streamable => return self.stream(body, buf, ended),
+            Some(Opening::V1) if !streamable => return self.stream(body, buf, ended, caller),
             Some(Opening::ModelContext) if model_context_on => streamable = true,
             _ => {}
         }
@@ -115,11 +118,14 @@ impl McpService {
         if streamable {
             let parsed = jsonrpc::parse(&body);
             return (
-                Box::pin(self.streamable_post(parts, &body, parsed)).await,
+                Box::pin(self.streamable_post(parts, &body, parsed, caller)).await,
                 Leftover::Done,
             );
         }
-        (self.single(parts, body, first).await, Leftover::Done)
+        (
+            self.single(parts, body, first, caller).await,
+            Leftover::Done,
+        )
     }
 
     /// The next chunk of a body that is being read whole: `408` when the
@@ -158,6 +164,7 @@ impl McpService {
         parts: &Parts,
         body: &Bytes,
         streamable: &mut bool,
+        caller: &Caller,
     ) -> Option<Response<McpBody>> {
         let parsed = jsonrpc::parse(body);
         if matches!(parsed, Parsed::Error(_)) {
@@ -171,9 +178,9 @@ impl McpService {
             _ => {}
         }
         if *streamable {
-            return Some(Box::pin(self.streamable_post(parts, body, parsed)).await);
+            return Some(Box::pin(self.streamable_post(parts, body, parsed, caller)).await);
         }
-        Some(self.single_parsed(parts, body, parsed).await)
+        Some(self.single_parsed(parts, body, parsed, caller).await)
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,
@@ -185,6 +192,7 @@ impl McpService {
         parts: &Parts,
         body: Bytes,
         first_end: Option<usize>,
+        caller: &Caller,
     ) -> Response<McpBody> {
         // One value, as the body scanner found it: the session parses it (and
         // says if it is not JSON). Anything after it is looked at closely.
@@ -211,7 +219,7 @@ impl McpService {
             }
         }
         let parsed = jsonrpc::parse(&body);
-        self.single_parsed(parts, &body, parsed).await
+        self.single_parsed(parts, &body, parsed, caller).await
     }
 
     /// A single exchange from its parse.
@@ -220,19 +228,31 @@ impl McpService {
         parts: &Parts,
         body: &Bytes,
         parsed: Parsed<'_>,
+        caller: &Caller,
     ) -> Response<McpBody> {
         if sniff::by_body(self.0.server.inner().protocols, &parsed) {
-            return Box::pin(self.streamable_post(parts, body, parsed)).await;
+            return Box::pin(self.streamable_post(parts, body, parsed, caller)).await;
         }
-        match self
+        let exchanged = self
             .0
             .server
-            .serve_parsed_until(body, parsed, &self.0.stop)
-            .await
-        {
-            (Some(reply), true) => json(StatusCode::BAD_REQUEST, reply),
-            (Some(reply), false) => json(StatusCode::OK, reply),
-            (None, _) => Response::builder()
+            .serve_parsed_until(body, parsed, &self.0.stop, caller)
+            .await;
+        match exchanged {
+            Exchanged {
+                reply: Some(reply),
+                forbidden: Some(needed),
+                ..
+            } => self.forbidden(parts, &needed, reply),
+            Exchanged {
+                reply: Some(reply),
+                not_json: true,
+                ..
+            } => json(StatusCode::BAD_REQUEST, reply),
+            Exchanged {
+                reply: Some(reply), ..
+            } => json(StatusCode::OK, reply),
+            Exchanged { reply: None, .. } => Response::builder()
                 .status(StatusCode::ACCEPTED)
                 .body(McpBody::empty())
                 .unwrap_or_default(),
@@ -247,6 +267,7 @@ impl McpService {
         body: Pin<Box<B>>,
         buf: BytesMut,
         ended: bool,
+        caller: &Caller,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -268,7 +289,8 @@ impl McpService {
             crate::dialect::Dialect::McpV1,
             out,
             Arc::new(self.0.stop.child_token()),
-        );
+        )
+        .with_caller(caller.clone());
         let input = BodyInputs {
             body,
             buf,

@@ -1,0 +1,357 @@
+//! JWT access tokens (RFC 9068) verified against the issuer's key set
+//! (JWKS), found through the issuer's metadata.
+//!
+//! - The algorithm is the key's, never the token's choice: each key
+//!   allows only its `alg` (or, without one, its key type's signature
+//!   algorithms); symmetric keys are never used, so `alg: none` and HS/RS
+//!   confusion are refused.
+//! - A token naming a key the set lacks refreshes the set once — one
+//!   fetch at a time, and at most one per [`JwtVerifier::min_refresh_interval`]
+//!   — so a flood of unknown `kid`s costs the issuer a bounded number of
+//!   fetches.
+//! - Keys once fetched keep serving while the issuer is down.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, PublicKeyUse};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+use super::discovery::discover;
+use super::fetch::Client;
+use super::{Audience, TokenVerifier, VerifyError};
+use crate::principal::Principal;
+
+/// Verifies JWT access tokens of one issuer against its JWKS.
+///
+/// ```
+/// use std::time::Duration;
+/// use clawmcp::oauth::JwtVerifier;
+///
+/// let verifier = JwtVerifier::new("https://auth.example.com")
+///     .leeway(Duration::from_secs(30))
+///     .min_refresh_interval(Duration::from_secs(10));
+/// # let _ = verifier;
+/// ```
+pub struct JwtVerifier {
+    issuer: String,
+    jwks_uri: Option<String>,
+    leeway: Duration,
+    min_refresh: Duration,
+    client: Client,
+    keys: RwLock<Arc<KeySet>>,
+    refresh: tokio::sync::Mutex<Refresh>,
+    fetches: AtomicU64,
+}
+
+impl std::fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("issuer", &self.issuer)
+            .field("jwks_uri", &self.jwks_uri)
+            .field("leeway", &self.leeway)
+            .field("min_refresh", &self.min_refresh)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The refresher's own state, behind the single-flight lock.
+#[derive(Default)]
+struct Refresh {
+    last: Option<Instant>,
+    discovered: Option<String>,
+}
+
+/// The keys of the last fetched set that can verify signatures.
+#[derive(Default)]
+struct KeySet {
+    keys: Vec<Key>,
+}
+
+struct Key {
+    kid: Option<String>,
+    algorithms: Vec<Algorithm>,
+    decoding: DecodingKey,
+}
+
+impl JwtVerifier {
+    /// Tokens of `issuer` (its issuer identifier, exactly as its metadata
+    /// and its tokens' `iss` write it). Its key set is found through its
+    /// metadata (RFC 8414, or OpenID Connect Discovery) when first needed.
+    /// Defaults: 30 s leeway on `exp` and `nbf`, at most one key-set fetch
+    /// per 10 s, 5 s per request to the issuer.
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            jwks_uri: None,
+            leeway: Duration::from_secs(30),
+            min_refresh: Duration::from_secs(10),
+            client: Client::default(),
+            keys: RwLock::default(),
+            refresh: tokio::sync::Mutex::default(),
+            fetches: AtomicU64::new(0),
+        }
+    }
+
+    /// The key set's URL, instead of discovering it.
+    #[must_use]
+    pub fn jwks_uri(mut self, url: impl Into<String>) -> Self {
+        self.jwks_uri = Some(url.into());
+        self
+    }
+
+    /// How far past `exp` (and before `nbf`) a token is still accepted,
+    /// for clocks that disagree.
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// The least time between two fetches of the key set.
+    #[must_use]
+    pub fn min_refresh_interval(mut self, interval: Duration) -> Self {
+        self.min_refresh = interval;
+        self
+    }
+
+    /// How long a request to the issuer may take.
+    #[must_use]
+    pub fn issuer_timeout(mut self, timeout: Duration) -> Self {
+        self.client.timeout = timeout;
+        self
+    }
+
+    /// How many times the key set was fetched (for monitoring, and for
+    /// tests that a flood of unknown keys stays bounded).
+    pub fn key_set_fetches(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    fn current(&self) -> Arc<KeySet> {
+        self.keys
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Fetches the key set again, unless another caller did since `seen`
+    /// was current, or the last fetch is too recent: the set to look in.
+    async fn refresh(&self, seen: &Arc<KeySet>) -> Result<Arc<KeySet>, VerifyError> {
+        let mut state = self.refresh.lock().await;
+        let current = self.current();
+        if !Arc::ptr_eq(&current, seen) {
+            return Ok(current);
+        }
+        if state
+            .last
+            .is_some_and(|last| last.elapsed() < self.min_refresh)
+        {
+            return Ok(current);
+        }
+        state.last = Some(Instant::now());
+        let uri = match (&self.jwks_uri, &state.discovered) {
+            (Some(uri), _) | (None, Some(uri)) => uri.clone(),
+            (None, None) => {
+                let metadata = discover(&self.client, &self.issuer).await?;
+                let uri = metadata.jwks_uri.ok_or_else(|| {
+                    VerifyError::Config(format!("the metadata of {} has no jwks_uri", self.issuer))
+                })?;
+                state.discovered = Some(uri.clone());
+                uri
+            }
+        };
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let document = self.client.get_json(&uri).await?;
+        let set: JwkSet = serde_json::from_value(document)
+            .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWK set: {e}")))?;
+        let keys = Arc::new(KeySet::of(&set));
+        tracing::debug!(issuer = %self.issuer, keys = keys.keys.len(), "fetched the key set");
+        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.clone();
+        Ok(keys)
+    }
+}
+
+impl KeySet {
+    fn of(set: &JwkSet) -> Self {
+        let keys = set
+            .keys
+            .iter()
+            .filter(|jwk| {
+                matches!(
+                    jwk.common.public_key_use,
+                    None | Some(PublicKeyUse::Signature)
+                )
+            })
+            .filter_map(|jwk| {
+                let family = match &jwk.algorithm {
+                    AlgorithmParameters::RSA(_) => AlgorithmFamily::Rsa,
+                    AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+                        EllipticCurve::P256 | EllipticCurve::P384 => AlgorithmFamily::Ec,
+                        _ => return None,
+                    },
+                    AlgorithmParameters::OctetKeyPair(_) => AlgorithmFamily::Ed,
+                    // Symmetric keys are never published for verification;
+                    // one that is would let anyone who read the set sign.
+                    _ => return None,
+                };
+                let allowed = family.algorithms();
+                let algorithms = match jwk.common.key_algorithm {
+                    Some(named) => {
+                        let named = Algorithm::try_from(named).ok()?;
+                        if !allowed.contains(&named) {
+                            return None;
+                        }
+                        vec![named]
+                    }
+                    None => match &jwk.algorithm {
+                        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+                            EllipticCurve::P256 => vec![Algorithm::ES256],
+                            _ => vec![Algorithm::ES384],
+                        },
+                        _ => allowed.to_vec(),
+                    },
+                };
+                let decoding = DecodingKey::from_jwk(jwk).ok()?;
+                Some(Key {
+                    kid: jwk.common.key_id.clone(),
+                    algorithms,
+                    decoding,
+                })
+            })
+            .collect();
+        Self { keys }
+    }
+
+    /// The key for a token's header: by `kid`, or, for a token without
+    /// one, the only key that allows its algorithm.
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<&Key> {
+        match kid {
+            Some(kid) => self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)),
+            None => {
+                let mut fitting = self.keys.iter().filter(|k| k.algorithms.contains(&alg));
+                let first = fitting.next();
+                if fitting.next().is_some() {
+                    None
+                } else {
+                    first
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl TokenVerifier for JwtVerifier {
+    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|e| VerifyError::Invalid(format!("not a signed JWT: {e}")))?;
+        let kid = header.kid.as_deref();
+        let mut keys = self.current();
+        if keys.find(kid, header.alg).is_none() {
+            keys = self.refresh(&keys).await?;
+        }
+        let Some(key) = keys.find(kid, header.alg) else {
+            return Err(VerifyError::Invalid(match kid {
+                Some(kid) => format!("the issuer has no key {kid:?}"),
+                None => "the token names no key, and no single key fits it".into(),
+            }));
+        };
+        if !key.algorithms.contains(&header.alg) {
+            return Err(VerifyError::Invalid(format!(
+                "the key does not sign with {:?}",
+                header.alg
+            )));
+        }
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(audience.accepted());
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.leeway.as_secs();
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
+            .map_err(|e| VerifyError::Invalid(e.to_string()))?;
+        Ok(principal_of(&self.issuer, data.claims))
+    }
+}
+
+/// A principal from a token's claims (RFC 9068 §2.2, RFC 7662 §2.2):
+/// `sub`, `client_id` (or `azp`), `scope` (or `scp`), `aud`, `exp`.
+pub(super) fn principal_of(issuer: &str, claims: Map<String, Value>) -> Principal {
+    let text = |key: &str| claims.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut principal = Principal::new(issuer);
+    if let Some(sub) = text("sub") {
+        principal = principal.with_subject(sub);
+    }
+    if let Some(client) = text("client_id").or_else(|| text("azp")) {
+        principal = principal.with_client_id(client);
+    }
+    let scopes: Vec<String> = match claims.get("scope").or_else(|| claims.get("scp")) {
+        Some(Value::String(scopes)) => scopes.split_ascii_whitespace().map(str::to_owned).collect(),
+        Some(Value::Array(scopes)) => scopes
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let audiences: Vec<String> = match claims.get("aud") {
+        Some(Value::String(aud)) => vec![aud.clone()],
+        Some(Value::Array(auds)) => auds
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
+        principal = principal.with_expiry(SystemTime::UNIX_EPOCH + Duration::from_secs(exp));
+    }
+    principal
+        .with_scopes(scopes)
+        .with_audiences(audiences)
+        .with_claims(claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn symmetric_and_encryption_keys_are_never_used_and_a_named_alg_is_the_only_one() {
+        let set: JwkSet = serde_json::from_value(json!({"keys": [
+            {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac", "alg": "HS256"},
+            {"kty": "RSA", "use": "enc", "kid": "enc", "n": "sXch", "e": "AQAB"},
+            {"kty": "RSA", "kid": "rsa", "alg": "RS256", "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw", "e": "AQAB"}
+        ]}))
+        .unwrap();
+        let keys = KeySet::of(&set);
+        assert_eq!(keys.keys.len(), 1);
+        assert!(keys.find(Some("hmac"), Algorithm::HS256).is_none());
+        let rsa = keys.find(Some("rsa"), Algorithm::RS256).unwrap();
+        assert_eq!(rsa.algorithms, [Algorithm::RS256]);
+    }
+
+    #[test]
+    fn principals_read_rfc9068_claims() {
+        let claims = json!({
+            "sub": "u1", "client_id": "c1", "scope": "mcp files:write",
+            "aud": ["https://h/mcp"], "exp": 2_000_000_000u64, "extra": true
+        });
+        let Value::Object(claims) = claims else {
+            unreachable!()
+        };
+        let p = principal_of("https://as", claims);
+        assert_eq!(p.subject(), Some("u1"));
+        assert_eq!(p.client_id(), Some("c1"));
+        assert_eq!(p.scopes(), ["mcp", "files:write"]);
+        assert_eq!(p.audiences(), ["https://h/mcp"]);
+        assert!(p.expires_at().is_some());
+        assert_eq!(p.claims()["extra"], true);
+    }
+}

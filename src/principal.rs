@@ -1,0 +1,188 @@
+//! Who sent a request: the verified [`Principal`] of an OAuth access token,
+//! and the request's HTTP head, as the transport hands them to the
+//! request's work ([`Caller`]).
+//!
+//! A principal is made by a token verifier (the `oauth` feature's, or a
+//! user's own) and read by tools through
+//! [`ToolContext::principal`](crate::ToolContext::principal), and by
+//! resource and prompt handlers through [`Principal::current`]. A request
+//! over stdio has none: stdio is never subject to OAuth.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+
+/// The verified identity behind a request's access token.
+///
+/// ```
+/// use clawmcp::Principal;
+///
+/// let who = Principal::new("https://auth.example.com")
+///     .with_subject("user-42")
+///     .with_client_id("claude")
+///     .with_scopes(["mcp", "files:write"]);
+/// assert!(who.has_scope("files:write"));
+/// assert_eq!(who.subject(), Some("user-42"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct Principal {
+    issuer: String,
+    subject: Option<String>,
+    client_id: Option<String>,
+    scopes: Vec<String>,
+    audiences: Vec<String>,
+    expires_at: Option<SystemTime>,
+    claims: Map<String, Value>,
+}
+
+impl Principal {
+    /// A principal vouched for by `issuer` (the authorization server's
+    /// issuer identifier), with no subject, client, scope or claims yet.
+    pub fn new(issuer: impl Into<String>) -> Self {
+        Self {
+            issuer: issuer.into(),
+            subject: None,
+            client_id: None,
+            scopes: Vec::new(),
+            audiences: Vec::new(),
+            expires_at: None,
+            claims: Map::new(),
+        }
+    }
+
+    /// With subject `sub` (the end user, or for a client-credentials token
+    /// often the client).
+    pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
+        self.subject = Some(subject.into());
+        self
+    }
+
+    /// With the OAuth client the token was issued to.
+    pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// With these granted scopes.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// With the token's audiences (`aud`).
+    pub fn with_audiences<I, S>(mut self, audiences: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.audiences = audiences.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// With the token's expiry.
+    pub fn with_expiry(mut self, expires_at: SystemTime) -> Self {
+        self.expires_at = Some(expires_at);
+        self
+    }
+
+    /// With the token's claims (a JWT's payload, or an introspection
+    /// answer), all of them, as the issuer wrote them.
+    pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// The issuer that vouched for the token.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The subject (`sub`), if the token names one.
+    pub fn subject(&self) -> Option<&str> {
+        self.subject.as_deref()
+    }
+
+    /// The client the token was issued to (`client_id` or `azp`).
+    pub fn client_id(&self) -> Option<&str> {
+        self.client_id.as_deref()
+    }
+
+    /// The granted scopes.
+    pub fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// Whether `scope` was granted (exactly; a server's scope hierarchy is
+    /// its own hook, see `ServerBuilder::scope_grants`).
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|granted| granted == scope)
+    }
+
+    /// The token's audiences.
+    pub fn audiences(&self) -> &[String] {
+        &self.audiences
+    }
+
+    /// When the token expires, if it says.
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+
+    /// Every claim of the token.
+    pub fn claims(&self) -> &Map<String, Value> {
+        &self.claims
+    }
+
+    /// Who a session is bound to: the issuer, the subject and the client
+    /// (a session opened by one is refused to any other).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn binding(&self) -> (&str, Option<&str>, Option<&str>) {
+        (&self.issuer, self.subject(), self.client_id())
+    }
+
+    /// The principal of the request whose work is running on this task —
+    /// for resource and prompt handlers, which take no context (a tool has
+    /// [`ToolContext::principal`](crate::ToolContext::principal)). `None`
+    /// outside a request, over stdio, and for requests no verifier
+    /// checked.
+    ///
+    /// ```
+    /// assert!(clawmcp::Principal::current().is_none());
+    /// ```
+    pub fn current() -> Option<Arc<Principal>> {
+        CURRENT
+            .try_with(|caller| caller.principal.clone())
+            .ok()
+            .flatten()
+    }
+}
+
+tokio::task_local! {
+    /// The caller of the request whose resource or prompt work is polled.
+    static CURRENT: Caller;
+}
+
+/// What the transport knows of a request's sender, handed to its work: the
+/// verified principal and (over HTTP) the request's head. Two reference
+/// counts; the default (stdio, tests) is neither.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Caller {
+    /// The token's principal, when a verifier checked one.
+    pub(crate) principal: Option<Arc<Principal>>,
+    /// The HTTP request's method, URI and headers.
+    #[cfg(feature = "http")]
+    pub(crate) head: Option<Arc<http::request::Parts>>,
+}
+
+impl Caller {
+    /// Runs `work` with this caller as [`Principal::current`]'s.
+    pub(crate) async fn scope<F: Future>(self, work: F) -> F::Output {
+        CURRENT.scope(self, work).await
+    }
+}

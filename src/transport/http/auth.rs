@@ -1,0 +1,277 @@
+//! The endpoint's OAuth gate (docs/oauth.md): the protected-resource
+//! metadata it serves, the bearer token every request must carry, and the
+//! challenges for requests it refuses. Both dialects, and `POST`, `GET`
+//! and `DELETE` alike, pass through [`Gate::admit`].
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{
+    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS, ACCESS_CONTROL_ALLOW_ORIGIN,
+    ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
+    AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, HeaderValue, ORIGIN, RETRY_AFTER, VARY,
+    WWW_AUTHENTICATE,
+};
+use http::request::Parts;
+use http::{Method, Response, StatusCode};
+
+use super::body::McpBody;
+use crate::oauth::{Challenge, OAuth, VerifyError};
+use crate::principal::Principal;
+use crate::server::Server;
+
+/// An endpoint's OAuth settings, resolved against its server.
+pub(super) struct Gate {
+    oauth: OAuth,
+    /// The metadata document, encoded once.
+    metadata: Bytes,
+    /// Where it is served: the path-inserted URL and the root one.
+    metadata_paths: [String; 2],
+    metadata_url: String,
+    /// The challenge of a request without a token.
+    no_token: HeaderValue,
+}
+
+impl Gate {
+    pub(super) fn new(oauth: OAuth, server: &Server) -> Self {
+        let inner = server.inner();
+        let scopes_supported = oauth.scopes_supported.clone().unwrap_or_else(|| {
+            let mut all = oauth.required.clone();
+            for scope in inner.catalog.access.all_scopes() {
+                if !all.contains(&scope) {
+                    all.push(scope);
+                }
+            }
+            all
+        });
+        let name = oauth
+            .resource_name
+            .clone()
+            .unwrap_or_else(|| inner.info.name.clone());
+        let document = crate::oauth::metadata_document(&oauth, &scopes_supported, &name);
+        let metadata_url = oauth.metadata_url();
+        let no_token = header_value(&Challenge::NoToken.header(&metadata_url, &oauth.required));
+        Self {
+            metadata: Bytes::from(document.to_string()),
+            metadata_paths: [oauth.metadata_path(), crate::oauth::WELL_KNOWN.to_owned()],
+            metadata_url,
+            no_token,
+            oauth,
+        }
+    }
+
+    /// The metadata response, when `parts` asks for it (any of its paths):
+    /// readable from every origin (CORS `*`, no credentials involved).
+    pub(super) fn metadata_response(&self, parts: &Parts) -> Option<Response<McpBody>> {
+        let path = parts.uri.path();
+        if !self.metadata_paths.iter().any(|p| p == path) {
+            return None;
+        }
+        let mut response = match parts.method {
+            Method::GET | Method::HEAD => {
+                let body = if parts.method == Method::HEAD {
+                    McpBody::empty()
+                } else {
+                    McpBody::full(self.metadata.to_vec())
+                };
+                let mut response = Response::new(body);
+                let headers = response.headers_mut();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(
+                    CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=3600"),
+                );
+                response
+            }
+            Method::OPTIONS => {
+                let mut response = Response::new(McpBody::empty());
+                *response.status_mut() = StatusCode::NO_CONTENT;
+                let headers = response.headers_mut();
+                let asked = parts
+                    .headers
+                    .get(ACCESS_CONTROL_REQUEST_HEADERS)
+                    .cloned()
+                    .unwrap_or_else(|| HeaderValue::from_static("mcp-protocol-version"));
+                headers.insert(ACCESS_CONTROL_ALLOW_HEADERS, asked);
+                headers.insert(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+                response
+            }
+            _ => {
+                let mut response = super::plain(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "the protected-resource metadata takes GET",
+                );
+                response.headers_mut().insert(
+                    http::header::ALLOW,
+                    HeaderValue::from_static("GET, HEAD, OPTIONS"),
+                );
+                response
+            }
+        };
+        let headers = response.headers_mut();
+        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+        headers.insert(
+            ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, HEAD, OPTIONS"),
+        );
+        Some(response)
+    }
+
+    /// The verified principal of the request's bearer token, or the
+    /// response that refuses it: `401` without a token (or with a bad one),
+    /// `403` when it lacks the endpoint's required scopes, `503` when the
+    /// authorization server cannot be asked.
+    pub(super) async fn admit(&self, parts: &Parts) -> Result<Arc<Principal>, Response<McpBody>> {
+        let token = match bearer(parts) {
+            Bearer::Missing => return Err(self.challenge(parts, &Challenge::NoToken)),
+            Bearer::Malformed(why) => {
+                return Err(self.challenge(parts, &Challenge::InvalidToken(why.into())));
+            }
+            Bearer::Token(token) => token,
+        };
+        let principal = match self.oauth.principal(token).await {
+            Ok(principal) => principal,
+            Err(VerifyError::Invalid(why)) => {
+                tracing::debug!("a token was refused: {why}");
+                return Err(self.challenge(parts, &Challenge::InvalidToken(why)));
+            }
+            Err(error) => {
+                tracing::warn!("a token could not be verified: {error}");
+                let mut response = super::plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the access token cannot be verified now (the authorization server is unavailable); try again later",
+                );
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+                return Err(response);
+            }
+        };
+        let missing = self
+            .oauth
+            .required
+            .iter()
+            .any(|scope| !principal.has_scope(scope));
+        if missing {
+            let needed = self.oauth.required.clone();
+            return Err(self.challenge(parts, &Challenge::InsufficientScope(needed)));
+        }
+        Ok(principal)
+    }
+
+    /// The `403` for a request whose item needs `needed`: the challenge
+    /// names the endpoint's required scopes and the item's, every one.
+    pub(super) fn forbidden(&self, parts: &Parts, needed: &[String]) -> Response<McpBody> {
+        let mut all = self.oauth.required.clone();
+        for scope in needed {
+            if !all.contains(scope) {
+                all.push(scope.clone());
+            }
+        }
+        self.challenge(parts, &Challenge::InsufficientScope(all))
+    }
+
+    /// A challenge response: its status, `WWW-Authenticate`, and CORS
+    /// headers so that a browser client may read it.
+    fn challenge(&self, parts: &Parts, challenge: &Challenge) -> Response<McpBody> {
+        let status = match challenge {
+            Challenge::InsufficientScope(_) => StatusCode::FORBIDDEN,
+            _ => StatusCode::UNAUTHORIZED,
+        };
+        let mut response = super::plain(status, &challenge.text());
+        let value = match challenge {
+            Challenge::NoToken => self.no_token.clone(),
+            _ => header_value(&challenge.header(&self.metadata_url, &self.oauth.required)),
+        };
+        let headers = response.headers_mut();
+        headers.insert(WWW_AUTHENTICATE, value);
+        expose_challenge(headers, parts);
+        response
+    }
+}
+
+/// Lets a browser page of an allowed origin (the request passed the
+/// `Origin` check) read a refusal and its challenge.
+pub(super) fn expose_challenge(headers: &mut http::HeaderMap, parts: &Parts) {
+    headers.insert(
+        ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("WWW-Authenticate"),
+    );
+    if let Some(origin) = parts.headers.get(ORIGIN) {
+        headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        headers.insert(VARY, HeaderValue::from_static("Origin"));
+    }
+}
+
+fn header_value(text: &str) -> HeaderValue {
+    HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// What a request's `Authorization` says.
+enum Bearer<'a> {
+    Missing,
+    Malformed(&'static str),
+    Token(&'a str),
+}
+
+/// RFC 6750 §2.1: exactly one `Authorization: Bearer <token>` (the scheme
+/// in any case). Tokens in the query or the body are not looked at.
+fn bearer(parts: &Parts) -> Bearer<'_> {
+    let mut values = parts.headers.get_all(AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Bearer::Missing;
+    };
+    if values.next().is_some() {
+        return Bearer::Malformed("a request carries one Authorization header");
+    }
+    let Ok(text) = value.to_str() else {
+        return Bearer::Malformed("the Authorization header is not ASCII");
+    };
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("bearer") {
+        return Bearer::Malformed("the bearer token is missing");
+    }
+    match text.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            let token = token.trim();
+            if token.is_empty() || memchr::memchr(b' ', token.as_bytes()).is_some() {
+                Bearer::Malformed("the bearer token is malformed")
+            } else {
+                Bearer::Token(token)
+            }
+        }
+        _ => Bearer::Missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(auth: &[&str]) -> Parts {
+        let mut request = http::Request::builder();
+        for value in auth {
+            request = request.header(AUTHORIZATION, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn only_one_bearer_header_carries_a_token() {
+        assert!(matches!(bearer(&parts(&[])), Bearer::Missing));
+        assert!(matches!(bearer(&parts(&["Basic abc"])), Bearer::Missing));
+        assert!(matches!(
+            bearer(&parts(&["bearer  t0k "])),
+            Bearer::Token("t0k")
+        ));
+        assert!(matches!(
+            bearer(&parts(&["Bearer a", "Bearer b"])),
+            Bearer::Malformed(_)
+        ));
+        assert!(matches!(
+            bearer(&parts(&["Bearer a b"])),
+            Bearer::Malformed(_)
+        ));
+        assert!(matches!(bearer(&parts(&["Bearer "])), Bearer::Malformed(_)));
+    }
+}
