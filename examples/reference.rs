@@ -7,7 +7,17 @@
 //! cargo run --example reference                  # stdio, file-writer root in a fresh temp folder
 //! cargo run --example reference -- --root DIR    # file-writer writes under DIR
 //! cargo run --example reference -- --http 127.0.0.1:8080 [--root DIR]   # HTTP instead of stdio
+//! cargo run --features oauth --example reference -- --http 127.0.0.1:8080 \
+//!     --oauth-issuer http://127.0.0.1:9400 [--public-url URL] [--oauth-introspect]
 //! ```
+//! With `--oauth-issuer` (feature `oauth`) the HTTP endpoint is an OAuth
+//! resource server: every request needs a token of that issuer for the
+//! endpoint's public URL (default `http://ADDR/mcp`) with scope `mcp`, and
+//! the file-writer also needs `files:write`. Tokens are JWTs checked
+//! against the issuer's keys, or, with `--oauth-introspect`, opaque tokens
+//! introspected with the client credentials in `OAUTH_CLIENT_ID` and
+//! `OAUTH_CLIENT_SECRET`. The OAuth flags need `--http`: on stdio they are
+//! a usage error (stdio is never subject to OAuth).
 //! The server stops on SIGINT or SIGTERM (or, on stdio, at the end of
 //! stdin): it takes no new requests (late ones are answered `-32005`),
 //! finishes the requests in flight (10 s grace), writes every reply and
@@ -112,14 +122,82 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     match options.http {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
-            tracing::info!(addr = %listener.local_addr()?, "serving MCP over HTTP on POST /mcp");
+            let local = listener.local_addr()?;
+            let config = http_config(&options.oauth, local)?;
+            tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server
-                .serve_http_on(listener, HttpConfig::default(), shutdown_signal())
+                .serve_http_on(listener, config, shutdown_signal())
                 .await?;
         }
         None => server.serve_stdio_until(shutdown_signal()).await?,
     }
     Ok(())
+}
+
+/// The HTTP settings: the defaults, or an OAuth resource server.
+fn http_config(
+    oauth: &OAuthOptions,
+    local: std::net::SocketAddr,
+) -> Result<HttpConfig, Box<dyn std::error::Error>> {
+    let Some(issuer) = &oauth.issuer else {
+        return Ok(HttpConfig::default());
+    };
+    oauth_config(oauth, issuer, local)
+}
+
+#[cfg(feature = "oauth")]
+fn oauth_config(
+    oauth: &OAuthOptions,
+    issuer: &str,
+    local: std::net::SocketAddr,
+) -> Result<HttpConfig, Box<dyn std::error::Error>> {
+    use clawmcp::oauth::OAuth;
+    let public = match &oauth.public_url {
+        Some(url) => url.clone(),
+        None if local.ip().is_unspecified() => {
+            return Err(format!(
+                "--public-url is needed with --oauth-issuer when listening on {local}: \
+                 tokens name the URL clients reach"
+            )
+            .into());
+        }
+        None => format!("http://{local}/mcp"),
+    };
+    let settings = if oauth.introspect {
+        let id = std::env::var("OAUTH_CLIENT_ID")
+            .map_err(|_| "--oauth-introspect needs OAUTH_CLIENT_ID in the environment")?;
+        let secret = std::env::var("OAUTH_CLIENT_SECRET")
+            .map_err(|_| "--oauth-introspect needs OAUTH_CLIENT_SECRET in the environment")?;
+        OAuth::introspection(&public, issuer, id, secret)
+    } else {
+        OAuth::jwt(&public, issuer)
+    };
+    let settings = settings
+        .required_scopes(["mcp"])
+        .resource_name("clawmcp reference server");
+    tracing::info!(resource = %settings.resource(), issuer, "OAuth: tokens of the issuer for this resource");
+    let mut config = HttpConfig::default();
+    if let Some(host) = url_host(&public) {
+        config = config.allow_host(host);
+    }
+    Ok(config.oauth(settings))
+}
+
+#[cfg(not(feature = "oauth"))]
+fn oauth_config(
+    _: &OAuthOptions,
+    _: &str,
+    _: std::net::SocketAddr,
+) -> Result<HttpConfig, Box<dyn std::error::Error>> {
+    Err("--oauth-issuer needs the example built with the `oauth` feature (cargo run --features oauth ...)".into())
+}
+
+/// The `host[:port]` of a URL, as `Host` headers carry it.
+#[cfg(feature = "oauth")]
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    (!authority.is_empty()).then(|| authority.rsplit('@').next().unwrap_or(authority).to_owned())
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
@@ -145,6 +223,16 @@ struct Options {
     root: Option<PathBuf>,
     http: Option<std::net::SocketAddr>,
     max_message_size: Option<usize>,
+    oauth: OAuthOptions,
+}
+
+/// The OAuth flags (HTTP only).
+#[derive(Default)]
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+struct OAuthOptions {
+    issuer: Option<String>,
+    public_url: Option<String>,
+    introspect: bool,
 }
 
 impl Options {
@@ -153,6 +241,7 @@ impl Options {
             root: None,
             http: None,
             max_message_size: None,
+            oauth: OAuthOptions::default(),
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -175,16 +264,41 @@ impl Options {
                     let addr = addr.parse().map_err(|e| format!("--http {addr:?}: {e}"))?;
                     options.http = Some(addr);
                 }
+                "--oauth-issuer" => {
+                    let issuer = args.next().ok_or("--oauth-issuer needs the issuer's URL")?;
+                    options.oauth.issuer = Some(issuer);
+                }
+                "--public-url" => {
+                    let url = args
+                        .next()
+                        .ok_or("--public-url needs the endpoint's public URL")?;
+                    options.oauth.public_url = Some(url);
+                }
+                "--oauth-introspect" => options.oauth.introspect = true,
                 "--help" | "-h" => {
                     use std::io::Write;
                     let _ = writeln!(
                         std::io::stderr(),
-                        "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]"
+                        "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
+                         \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)"
                     );
                     std::process::exit(0);
                 }
                 other => return Err(format!("unknown argument {other:?} (try --help)")),
             }
+        }
+        let oauth = &options.oauth;
+        if options.http.is_none()
+            && (oauth.issuer.is_some() || oauth.public_url.is_some() || oauth.introspect)
+        {
+            return Err(
+                "--oauth-issuer, --public-url and --oauth-introspect need --http: \
+                 stdio is never subject to OAuth"
+                    .into(),
+            );
+        }
+        if oauth.issuer.is_none() && (oauth.public_url.is_some() || oauth.introspect) {
+            return Err("--public-url and --oauth-introspect need --oauth-issuer".into());
         }
         Ok(options)
     }
@@ -298,6 +412,8 @@ fn build(
                 Ok(vec![PromptMessage::user(format!("{SUMMARIZE}\n\n{text}"))])
             },
         ))
+        // Behind OAuth (--oauth-issuer), writing needs more than calling.
+        .require_scopes("file-writer", ["files:write"])
         .build()
 }
 
