@@ -30,6 +30,11 @@ SKIPPED = {
         "reference server is what every other check here runs",
     "npx @modelcontextprotocol/inspector cargo run -q --example reference":
         "MCP Inspector is interactive (a browser UI)",
+    "cargo run --features oauth --example reference -- --http 127.0.0.1:8080 \\":
+        "needs an authorization server: .ci/run's OAuth step runs the reference "
+        "example with --oauth-issuer against oidc-provider and the official Python client",
+    "claude mcp add --transport http example https://mcp.example.com/mcp   # Claude Code":
+        "a host's own command, for a server on the internet",
 }
 
 

@@ -15,6 +15,10 @@ Cells (64-byte echo messages):
     mcp-stdio-d1, mcp-stdio-d64   the Model Context Protocol on stdio (tools/call)
     mcp-http-c1, mcp-http-c32     the Model Context Protocol over Streamable HTTP
 Prints one line per cell: `cell  instructions/request`.
+
+OAuth (HTTP cells): `--server-args "--oauth-issuer URL"` starts the server
+behind OAuth, and `--bearer TOKEN` sends that token on every request
+(benches/oauth.py gets one from a real authorization server).
 """
 
 import argparse
@@ -144,9 +148,15 @@ def wait_port(port, proc):
     raise RuntimeError("the server did not listen")
 
 
+BEARER = None
+SERVER_ARGS = []
+
+
 def http_worker(port, calls, mcp, errors):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     headers = {"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"}
+    if BEARER:
+        headers["Authorization"] = f"Bearer {BEARER}"
     if mcp:
         headers["Accept"] = "application/json, text/event-stream"
         body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -171,7 +181,7 @@ def http_worker(port, calls, mcp, errors):
 
 def run_http(binary, calls, connections, mcp, out):
     port = free_port()
-    proc = subprocess.Popen(callgrind(binary, ["--http", f"127.0.0.1:{port}"], out),
+    proc = subprocess.Popen(callgrind(binary, ["--http", f"127.0.0.1:{port}", *SERVER_ARGS], out),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, proc)
@@ -211,7 +221,12 @@ def main():
     parser.add_argument("--calls", type=int, default=3200, help="N (the second run makes 3N)")
     parser.add_argument("--keep", metavar="DIR",
                         help="keep the callgrind outputs in DIR (for callgrind_annotate)")
+    parser.add_argument("--server-args", default="", help="more arguments for the server (HTTP cells)")
+    parser.add_argument("--bearer", help="an access token to send on every HTTP request")
     args = parser.parse_args()
+    global BEARER, SERVER_ARGS
+    BEARER = args.bearer
+    SERVER_ARGS = args.server_args.split()
     if args.binary is None:
         from reference_bin import reference_bin
         args.binary = reference_bin()
