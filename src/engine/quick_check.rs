@@ -2,9 +2,8 @@
 //! (typed tools' derived schemas among them), walked straight over text
 //! that is already known to be valid JSON which reads as a value
 //! (arguments a JSON reader captured and checked, output serde_json
-//! wrote): no `Value` tree is built, strings
-//! are skipped by a search for their closing quote, and nothing is
-//! allocated on success.
+//! wrote), with the crate's one JSON scanner (`json_cursor`): no `Value`
+//! tree is built, and nothing is allocated on success.
 //!
 //! It only ever *admits*: when it says a text is valid, the full JSON
 //! Schema validator (`validate.rs`) would say so too (a differential test
@@ -27,10 +26,9 @@
 
 use std::cmp::Ordering;
 
-use memchr::memchr2;
 use serde_json::Value;
 
-use crate::json_cursor::{Cursor, SERDE_JSON_DEPTH};
+use crate::json_cursor::{Cursor, SERDE_JSON_DEPTH, Str};
 
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -423,12 +421,12 @@ impl<'t> Walk<'t> {
             b'{' => return self.object(checks, depth),
             b'[' => return self.array(checks, depth),
             b'"' => {
-                let (quoted, escaped) = self.string()?;
+                let string = self.cursor.string()?;
                 checks.types & STRING != 0
                     && match &checks.one_of_strings {
                         None => true,
                         Some(members) => {
-                            let value = text_of(quoted, escaped)?;
+                            let value = text_of(&string)?;
                             members.iter().any(|m| m.as_bytes() == &*value)
                         }
                     }
@@ -456,8 +454,8 @@ impl<'t> Walk<'t> {
                 if self.cursor.peek()? != b'"' {
                     return None;
                 }
-                let (quoted, escaped) = self.string()?;
-                let name = text_of(quoted, escaped)?;
+                let string = self.cursor.string()?;
+                let name = text_of(&string)?;
                 let key = checks.keys.iter().find(|k| k.name.as_bytes() == &*name);
                 self.cursor.eat(b':')?;
                 let node = match key {
@@ -507,10 +505,7 @@ impl<'t> Walk<'t> {
                     return Some(());
                 }
                 loop {
-                    if self.cursor.peek()? != b'"' {
-                        return None;
-                    }
-                    self.string()?;
+                    self.cursor.string()?;
                     self.cursor.eat(b':')?;
                     self.skip(depth)?;
                     if self.cursor.closes(b'}')? {
@@ -519,7 +514,7 @@ impl<'t> Walk<'t> {
                 }
             }
             b'[' => self.items(&Node::Any, deeper(depth)?),
-            b'"' => self.string().map(drop),
+            b'"' => self.cursor.string().map(drop),
             b't' => self.cursor.word(b"true"),
             b'f' => self.cursor.word(b"false"),
             b'n' => self.cursor.word(b"null"),
@@ -527,31 +522,9 @@ impl<'t> Walk<'t> {
         }
     }
 
-    /// A string, quotes included, and whether it has escapes.
-    fn string(&mut self) -> Option<(&'t [u8], bool)> {
-        let start = self.cursor.at;
-        let mut at = start + 1;
-        let mut escaped = false;
-        loop {
-            at += memchr2(b'"', b'\\', self.cursor.text.get(at..)?)?;
-            if self.cursor.text.get(at) == Some(&b'"') {
-                self.cursor.at = at + 1;
-                return Some((self.cursor.text.get(start..self.cursor.at)?, escaped));
-            }
-            escaped = true;
-            at += 2;
-        }
-    }
-
     /// A number: a plain integer read here, anything else by serde_json.
     fn number(&mut self) -> Option<Read> {
-        let start = self.cursor.at;
-        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
-            self.cursor.text.get(self.cursor.at)
-        {
-            self.cursor.at += 1;
-        }
-        let token = self.cursor.text.get(start..self.cursor.at)?;
+        let token = self.cursor.number()?;
         let (negative, digits) = match token.split_first()? {
             (b'-', digits) => (true, digits),
             _ => (false, token),
@@ -574,15 +547,14 @@ impl<'t> Walk<'t> {
     }
 }
 
-/// A string's text, as bytes: borrowed when it has no escapes (the text
-/// is valid UTF-8 already), else read by serde_json.
-fn text_of(quoted: &[u8], escaped: bool) -> Option<std::borrow::Cow<'_, [u8]>> {
-    if escaped {
-        serde_json::from_slice::<String>(quoted)
+/// A string's value, as bytes: its text when it has no escapes (valid
+/// UTF-8 already), else read by serde_json.
+fn text_of<'t>(string: &Str<'t>) -> Option<std::borrow::Cow<'t, [u8]>> {
+    match string.plain() {
+        Some(text) => Some(text.into()),
+        None => serde_json::from_slice::<String>(string.quoted)
             .ok()
-            .map(|text| text.into_bytes().into())
-    } else {
-        quoted.get(1..quoted.len().checked_sub(1)?).map(Into::into)
+            .map(|text| text.into_bytes().into()),
     }
 }
 

@@ -15,11 +15,11 @@
 
 use std::borrow::Cow;
 
-use super::arguments::{ArgumentsText, MAX_NESTING, number_in_range};
+use super::arguments::{ArgumentsText, MAX_NESTING};
 use super::tool_call::CallToolParams;
 use super::tool_call::ExecuteParams;
 use super::{Incoming, RequestId, ToolCall};
-use crate::json_cursor::Cursor;
+use crate::json_cursor::{Cursor, Str, number_in_range};
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
@@ -124,40 +124,12 @@ impl<'t> Reader<'t> {
 
     /// A string without escapes, its contents.
     fn plain_str(&mut self) -> Option<&'t str> {
-        let (start, end, escaped) = self.string()?;
-        if escaped {
-            return None;
-        }
+        let string = self.cursor.string()?;
+        string.plain()?;
+        // The same span of `source`, as `str` (cut at ASCII quotes).
+        let end = self.cursor.at;
+        let start = end.checked_sub(string.quoted.len())?;
         self.source.get(start + 1..end - 1)
-    }
-
-    /// A string, checked: its span with quotes, and whether it has escapes
-    /// (each a simple one: `\uXXXX` is left to serde).
-    fn string(&mut self) -> Option<(usize, usize, bool)> {
-        if self.cursor.peek()? != b'"' {
-            return None;
-        }
-        let start = self.cursor.at;
-        let mut at = start + 1;
-        let mut escaped = false;
-        loop {
-            at = plain_run(self.cursor.text, at);
-            match *self.cursor.text.get(at)? {
-                b'"' => {
-                    self.cursor.at = at + 1;
-                    return Some((start, self.cursor.at, escaped));
-                }
-                b'\\' => match *self.cursor.text.get(at + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                        escaped = true;
-                        at += 2;
-                    }
-                    _ => return None,
-                },
-                // A control character.
-                _ => return None,
-            }
-        }
     }
 
     /// A request id: a non-negative integer or a string without escapes.
@@ -222,7 +194,7 @@ impl<'t> Reader<'t> {
                     return Some(());
                 }
                 loop {
-                    self.string()?;
+                    self.cursor.string()?;
                     self.cursor.eat(b':')?;
                     self.value(depth)?;
                     if self.cursor.closes(b'}')? {
@@ -243,50 +215,16 @@ impl<'t> Reader<'t> {
                     }
                 }
             }
-            b'"' => self.string().map(drop),
+            b'"' => self.cursor.string().filter(Str::reads).map(drop),
             b't' => self.cursor.word(b"true"),
             b'f' => self.cursor.word(b"false"),
             b'n' => self.cursor.word(b"null"),
-            _ => self.number(),
+            _ => self
+                .cursor
+                .number()
+                .filter(|n| number_in_range(n))
+                .map(drop),
         }
-    }
-
-    /// A number as JSON writes one (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`),
-    /// within a float's range.
-    fn number(&mut self) -> Option<()> {
-        let start = self.cursor.at;
-        if self.cursor.text.get(self.cursor.at) == Some(&b'-') {
-            self.cursor.at += 1;
-        }
-        match *self.cursor.text.get(self.cursor.at)? {
-            b'0' => self.cursor.at += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        if self.cursor.text.get(self.cursor.at) == Some(&b'.') {
-            self.cursor.at += 1;
-            self.some_digits()?;
-        }
-        if let Some(b'e' | b'E') = self.cursor.text.get(self.cursor.at) {
-            self.cursor.at += 1;
-            if let Some(b'+' | b'-') = self.cursor.text.get(self.cursor.at) {
-                self.cursor.at += 1;
-            }
-            self.some_digits()?;
-        }
-        number_in_range(self.cursor.text.get(start..self.cursor.at)?).then_some(())
-    }
-
-    fn digits(&mut self) {
-        while let Some(b'0'..=b'9') = self.cursor.text.get(self.cursor.at) {
-            self.cursor.at += 1;
-        }
-    }
-
-    fn some_digits(&mut self) -> Option<()> {
-        let start = self.cursor.at;
-        self.digits();
-        (self.cursor.at > start).then_some(())
     }
 }
 
@@ -294,33 +232,6 @@ impl<'t> Reader<'t> {
 /// `None` past what a value reading reads.
 fn deeper(depth: usize) -> Option<usize> {
     (depth < MAX_NESTING).then_some(depth + 1)
-}
-
-/// From `at`, the index of the first `"`, `\` or control character (or the
-/// end), eight bytes at a step (as serde_json looks for them).
-fn plain_run(text: &[u8], mut at: usize) -> usize {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGH: u64 = ONES << 7;
-    while let Some(Ok(chunk)) = text.get(at..at + 8).map(<[u8; 8]>::try_from) {
-        let bytes = u64::from_le_bytes(chunk);
-        let control = bytes.wrapping_sub(ONES * 0x20) & !bytes;
-        let quote = bytes ^ (ONES * u64::from(b'"'));
-        let quote = quote.wrapping_sub(ONES) & !quote;
-        let backslash = bytes ^ (ONES * u64::from(b'\\'));
-        let backslash = backslash.wrapping_sub(ONES) & !backslash;
-        let found = (control | quote | backslash) & HIGH;
-        if found != 0 {
-            return at + (found.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
-    while let Some(&byte) = text.get(at) {
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            break;
-        }
-        at += 1;
-    }
-    at
 }
 
 #[cfg(any(test, feature = "fuzzing"))]

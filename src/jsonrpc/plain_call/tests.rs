@@ -10,6 +10,7 @@ fn the_usual_calls_are_read_here() {
     for text in [
         r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/echo:v1","arguments":{"message":"hi"}}}"#,
         r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041 \ud83d\ude00"}}}"#,
         " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
     ] {
         assert!(agrees(text), "{text}");
@@ -19,9 +20,10 @@ fn the_usual_calls_are_read_here() {
 #[test]
 fn what_it_does_not_take_is_left_to_serde() {
     for text in [
-        // Escapes in names or in the read strings, and \u escapes anywhere.
+        // Escapes in names or in the strings read whole (the arguments'
+        // strings take any escape but a lone surrogate).
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ech\u006f","arguments":{}}}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\ud800"}}}"#,
         r#"{"json\u0072pc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         // Members it does not read, repeated ones, other ids.
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
