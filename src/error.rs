@@ -42,6 +42,9 @@ impl ErrorCode {
     /// (docs/oauth.md §4; over HTTP a `403` challenge says so first, where
     /// it still can).
     pub const INSUFFICIENT_SCOPE: Self = Self(-32007);
+    /// `-32008`: the request's OAuth token expired while the stream that
+    /// carries it (an MCP v1.0 streaming session) went on.
+    pub const TOKEN_EXPIRED: Self = Self(-32008);
 
     /// The fixed `message` text of this code (docs/mcp-v1.md §2), or
     /// `"Server error"` for a code the table does not name.
@@ -60,6 +63,7 @@ impl ErrorCode {
             -32005 => "Server shutting down",
             -32006 => "Message too large",
             -32007 => "Insufficient scope",
+            -32008 => "Token expired",
             _ => "Server error",
         }
     }

@@ -169,15 +169,28 @@ tokio::task_local! {
 }
 
 /// What the transport knows of a request's sender, handed to its work: the
-/// verified principal and (over HTTP) the request's head. Two reference
-/// counts; the default (stdio, tests) is neither.
-#[derive(Debug, Clone, Default)]
+/// verified principal and (over HTTP) the request's head, without its
+/// `Authorization` header. Two reference counts; the default (stdio,
+/// tests) is neither.
+#[derive(Clone, Default)]
 pub(crate) struct Caller {
     /// The token's principal, when a verifier checked one.
     pub(crate) principal: Option<Arc<Principal>>,
     /// The HTTP request's method, URI and headers.
     #[cfg(feature = "http")]
     pub(crate) head: Option<Arc<http::request::Parts>>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut debug = f.debug_struct("Caller");
+        debug.field("principal", &self.principal);
+        #[cfg(feature = "http")]
+        if let Some(head) = &self.head {
+            debug.field("method", &head.method).field("uri", &head.uri);
+        }
+        debug.finish_non_exhaustive()
+    }
 }
 
 impl Caller {

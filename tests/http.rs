@@ -108,12 +108,7 @@ async fn another_method_on_the_endpoint_is_405_with_allow_post() {
         bare(Method::PUT, "/mcp", &json, LIST_TOOLS),
         bare(Method::DELETE, "/mcp", &[], ""),
         bare(Method::PATCH, "/mcp", &json, LIST_TOOLS),
-        bare(
-            Method::OPTIONS,
-            "/mcp",
-            &[("origin", "http://localhost:3000")],
-            "",
-        ),
+        bare(Method::OPTIONS, "/mcp", &[], ""),
     ] {
         let label = request.method().to_string();
         let reply = client.exchange(request).await;
@@ -123,6 +118,66 @@ async fn another_method_on_the_endpoint_is_405_with_allow_post() {
         // server: `allow_is_post_only_on_an_mcp_v1_server`.
         assert_eq!(reply.header("allow"), Some("GET, POST, DELETE"), "{label}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_page_of_an_allowed_origin_may_call_the_endpoint_and_read_it() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client().await;
+    let origin = ("origin", "http://localhost:6274");
+    let preflight = client
+        .exchange(bare(
+            Method::OPTIONS,
+            "/mcp",
+            &[
+                origin,
+                ("access-control-request-method", "POST"),
+                (
+                    "access-control-request-headers",
+                    "content-type, mcp-session-id",
+                ),
+            ],
+            "",
+        ))
+        .await;
+    assert_eq!(preflight.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        preflight.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    assert_eq!(
+        preflight.header("access-control-allow-methods"),
+        Some("GET, POST, DELETE")
+    );
+    assert_eq!(
+        preflight.header("access-control-allow-headers"),
+        Some("content-type, mcp-session-id")
+    );
+    let json = [("content-type", "application/json"), origin];
+    let reply = client
+        .exchange(bare(Method::POST, "/mcp", &json, LIST_TOOLS))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    assert!(
+        reply
+            .header("access-control-expose-headers")
+            .is_some_and(|h| h.contains("Mcp-Session-Id"))
+    );
+    // A foreign origin gets no preflight, and no answer it could read.
+    let foreign = client
+        .exchange(bare(
+            Method::OPTIONS,
+            "/mcp",
+            &[("origin", "http://evil.example")],
+            "",
+        ))
+        .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN);
+    assert_eq!(foreign.header("access-control-allow-origin"), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

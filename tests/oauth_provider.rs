@@ -386,6 +386,7 @@ async fn valid_jwts_serve_both_dialects_and_tools_see_their_principal() {
         who["agent"], "tester/1",
         "the POST's headers reach the tool"
     );
+    assert_eq!(who["authorization_seen"], false, "but not its token");
     let reply = server
         .mc(
             &token,

@@ -7,6 +7,7 @@ mod http_support;
 
 use std::net::SocketAddr;
 
+use clawmcp::completion::{Completion, complete_fn};
 use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::oauth::{Audience, OAuth, TokenVerifier, VerifyError};
 use clawmcp::prompt::{PromptMessage, prompt_fn};
@@ -33,6 +34,11 @@ impl TokenVerifier for ScopesAreTokens {
         match token {
             "bad" => Err(VerifyError::Invalid("a bad token".into())),
             "down" => Err(VerifyError::Unavailable("the issuer is down".into())),
+            "nobody" => Ok(Principal::new("static").with_scopes(["mcp"])),
+            "expired" => Ok(Principal::new("static")
+                .with_subject("late")
+                .with_scopes(["mcp"])
+                .with_expiry(std::time::SystemTime::now() - std::time::Duration::from_secs(1))),
             scopes => Ok(Principal::new("static")
                 .with_subject(format!("subject of {scopes}"))
                 .with_scopes(scopes.split('+'))),
@@ -83,7 +89,13 @@ fn items() -> ServerBuilder {
                 "text/plain",
                 |uri, _vars| async move { Ok(clawmcp::content::ResourceBody::Text(uri)) },
             )
-            .expect("a valid template"),
+            .expect("a valid template")
+            .complete(
+                "name",
+                complete_fn(|value: String, _ctx| async move {
+                    Ok(Completion::of([format!("{value}.txt")]))
+                }),
+            ),
         )
         .prompt(prompt_fn(
             PromptDefinition {
@@ -329,6 +341,127 @@ async fn a_refusal_served_by_the_session_reader_is_a_challenge_too() {
         endpoint.post("mcp", Some(&session), &echo).await.status,
         200
     );
+}
+
+#[tokio::test]
+async fn subscribing_and_completing_need_what_reading_and_getting_need() {
+    let endpoint = Endpoint::start(|b| b).await;
+    let session = endpoint.open("mcp").await;
+    let subscribe = rpc(
+        1,
+        "resources/subscribe",
+        json!({"uri": "mcp://rules/resources/secret"}),
+    );
+    let reply = endpoint.post("mcp", Some(&session), &subscribe).await;
+    assert_eq!(reply.status, 403);
+    assert_eq!(scope_of(&reply), "mcp secrets");
+    let complete = rpc(
+        2,
+        "completion/complete",
+        json!({
+        "ref": {"type": "ref/resource", "uri": "mcp://rules/files/{name}"},
+        "argument": {"name": "name", "value": "a"}}),
+    );
+    let reply = endpoint.post("mcp", Some(&session), &complete).await;
+    assert_eq!(reply.status, 403);
+    assert_eq!(scope_of(&reply), "mcp files:read");
+    let token = "mcp+secrets+files:read";
+    let session = endpoint.open(token).await;
+    assert_eq!(
+        endpoint
+            .post(token, Some(&session), &subscribe)
+            .await
+            .status,
+        200
+    );
+    let reply = endpoint.post(token, Some(&session), &complete).await;
+    assert_eq!(
+        reply.json()["result"]["completion"]["values"],
+        json!(["a.txt"])
+    );
+}
+
+#[tokio::test]
+async fn the_endpoints_required_scopes_follow_the_hierarchy_too() {
+    let endpoint = Endpoint::start(|b| {
+        b.scope_grants(|granted, required| granted.iter().any(|g| g == required || g == "admin"))
+    })
+    .await;
+    let echo = rpc(
+        1,
+        "mcp/executeTool",
+        json!({"id": "mcp://rules/tools/echo", "arguments": {}}),
+    );
+    assert_eq!(endpoint.post("admin", None, &echo).await.status, 200);
+    assert_eq!(endpoint.post("other", None, &echo).await.status, 403);
+}
+
+#[tokio::test]
+async fn a_token_that_names_nobody_cannot_own_a_session() {
+    let endpoint = Endpoint::start(|b| b).await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "rules", "version": "1"}}});
+    let reply = endpoint.post("nobody", None, &init).await;
+    assert_eq!(reply.status, 403);
+    assert!(reply.header("mcp-session-id").is_none());
+    // Single exchanges need no owner.
+    let echo = rpc(
+        1,
+        "mcp/executeTool",
+        json!({"id": "mcp://rules/tools/echo", "arguments": {}}),
+    );
+    assert_eq!(endpoint.post("nobody", None, &echo).await.status, 200);
+}
+
+#[tokio::test]
+async fn past_its_tokens_expiry_a_request_is_refused() {
+    let endpoint = Endpoint::start(|b| b).await;
+    let echo = rpc(
+        1,
+        "mcp/executeTool",
+        json!({"id": "mcp://rules/tools/echo", "arguments": {}}),
+    );
+    let reply = endpoint.post("expired", None, &echo).await;
+    assert_eq!(reply.json()["error"]["code"], -32008, "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn a_key_set_never_fetched_is_503_not_401_until_the_issuer_answers() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    // Nothing listens at this issuer.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let issuer = format!("http://{}", dead.local_addr().expect("an address"));
+    drop(dead);
+    let oauth = OAuth::jwt(format!("http://{addr}/mcp"), issuer);
+    let server = items().build().expect("the server builds");
+    tokio::spawn(async move {
+        server
+            .serve_http_on(
+                listener,
+                HttpConfig::default().oauth(oauth),
+                std::future::pending(),
+            )
+            .await
+    });
+    let token = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsifQ.eyJzdWIiOiJ4In0.c2ln";
+    for attempt in ["first", "within the backoff"] {
+        let authorization = format!("Bearer {token}");
+        let mut client = Client::connect(addr).await;
+        let reply = client
+            .exchange(request(
+                Method::POST,
+                "/mcp",
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &authorization),
+                ],
+                full(rpc(1, "mcp/listTools", json!({})).to_string()),
+            ))
+            .await;
+        assert_eq!(reply.status, 503, "{attempt}");
+    }
 }
 
 #[tokio::test]

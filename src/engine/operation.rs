@@ -34,11 +34,13 @@ pub(crate) enum Work {
         prompt: usize,
         arguments: PromptArguments,
     },
-    /// Asks a completer.
+    /// Asks a completer of `item`'s (a prompt's argument or a template's
+    /// variable).
     Complete {
         completer: Arc<dyn Complete>,
         value: String,
         context: CompletionContext,
+        item: Item,
     },
 }
 
@@ -133,21 +135,42 @@ pub(crate) fn refused<'a>(
     work: &Work,
     principal: Option<&Principal>,
 ) -> Option<&'a [String]> {
-    let principal = principal?;
     let item = match work {
         Work::CallTool { tool, .. } => Item::Tool(*tool),
         Work::GetPrompt { prompt, .. } => Item::Prompt(*prompt),
-        Work::ReadResource { uri } => match catalog.resource_index.get(uri) {
-            Some(&i) => Item::Resource(i),
-            None => Item::Template(
-                catalog
-                    .templates
-                    .iter()
-                    .position(|t| t.template.matches(uri).is_some())?,
-            ),
-        },
-        Work::ListResources | Work::Complete { .. } => return None,
+        Work::Complete { item, .. } => *item,
+        Work::ReadResource { uri } => return refused_uri(catalog, uri, principal),
+        Work::ListResources => return None,
     };
+    refused_item(catalog, item, principal?)
+}
+
+/// The scopes the resource `uri` needs (registered, or the first template
+/// that matches it), when `principal` lacks one of them: for reading it
+/// and for subscribing to it.
+pub(crate) fn refused_uri<'a>(
+    catalog: &'a Catalog,
+    uri: &str,
+    principal: Option<&Principal>,
+) -> Option<&'a [String]> {
+    let principal = principal?;
+    let item = match catalog.resource_index.get(uri) {
+        Some(&i) => Item::Resource(i),
+        None => Item::Template(
+            catalog
+                .templates
+                .iter()
+                .position(|t| t.template.matches(uri).is_some())?,
+        ),
+    };
+    refused_item(catalog, item, principal)
+}
+
+fn refused_item<'a>(
+    catalog: &'a Catalog,
+    item: Item,
+    principal: &Principal,
+) -> Option<&'a [String]> {
     let needed = catalog.access.needs(item);
     (!catalog.access.allows(principal, needed)).then_some(needed)
 }
@@ -212,6 +235,7 @@ async fn perform_item(
             completer,
             value,
             context,
+            ..
         } => completer
             .complete(&value, &context)
             .await

@@ -100,6 +100,13 @@ impl Client {
             .host()
             .trim_start_matches('[')
             .trim_end_matches(']');
+        // Keys and introspection answers decide who gets in: over plain
+        // HTTP anyone on the path could forge them. Loopback only.
+        if !https && !is_loopback(host) {
+            return Err(VerifyError::Config(format!(
+                "{url} is plain http to a host that is not loopback: use https (feature oauth-tls)"
+            )));
+        }
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let stream = TcpStream::connect((host, port))
             .await
@@ -142,6 +149,15 @@ impl Client {
         serde_json::from_slice(&body)
             .map_err(|e| unavailable(format!("the answer is not JSON: {e}")))
     }
+}
+
+/// Whether `host` (without brackets) names this machine's loopback
+/// interface.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Sends `request` on a connection of its own and reads the answer whole.
@@ -221,6 +237,17 @@ async fn tls(_stream: TcpStream, host: &str) -> Result<TcpStream, VerifyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn plain_http_reaches_loopback_only() {
+        let client = Client::default();
+        let refused = client
+            .get_json("http://auth.example.com/.well-known/x")
+            .await;
+        assert!(matches!(refused, Err(VerifyError::Config(why)) if why.contains("not loopback")));
+        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("LOCALHOST"));
+        assert!(!is_loopback("127.0.0.1.example.com"));
+    }
 
     #[test]
     fn basic_credentials_are_form_encoded_first() {

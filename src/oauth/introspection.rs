@@ -2,9 +2,13 @@
 //! introspection) with the server's own client credentials. An answer is
 //! remembered no longer than the token's `exp` and the verifier's cache
 //! time (so a revoked token stops working within it); when the issuer
-//! cannot be asked, the token is refused.
+//! cannot be asked, the token is refused. At most
+//! [`MAX_ASKING`] questions are asked at once (clients that send made-up
+//! tokens cannot turn the server into a flood against its issuer), and a
+//! failed discovery is not tried again for a few seconds.
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -14,6 +18,12 @@ use super::fetch::Client;
 use super::jwt::principal_of;
 use super::{Audience, TokenVerifier, VerifyError};
 use crate::principal::Principal;
+
+/// How many introspection requests may be under way at once.
+pub const MAX_ASKING: usize = 16;
+
+/// How long a failed discovery of the endpoint is not tried again.
+const DISCOVERY_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Verifies tokens by introspection at their issuer.
 ///
@@ -31,8 +41,12 @@ pub struct IntrospectionVerifier {
     client_secret: String,
     endpoint: Option<String>,
     cache_for: Duration,
+    leeway: Duration,
     client: Client,
     discovered: tokio::sync::OnceCell<String>,
+    /// When discovery last failed, and why.
+    discovery_failed: Mutex<Option<(Instant, VerifyError)>>,
+    asking: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for IntrospectionVerifier {
@@ -62,8 +76,11 @@ impl IntrospectionVerifier {
             client_secret: client_secret.into(),
             endpoint: None,
             cache_for: Duration::from_secs(30),
+            leeway: Duration::from_secs(30),
             client: Client::default(),
             discovered: tokio::sync::OnceCell::new(),
+            discovery_failed: Mutex::new(None),
+            asking: tokio::sync::Semaphore::new(MAX_ASKING),
         }
     }
 
@@ -82,6 +99,14 @@ impl IntrospectionVerifier {
         self
     }
 
+    /// How far past `exp` (and before `nbf`) a token is still accepted, for
+    /// clocks that disagree (default 30 s).
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
     /// How long a request to the issuer may take.
     #[must_use]
     pub fn issuer_timeout(mut self, timeout: Duration) -> Self {
@@ -93,7 +118,23 @@ impl IntrospectionVerifier {
         if let Some(url) = &self.endpoint {
             return Ok(url.clone());
         }
-        self.discovered
+        if let Some(url) = self.discovered.get() {
+            return Ok(url.clone());
+        }
+        let failed = |slot: &Mutex<Option<(Instant, VerifyError)>>| {
+            let failed = slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            failed
+                .as_ref()
+                .filter(|(at, _)| at.elapsed() < DISCOVERY_BACKOFF)
+                .map(|(_, why)| why.clone())
+        };
+        if let Some(why) = failed(&self.discovery_failed) {
+            return Err(why);
+        }
+        let found = self
+            .discovered
             .get_or_try_init(|| async {
                 let metadata = discover(&self.client, &self.issuer).await?;
                 metadata.introspection_endpoint.ok_or_else(|| {
@@ -104,7 +145,15 @@ impl IntrospectionVerifier {
                 })
             })
             .await
-            .cloned()
+            .cloned();
+        if let Err(why) = &found {
+            *self
+                .discovery_failed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((Instant::now(), why.clone()));
+        }
+        found
     }
 }
 
@@ -112,6 +161,11 @@ impl IntrospectionVerifier {
 impl TokenVerifier for IntrospectionVerifier {
     async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
         let endpoint = self.endpoint_url().await?;
+        let _asking = self
+            .asking
+            .acquire()
+            .await
+            .map_err(|_| VerifyError::Unavailable("the verifier is closed".into()))?;
         let answer = self
             .client
             .post_form(
@@ -135,21 +189,31 @@ impl TokenVerifier for IntrospectionVerifier {
         {
             return Err(VerifyError::Invalid(format!("issued by {iss:?}")));
         }
+        if claims
+            .get("token_type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.eq_ignore_ascii_case("refresh_token"))
+        {
+            return Err(VerifyError::Invalid(
+                "a refresh token is not an access token".into(),
+            ));
+        }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
+        let leeway = self.leeway.as_secs();
         if claims
             .get("exp")
             .and_then(Value::as_u64)
-            .is_some_and(|exp| exp <= now)
+            .is_some_and(|exp| exp.saturating_add(leeway) <= now)
         {
             return Err(VerifyError::Invalid("the token has expired".into()));
         }
         if claims
             .get("nbf")
             .and_then(Value::as_u64)
-            .is_some_and(|nbf| nbf > now)
+            .is_some_and(|nbf| nbf > now.saturating_add(leeway))
         {
             return Err(VerifyError::Invalid("the token is not valid yet".into()));
         }

@@ -63,6 +63,9 @@ impl std::fmt::Debug for JwtVerifier {
 struct Refresh {
     last: Option<Instant>,
     discovered: Option<String>,
+    /// Why the last fetch failed, if it did: said again until the next
+    /// one may be tried, so that a valid token meets `503`, not `401`.
+    failed: Option<VerifyError>,
 }
 
 /// The keys of the last fetched set that can verify signatures.
@@ -84,6 +87,13 @@ impl JwtVerifier {
     /// Defaults: 30 s leeway on `exp` and `nbf`, at most one key-set fetch
     /// per 10 s, 5 s per request to the issuer.
     pub fn new(issuer: impl Into<String>) -> Self {
+        // jsonwebtoken picks its crypto itself when exactly one of its
+        // backends is on; if a dependent turns on the other too, it has
+        // none and would panic at the first token. This one, then (an
+        // `Err` says one is installed already).
+        let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+            &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+        );
         Self {
             issuer: issuer.into(),
             jwks_uri: None,
@@ -150,9 +160,19 @@ impl JwtVerifier {
             .last
             .is_some_and(|last| last.elapsed() < self.min_refresh)
         {
-            return Ok(current);
+            return match &state.failed {
+                Some(why) => Err(why.clone()),
+                None => Ok(current),
+            };
         }
         state.last = Some(Instant::now());
+        let fetched = self.fetch(&mut state).await;
+        state.failed = fetched.as_ref().err().cloned();
+        fetched
+    }
+
+    /// Fetches the key set (discovering where it is, the first time).
+    async fn fetch(&self, state: &mut Refresh) -> Result<Arc<KeySet>, VerifyError> {
         let uri = match (&self.jwks_uri, &state.discovered) {
             (Some(uri), _) | (None, Some(uri)) => uri.clone(),
             (None, None) => {
@@ -249,6 +269,18 @@ impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| VerifyError::Invalid(format!("not a signed JWT: {e}")))?;
+        // RFC 9068 §2.1: an access token says `at+jwt`; many issuers write
+        // `JWT`. Any other type (a logout token's, say) is not an access
+        // token. (An ID token is refused by its audience, the client's.)
+        if let Some(typ) = &header.typ
+            && !["at+jwt", "application/at+jwt", "jwt"]
+                .iter()
+                .any(|t| typ.eq_ignore_ascii_case(t))
+        {
+            return Err(VerifyError::Invalid(format!(
+                "a {typ:?} token is not an access token"
+            )));
+        }
         let kid = header.kid.as_deref();
         let mut keys = self.current();
         if keys.find(kid, header.alg).is_none() {

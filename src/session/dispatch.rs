@@ -18,11 +18,11 @@ use super::slots::Slot;
 #[cfg(feature = "http")]
 use crate::dialect::Dialect;
 use crate::dialect::v1::schema::TraceValue;
-use crate::dialect::{Admission, Control, Phase, Step};
+use crate::dialect::{Admission, Change, Control, Phase, Step};
 use crate::engine::operation;
-use crate::error::RpcError;
+use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
-use crate::principal::Caller;
+use crate::principal::{Caller, Principal};
 
 /// What a message asks of its session: the one result of [`dispatch`].
 pub(crate) enum Dispatched {
@@ -153,29 +153,61 @@ fn serve(
     caller: &Caller,
 ) -> Dispatched {
     let principal = caller.principal.as_deref();
+    // A stream outlives the token its POST carried: past its expiry, no
+    // request of it is served (docs/oauth.md §3).
+    if principal
+        .and_then(Principal::expires_at)
+        .is_some_and(|at| at <= std::time::SystemTime::now())
+    {
+        let error = RpcError::new(
+            ErrorCode::TOKEN_EXPIRED,
+            "the access token of this stream has expired: open a new one with a fresh token",
+        );
+        let reply = shared.dialect.error(Some(&id), &error);
+        return Dispatched::Reply(answered(shared, id, method, started, reply));
+    }
     match shared
         .dialect
         .route(&**shared, &id, method, params, call, principal)
     {
         Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
         Step::Record(reply, change) => {
+            let catalog = &shared.server.catalog;
+            // A subscription tells of a resource's changes: it needs what
+            // reading it needs.
+            if let Change::Subscription { uri, on: true } = &change
+                && let Some(needed) = operation::refused_uri(catalog, uri, principal)
+            {
+                return forbidden(shared, id, method, started, needed);
+            }
             shared.record(change);
             Dispatched::Reply(answered(shared, id, method, started, reply))
         }
         Step::Run { work, progress } => {
             let catalog = &shared.server.catalog;
             if let Some(needed) = operation::refused(catalog, &work, principal) {
-                let error = RpcError::insufficient_scope(needed);
-                let reply = shared.dialect.error(Some(&id), &error);
-                let handled = Handled {
-                    refused: Some(needed.into()),
-                    ..answered(shared, id, method, started, reply)
-                };
-                return Dispatched::Forbidden(handled);
+                return forbidden(shared, id, method, started, needed);
             }
             Dispatched::Run(Job::new(shared, id, work, progress, started, caller))
         }
     }
+}
+
+/// A request refused for want of `needed` scopes: its `-32007` reply, with
+/// the scopes for a transport that can still challenge instead.
+fn forbidden(
+    shared: &Shared,
+    id: RequestId,
+    method: &str,
+    started: Option<Instant>,
+    needed: &[String],
+) -> Dispatched {
+    let error = RpcError::insufficient_scope(needed);
+    let reply = shared.dialect.error(Some(&id), &error);
+    Dispatched::Forbidden(Handled {
+        refused: Some(needed.into()),
+        ..answered(shared, id, method, started, reply)
+    })
 }
 
 /// The one executor policy: a job is polled once where it was dispatched —

@@ -248,8 +248,9 @@ impl ToolContext {
 
     /// The HTTP request's headers, when the request came over HTTP (for a
     /// Streamable HTTP session, the headers of the POST that carried this
-    /// request). The `Authorization` header is among them: never forward
-    /// the token to another service (docs/oauth.md §6).
+    /// request), but for `Authorization`: the token stays with the
+    /// transport, so that no tool can forward it (docs/oauth.md §6); the
+    /// [`principal`](Self::principal) says whose it was.
     #[cfg(feature = "http")]
     pub fn http_headers(&self) -> Option<&http::HeaderMap> {
         self.caller.head.as_deref().map(|head| &head.headers)

@@ -610,13 +610,17 @@ fn complete(
 ) -> Result<Step, RpcError> {
     let params: CompleteParams<'_> = read(method, params)?;
     let argument = params.argument.name;
-    let target = match params.reference {
+    let (target, item) = match params.reference {
         Reference::Prompt { name } => {
-            let declared = catalog
+            let unknown = || RpcError::invalid_params(format!("Unknown prompt: '{name}'"));
+            let index = *catalog
                 .prompt_names
                 .get(name.as_ref())
-                .and_then(|&i| catalog.prompts.get(i))
-                .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: '{name}'")))?
+                .ok_or_else(unknown)?;
+            let declared = catalog
+                .prompts
+                .get(index)
+                .ok_or_else(unknown)?
                 .arguments
                 .iter()
                 .any(|a| a.name == argument);
@@ -625,13 +629,17 @@ fn complete(
                     "prompt '{name}' has no argument '{argument}'"
                 )));
             }
-            CompletionRef::Prompt(name.into_owned(), argument)
+            (
+                CompletionRef::Prompt(name.into_owned(), argument),
+                Item::Prompt(index),
+            )
         }
         Reference::Resource { uri } => {
-            let template = catalog
+            let (index, template) = catalog
                 .templates
                 .iter()
-                .find(|t| t.template.as_str() == uri)
+                .enumerate()
+                .find(|(_, t)| t.template.as_str() == uri)
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!("Unknown resource template: '{uri}'"))
                 })?;
@@ -640,7 +648,10 @@ fn complete(
                     "resource template '{uri}' has no variable '{argument}'"
                 )));
             }
-            CompletionRef::Template(uri.into_owned(), argument)
+            (
+                CompletionRef::Template(uri.into_owned(), argument),
+                Item::Template(index),
+            )
         }
     };
     let Some(completer) = catalog.completers.get(&target) else {
@@ -660,6 +671,7 @@ fn complete(
             context: CompletionContext {
                 arguments: params.context.unwrap_or_default().arguments,
             },
+            item,
         },
         progress: None,
     })

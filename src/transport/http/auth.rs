@@ -16,6 +16,7 @@ use http::request::Parts;
 use http::{Method, Response, StatusCode};
 
 use super::body::McpBody;
+use crate::engine::access::Access;
 use crate::oauth::{Challenge, OAuth, VerifyError};
 use crate::principal::Principal;
 use crate::server::Server;
@@ -23,6 +24,8 @@ use crate::server::Server;
 /// An endpoint's OAuth settings, resolved against its server.
 pub(super) struct Gate {
     oauth: OAuth,
+    /// The server's scope rules (its hierarchy hook among them).
+    access: Access,
     /// The metadata document, encoded once.
     metadata: Bytes,
     /// Where it is served: the path-inserted URL and the root one.
@@ -33,8 +36,11 @@ pub(super) struct Gate {
 }
 
 impl Gate {
-    pub(super) fn new(oauth: OAuth, server: &Server) -> Self {
+    pub(super) fn new(mut oauth: OAuth, server: &Server) -> Self {
         let inner = server.inner();
+        // Each endpoint remembers the tokens it verified for its own
+        // audience: clones of one `OAuth` share nothing.
+        oauth.verified = Default::default();
         let scopes_supported = oauth.scopes_supported.clone().unwrap_or_else(|| {
             let mut all = oauth.required.clone();
             for scope in inner.catalog.access.all_scopes() {
@@ -56,6 +62,7 @@ impl Gate {
             metadata_paths: [oauth.metadata_path(), crate::oauth::WELL_KNOWN.to_owned()],
             metadata_url,
             no_token,
+            access: inner.catalog.access.clone(),
             oauth,
         }
     }
@@ -147,12 +154,7 @@ impl Gate {
                 return Err(response);
             }
         };
-        let missing = self
-            .oauth
-            .required
-            .iter()
-            .any(|scope| !principal.has_scope(scope));
-        if missing {
+        if !self.access.allows(&principal, &self.oauth.required) {
             let needed = self.oauth.required.clone();
             return Err(self.challenge(parts, &Challenge::InsufficientScope(needed)));
         }

@@ -91,6 +91,23 @@ impl Rules {
         host_rule: HostRule,
         accepted: &Accepted,
     ) -> Result<(), Refusal> {
+        self.check_origin(headers, uri_authority, http11, host_rule, accepted)?;
+        if !self.authorized(headers.get(AUTHORIZATION)) {
+            return Err(Refusal::Unauthorized);
+        }
+        Ok(())
+    }
+
+    /// [`check`](Self::check) but for the bearer token: `Host` and
+    /// `Origin` only (for a CORS preflight, which carries no token).
+    pub(super) fn check_origin(
+        &self,
+        headers: &HeaderMap,
+        uri_authority: Option<&str>,
+        http11: bool,
+        host_rule: HostRule,
+        accepted: &Accepted,
+    ) -> Result<(), Refusal> {
         let host = one_of(headers, &HOST)
             .map_err(|()| Refusal::BadRequest("a request carries at most one Host header"))?;
         if host.is_none() && http11 && uri_authority.is_none() {
@@ -129,9 +146,6 @@ impl Rules {
                 return Err(Refusal::Forbidden("this Origin is not allowed"));
             }
             Accepted::remember(&accepted.origins, origin.as_bytes());
-        }
-        if !self.authorized(headers.get(AUTHORIZATION)) {
-            return Err(Refusal::Unauthorized);
         }
         Ok(())
     }

@@ -20,6 +20,7 @@
 #[cfg(feature = "oauth")]
 mod auth;
 mod body;
+mod cors;
 mod guard;
 mod layer;
 mod serve;
@@ -35,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue};
+use http::header::{ALLOW, AUTHORIZATION, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body;
@@ -429,13 +430,17 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         #[cfg(feature = "oauth")]
-        if let Some(response) = self
-            .0
-            .gate
-            .as_ref()
-            .and_then(|gate| gate.metadata_response(parts))
-        {
-            return (response, Leftover::Unread(body));
+        if let Some(gate) = &self.0.gate {
+            if let Some(response) = gate.metadata_response(parts) {
+                return (response, Leftover::Unread(body));
+            }
+            // Another resource's metadata, or any other well-known
+            // document, is not here: clients try the next URL on a 404
+            // only.
+            if parts.uri.path().starts_with("/.well-known/") {
+                let response = plain(StatusCode::NOT_FOUND, "no such well-known document here");
+                return (response, Leftover::Unread(body));
+            }
         }
         if self
             .0
@@ -452,17 +457,55 @@ impl McpService {
         }
         let http11 = parts.version >= Version::HTTP_11;
         let authority = parts.uri.authority().map(http::uri::Authority::as_str);
-        if let Err(refusal) = self.0.config.rules.check(
-            &parts.headers,
-            authority,
-            http11,
-            self.0.host_rule,
-            &self.0.accepted,
-        ) {
+        let origin = parts.headers.get(ORIGIN);
+        let preflight = parts.method == Method::OPTIONS && origin.is_some();
+        let rules = &self.0.config.rules;
+        let verdict = if preflight {
+            rules.check_origin(
+                &parts.headers,
+                authority,
+                http11,
+                self.0.host_rule,
+                &self.0.accepted,
+            )
+        } else {
+            rules.check(
+                &parts.headers,
+                authority,
+                http11,
+                self.0.host_rule,
+                &self.0.accepted,
+            )
+        };
+        if let Err(refusal) = verdict {
             // The connection's fate is `respond`'s: the body is drained or the
             // connection closed.
             return (layer::refused(&refusal, false), Leftover::Unread(body));
         }
+        let (mut response, leftover) = match origin {
+            Some(origin) if preflight => (cors::preflight(parts, origin), Leftover::Unread(body)),
+            _ => self.admitted(parts, body).await,
+        };
+        // A browser page of an allowed origin may read every answer.
+        if let Some(origin) = origin
+            && !preflight
+        {
+            cors::allow(response.headers_mut(), origin);
+        }
+        (response, leftover)
+    }
+
+    /// A request past the `Host` and `Origin` checks: its caller, then the
+    /// method's answer.
+    async fn admitted<B>(
+        &self,
+        parts: &Arc<Parts>,
+        body: Pin<Box<B>>,
+    ) -> (Response<McpBody>, Leftover<B>)
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
         let caller = match self.caller(parts).await {
             Ok(caller) => caller,
             Err(refusal) => return (refusal, Leftover::Unread(body)),
@@ -519,9 +562,18 @@ impl McpService {
         };
         #[cfg(not(feature = "oauth"))]
         let principal = None;
+        // The token stays with the transport: work never sees it, so it
+        // cannot forward it (docs/oauth.md §6).
+        let head = if parts.headers.contains_key(AUTHORIZATION) {
+            let mut head = Parts::clone(parts);
+            head.headers.remove(AUTHORIZATION);
+            Arc::new(head)
+        } else {
+            parts.clone()
+        };
         Ok(Caller {
             principal,
-            head: Some(parts.clone()),
+            head: Some(head),
         })
     }
 

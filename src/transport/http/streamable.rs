@@ -187,6 +187,17 @@ impl McpService {
         body: Bytes,
         caller: &Caller,
     ) -> Response<McpBody> {
+        if caller
+            .principal
+            .as_deref()
+            .is_some_and(|p| p.subject().is_none() && p.client_id().is_none())
+        {
+            // Its owner could not be told from any other such token's.
+            return plain(
+                StatusCode::FORBIDDEN,
+                "this access token names no subject and no client: it cannot own a session",
+            );
+        }
         let session = match self.0.sessions.create(&self.0.server, &self.0.stop, caller) {
             Ok(session) => session,
             Err(Refused::Full) => {
