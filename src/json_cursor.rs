@@ -53,6 +53,19 @@ impl<'t> Cursor<'t> {
     /// A string here (past whitespace), checked as JSON writes one: no
     /// control character, only JSON's escapes, `\u` with four hex digits.
     pub(crate) fn string(&mut self) -> Option<Str<'t>> {
+        self.scan_string::<true>()
+    }
+
+    /// A string here (past whitespace) of text known to be valid JSON
+    /// (captured and checked before, or written by serde_json): the same
+    /// scan, but for the search for control characters, which valid text
+    /// has none of inside a string.
+    pub(crate) fn valid_string(&mut self) -> Option<Str<'t>> {
+        self.scan_string::<false>()
+    }
+
+    /// The one string scan: `CHECKED` looks for control characters too.
+    fn scan_string<const CHECKED: bool>(&mut self) -> Option<Str<'t>> {
         if self.peek()? != b'"' {
             return None;
         }
@@ -60,7 +73,11 @@ impl<'t> Cursor<'t> {
         let mut at = start + 1;
         let (mut escaped, mut surrogate) = (false, false);
         loop {
-            at = plain_run(self.text, at);
+            at = if CHECKED {
+                plain_run(self.text, at)
+            } else {
+                at + memchr::memchr2(b'"', b'\\', self.text.get(at..)?)?
+            };
             match *self.text.get(at)? {
                 b'"' => {
                     self.at = at + 1;
@@ -262,6 +279,25 @@ mod tests {
             long.len(),
             "past the 8-byte steps"
         );
+    }
+
+    #[test]
+    fn valid_text_scans_the_same_without_the_control_character_search() {
+        for text in [
+            r#""""#,
+            r#""plain""#,
+            r#""a\n\"\\\u00e9 and more than eight bytes""#,
+            r#""\ud800""#,
+            r#""\ud83d\ude00""#,
+        ] {
+            let checked = Cursor::new(text.as_bytes()).string();
+            assert!(checked.is_some(), "{text}");
+            assert_eq!(
+                checked,
+                Cursor::new(text.as_bytes()).valid_string(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -34,14 +34,18 @@ pub(crate) enum Work {
         prompt: usize,
         arguments: PromptArguments,
     },
-    /// Asks a completer of `item`'s (a prompt's argument or a template's
-    /// variable).
-    Complete {
-        completer: Arc<dyn Complete>,
-        value: String,
-        context: CompletionContext,
-        item: Item,
-    },
+    /// Asks a completer (boxed: completions are rare, and every other
+    /// work is smaller).
+    Complete(Box<Completing>),
+}
+
+/// A completion to ask for: a completer of `item`'s (a prompt's argument
+/// or a template's variable).
+pub(crate) struct Completing {
+    pub(crate) completer: Arc<dyn Complete>,
+    pub(crate) value: String,
+    pub(crate) context: CompletionContext,
+    pub(crate) item: Item,
 }
 
 /// A tool call's arguments (a JSON object).
@@ -138,7 +142,7 @@ pub(crate) fn refused<'a>(
     let item = match work {
         Work::CallTool { tool, .. } => Item::Tool(*tool),
         Work::GetPrompt { prompt, .. } => Item::Prompt(*prompt),
-        Work::Complete { item, .. } => *item,
+        Work::Complete(completing) => completing.item,
         Work::ReadResource { uri } => return refused_uri(catalog, uri, principal),
         Work::ListResources => return None,
     };
@@ -231,13 +235,9 @@ async fn perform_item(
                 messages,
             })
         }
-        Work::Complete {
-            completer,
-            value,
-            context,
-            ..
-        } => completer
-            .complete(&value, &context)
+        Work::Complete(completing) => completing
+            .completer
+            .complete(&completing.value, &completing.context)
             .await
             .map(Done::Completion)
             .map_err(|error| Failure::Item {

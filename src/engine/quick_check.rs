@@ -421,7 +421,7 @@ impl<'t> Walk<'t> {
             b'{' => return self.object(checks, depth),
             b'[' => return self.array(checks, depth),
             b'"' => {
-                let string = self.cursor.string()?;
+                let string = self.cursor.valid_string()?;
                 checks.types & STRING != 0
                     && match &checks.one_of_strings {
                         None => true,
@@ -454,7 +454,7 @@ impl<'t> Walk<'t> {
                 if self.cursor.peek()? != b'"' {
                     return None;
                 }
-                let string = self.cursor.string()?;
+                let string = self.cursor.valid_string()?;
                 let name = text_of(&string)?;
                 let key = checks.keys.iter().find(|k| k.name.as_bytes() == &*name);
                 self.cursor.eat(b':')?;
@@ -505,7 +505,7 @@ impl<'t> Walk<'t> {
                     return Some(());
                 }
                 loop {
-                    self.cursor.string()?;
+                    self.cursor.valid_string()?;
                     self.cursor.eat(b':')?;
                     self.skip(depth)?;
                     if self.cursor.closes(b'}')? {
@@ -514,7 +514,7 @@ impl<'t> Walk<'t> {
                 }
             }
             b'[' => self.items(&Node::Any, deeper(depth)?),
-            b'"' => self.cursor.string().map(drop),
+            b'"' => self.cursor.valid_string().map(drop),
             b't' => self.cursor.word(b"true"),
             b'f' => self.cursor.word(b"false"),
             b'n' => self.cursor.word(b"null"),

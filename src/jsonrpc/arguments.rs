@@ -70,7 +70,7 @@ pub(crate) fn reads_as_value(text: &[u8]) -> bool {
     let mut cursor = Cursor::new(text);
     while let Some(byte) = cursor.peek() {
         match byte {
-            b'"' => match cursor.string() {
+            b'"' => match cursor.valid_string() {
                 Some(string) if string.reads() => {}
                 Some(_) => return false,
                 // Not JSON: the caller's to refuse, not this check's.

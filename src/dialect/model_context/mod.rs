@@ -26,6 +26,7 @@ use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::definition::ServerInfo;
 use crate::engine::access::Item;
 use crate::engine::catalog::{CompiledPrompt, CompiledTool};
+use crate::engine::operation::Completing;
 use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
@@ -665,14 +666,14 @@ fn complete(
         return Ok(Step::Reply(encode_result(id, &body)));
     };
     Ok(Step::Run {
-        work: Work::Complete {
+        work: Work::Complete(Box::new(Completing {
             completer: completer.clone(),
             value: params.argument.value,
             context: CompletionContext {
                 arguments: params.context.unwrap_or_default().arguments,
             },
             item,
-        },
+        })),
         progress: None,
     })
 }
