@@ -290,21 +290,28 @@ fn items() -> clawmcp::ServerBuilder {
             definition("echo", json!({"message": {"type": "string"}})),
             |args, _ctx| async move { Ok::<_, ToolError>(json!({"message": args["message"]})) },
         ))
-        .tool(tool_fn(definition("whoami", json!({})), |_args, ctx| async move {
-            let principal: Option<&Principal> = ctx.principal();
-            let agent = ctx
-                .http_headers()
-                .and_then(|h| h.get("x-test-agent"))
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            Ok::<_, ToolError>(json!({
-                "subject": principal.and_then(Principal::subject),
-                "client": principal.and_then(Principal::client_id),
-                "scopes": principal.map(Principal::scopes),
-                "agent": agent,
-                "authorization_seen": ctx.http_headers().is_some_and(|h| h.contains_key("authorization")),
-            }))
-        }))
+        .tool(tool_fn(
+            definition("whoami", json!({})),
+            |_args, ctx| async move {
+                let principal: Option<&Principal> = ctx.principal();
+                let agent = ctx
+                    .http_headers()
+                    .and_then(|h| h.get("x-test-agent"))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                Ok::<_, ToolError>(json!({
+                    "subject": principal.and_then(Principal::subject),
+                    "client": principal.and_then(Principal::client_id),
+                    "scopes": principal.map(Principal::scopes),
+                    "agent": agent,
+                    "authorization_seen": ctx.http_headers().is_some_and(|h| {
+                        h.contains_key("authorization")
+                            || h.get("Authorization").is_some()
+                            || h.iter().any(|(name, _)| name == "authorization")
+                    }),
+                }))
+            },
+        ))
         .tool(tool_fn(
             definition("file-writer", json!({"path": {"type": "string"}})),
             |_args, _ctx| async move { Ok::<_, ToolError>(json!({"written": true})) },

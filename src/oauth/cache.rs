@@ -34,14 +34,14 @@ pub(crate) struct Verified {
 
 #[derive(Debug)]
 struct Entry {
-    token: Box<str>,
+    token: Box<[u8]>,
     principal: Arc<Principal>,
     until: Instant,
 }
 
 impl Verified {
     /// The principal of `token`, if it was verified and has not expired.
-    pub(crate) fn get(&self, token: &str) -> Option<Arc<Principal>> {
+    pub(crate) fn get(&self, token: &[u8]) -> Option<Arc<Principal>> {
         let hash = self.hash(token);
         let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
@@ -58,7 +58,7 @@ impl Verified {
     /// not at all.
     pub(crate) fn remember(
         &self,
-        token: &str,
+        token: &[u8],
         principal: &Arc<Principal>,
         limit: Option<Duration>,
     ) {
@@ -96,8 +96,8 @@ impl Verified {
     }
 
     /// The keyed hash of a token's length and last bytes.
-    fn hash(&self, token: &str) -> u64 {
-        let bytes = token.as_bytes();
+    fn hash(&self, token: &[u8]) -> u64 {
+        let bytes = token;
         let tail = &bytes[bytes.len().saturating_sub(HASHED)..];
         self.key.hash_one((bytes.len(), tail))
     }
@@ -110,8 +110,7 @@ impl Verified {
 
 /// Whether two tokens are equal, in time that depends on their lengths
 /// only.
-fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+fn same(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -141,22 +140,22 @@ mod tests {
     #[test]
     fn a_token_is_remembered_until_it_expires_and_no_longer_than_the_limit() {
         let verified = Verified::default();
-        verified.remember("a", &expiring_in(60), None);
-        assert!(verified.get("a").is_some());
-        assert!(verified.get("b").is_none());
-        assert!(verified.get("a ").is_none(), "only the very token");
-        verified.remember("short", &expiring_in(60), Some(Duration::ZERO));
+        verified.remember(b"a", &expiring_in(60), None);
+        assert!(verified.get(b"a").is_some());
+        assert!(verified.get(b"b").is_none());
+        assert!(verified.get(b"a ").is_none(), "only the very token");
+        verified.remember(b"short", &expiring_in(60), Some(Duration::ZERO));
         assert!(
-            verified.get("short").is_none(),
+            verified.get(b"short").is_none(),
             "a zero limit remembers nothing"
         );
         let expired =
             Arc::new(Principal::new("iss").with_expiry(SystemTime::now() - Duration::from_secs(1)));
-        verified.remember("old", &expired, None);
-        assert!(verified.get("old").is_none());
-        verified.remember("forever", &Arc::new(Principal::new("iss")), None);
+        verified.remember(b"old", &expired, None);
+        assert!(verified.get(b"old").is_none());
+        verified.remember(b"forever", &Arc::new(Principal::new("iss")), None);
         assert!(
-            verified.get("forever").is_none(),
+            verified.get(b"forever").is_none(),
             "no expiry and no limit: not remembered"
         );
     }
@@ -165,21 +164,24 @@ mod tests {
     fn the_cache_is_bounded() {
         let verified = Verified::default();
         for i in 0..CAPACITY + 10 {
-            verified.remember(&format!("t{i}"), &expiring_in(60), None);
+            verified.remember(format!("t{i}").as_bytes(), &expiring_in(60), None);
         }
         assert!(verified.len() <= CAPACITY);
     }
 
     #[test]
     fn tokens_compare_whole() {
-        assert!(same("abc", "abc"));
-        assert!(!same("abc", "abd"));
-        assert!(!same("abc", "ab"));
+        assert!(same(b"abc", b"abc"));
+        assert!(!same(b"abc", b"abd"));
+        assert!(!same(b"abc", b"ab"));
         let long = "x".repeat(100);
-        assert!(same(&long, &long.clone()));
-        assert!(!same(&long, &format!("{}y", &long[..99])));
+        assert!(same(long.as_bytes(), long.clone().as_bytes()));
+        assert!(!same(
+            long.as_bytes(),
+            format!("{}y", &long[..99]).as_bytes()
+        ));
         assert!(
-            !same(&long, &format!("y{}", &long[1..])),
+            !same(long.as_bytes(), format!("y{}", &long[1..]).as_bytes()),
             "a difference before the hashed tail"
         );
     }

@@ -308,11 +308,13 @@ impl OAuth {
     }
 
     /// The principal of `token`: remembered, or verified now.
-    pub(crate) async fn principal(&self, token: &str) -> Result<Arc<Principal>, VerifyError> {
+    pub(crate) async fn principal(&self, token: &[u8]) -> Result<Arc<Principal>, VerifyError> {
         if let Some(known) = self.verified.get(token) {
             return Ok(known);
         }
-        let principal = Arc::new(self.verifier.verify(token, &self.audience).await?);
+        let text = std::str::from_utf8(token)
+            .map_err(|_| VerifyError::Invalid("the token is not UTF-8".into()))?;
+        let principal = Arc::new(self.verifier.verify(text, &self.audience).await?);
         self.verified
             .remember(token, &principal, self.verifier.cache_for());
         Ok(principal)

@@ -252,8 +252,11 @@ impl ToolContext {
     /// transport, so that no tool can forward it (docs/oauth.md §6); the
     /// [`principal`](Self::principal) says whose it was.
     #[cfg(feature = "http")]
-    pub fn http_headers(&self) -> Option<&http::HeaderMap> {
-        self.caller.head.as_deref().map(|head| &head.headers)
+    pub fn http_headers(&self) -> Option<RequestHeaders<'_>> {
+        self.caller
+            .head
+            .as_deref()
+            .map(|head| RequestHeaders(&head.headers))
     }
 
     /// Who sent the request, for work that runs on its behalf.
@@ -479,4 +482,59 @@ impl Cancellation {
         }
         notified.await;
     }
+}
+
+/// The headers of the HTTP request a request came in
+/// ([`ToolContext::http_headers`]), but for the credentials
+/// (`Authorization`, `Proxy-Authorization`): they stay with the transport,
+/// so that no tool can forward them (docs/oauth.md §6).
+///
+/// ```
+/// # fn tool(ctx: clawmcp::ToolContext) {
+/// let agent = ctx
+///     .http_headers()
+///     .and_then(|headers| headers.get("user-agent"))
+///     .and_then(|value| value.to_str().ok());
+/// # let _ = agent;
+/// # }
+/// ```
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHeaders<'a>(&'a http::HeaderMap);
+
+#[cfg(feature = "http")]
+impl<'a> RequestHeaders<'a> {
+    /// The first value of header `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&'a http::HeaderValue> {
+        if is_credentials(name) {
+            return None;
+        }
+        self.0.get(name)
+    }
+
+    /// Every value of header `name` (any case).
+    pub fn get_all(&self, name: &str) -> impl Iterator<Item = &'a http::HeaderValue> + use<'a> {
+        let shown = !is_credentials(name);
+        self.0.get_all(name).into_iter().filter(move |_| shown)
+    }
+
+    /// Whether the request carries header `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        !is_credentials(name) && self.0.contains_key(name)
+    }
+
+    /// Every header, in order.
+    pub fn iter(
+        &self,
+    ) -> impl Iterator<Item = (&'a http::HeaderName, &'a http::HeaderValue)> + use<'a> {
+        self.0
+            .iter()
+            .filter(|(name, _)| !is_credentials(name.as_str()))
+    }
+}
+
+/// Whether `name` is a header of credentials.
+#[cfg(feature = "http")]
+fn is_credentials(name: &str) -> bool {
+    name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("proxy-authorization")
 }

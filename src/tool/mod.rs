@@ -15,6 +15,8 @@ use crate::error::ToolError;
 
 mod context;
 
+#[cfg(feature = "http")]
+pub use context::RequestHeaders;
 pub(crate) use context::{CancelReason, ClientLink, ClientRequest, ContextSource, LazyContext};
 pub use context::{Cancellation, ToolContext};
 

@@ -213,11 +213,12 @@ fn header_value(text: &str) -> HeaderValue {
 enum Bearer<'a> {
     Missing,
     Malformed(&'static str),
-    Token(&'a str),
+    Token(&'a [u8]),
 }
 
 /// RFC 6750 §2.1: exactly one `Authorization: Bearer <token>` (the scheme
-/// in any case). Tokens in the query or the body are not looked at.
+/// in any case). Tokens in the query or the body are not looked at. Read
+/// as bytes: a remembered token is found without a UTF-8 check of it.
 fn bearer(parts: &Parts) -> Bearer<'_> {
     let mut values = parts.headers.get_all(AUTHORIZATION).iter();
     let Some(value) = values.next() else {
@@ -226,23 +227,22 @@ fn bearer(parts: &Parts) -> Bearer<'_> {
     if values.next().is_some() {
         return Bearer::Malformed("a request carries one Authorization header");
     }
-    let Ok(text) = value.to_str() else {
-        return Bearer::Malformed("the Authorization header is not ASCII");
-    };
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("bearer") {
+    let text = value.as_bytes().trim_ascii();
+    if text.eq_ignore_ascii_case(b"bearer") {
         return Bearer::Malformed("the bearer token is missing");
     }
-    match text.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
-            let token = token.trim();
-            if token.is_empty() || memchr::memchr(b' ', token.as_bytes()).is_some() {
-                Bearer::Malformed("the bearer token is malformed")
-            } else {
-                Bearer::Token(token)
-            }
-        }
-        _ => Bearer::Missing,
+    let Some(space) = memchr::memchr(b' ', text) else {
+        return Bearer::Missing;
+    };
+    let (scheme, token) = text.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return Bearer::Missing;
+    }
+    let token = token.trim_ascii();
+    if token.is_empty() || memchr::memchr(b' ', token).is_some() {
+        Bearer::Malformed("the bearer token is malformed")
+    } else {
+        Bearer::Token(token)
     }
 }
 
@@ -264,7 +264,7 @@ mod tests {
         assert!(matches!(bearer(&parts(&["Basic abc"])), Bearer::Missing));
         assert!(matches!(
             bearer(&parts(&["bearer  t0k "])),
-            Bearer::Token("t0k")
+            Bearer::Token(b"t0k")
         ));
         assert!(matches!(
             bearer(&parts(&["Bearer a", "Bearer b"])),

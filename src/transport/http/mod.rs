@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, AUTHORIZATION, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
+use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body;
@@ -562,18 +562,11 @@ impl McpService {
         };
         #[cfg(not(feature = "oauth"))]
         let principal = None;
-        // The token stays with the transport: work never sees it, so it
-        // cannot forward it (docs/oauth.md §6).
-        let head = if parts.headers.contains_key(AUTHORIZATION) {
-            let mut head = Parts::clone(parts);
-            head.headers.remove(AUTHORIZATION);
-            Arc::new(head)
-        } else {
-            parts.clone()
-        };
+        // (Work reads the head through `RequestHeaders`, which never shows
+        // the token: docs/oauth.md §6.)
         Ok(Caller {
             principal,
-            head: Some(head),
+            head: Some(parts.clone()),
         })
     }
 
