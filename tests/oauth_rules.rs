@@ -571,6 +571,54 @@ async fn refusals_by_the_verifier_are_401_or_503_never_a_pass() {
     assert_eq!(endpoint.post("mcp", None, &call).await.status, 200);
 }
 
+#[tokio::test]
+async fn an_apps_own_routes_take_the_same_gate_and_get_the_principal() {
+    use axum::{Extension, Router, routing::get};
+    use clawmcp::transport::OAuthLayer;
+    use std::sync::Arc;
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let addr = listener.local_addr().expect("its address");
+    let server = items().build().expect("the server builds");
+    let oauth = OAuth::new(format!("http://{addr}/mcp"), "static", ScopesAreTokens)
+        .required_scopes(["mcp"]);
+    let app: Router = Router::new()
+        .route(
+            "/api/me",
+            get(|Extension(who): Extension<Arc<Principal>>| async move {
+                who.subject().unwrap_or("nobody").to_owned()
+            }),
+        )
+        .layer(OAuthLayer::new(&server, oauth));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let get_me = |token: Option<&'static str>| async move {
+        let authorization = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![];
+        if let Some(authorization) = &authorization {
+            headers.push(("authorization", authorization.as_str()));
+        }
+        let mut client = Client::connect(addr).await;
+        client
+            .exchange(request(Method::GET, "/api/me", &headers, full("")))
+            .await
+    };
+    let me = get_me(Some("mcp")).await;
+    assert_eq!(me.status, 200);
+    assert_eq!(&me.body[..], b"subject of mcp");
+    let none = get_me(None).await;
+    assert_eq!(none.status, 401);
+    assert!(
+        none.header("www-authenticate")
+            .is_some_and(|h| h.contains("resource_metadata="))
+    );
+    assert_eq!(
+        get_me(Some("files:write")).await.status,
+        403,
+        "without the required mcp"
+    );
+    assert_eq!(get_me(Some("bad")).await.status, 401);
+}
+
 #[test]
 fn scopes_must_name_an_item_and_be_scope_tokens() {
     let unknown = items().require_scopes("no-such-tool", ["x"]).build();

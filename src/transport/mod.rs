@@ -13,5 +13,7 @@ mod stdio;
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 #[cfg(feature = "http")]
 pub use http::{Guard, GuardLayer, Guarded, HttpConfig, McpBody, McpService};
+#[cfg(all(feature = "http", feature = "oauth"))]
+pub use http::{OAuthGuard, OAuthGuarded, OAuthLayer};
 pub use json_stream::JsonStreamDecoder;
 pub use ndjson::LineCodec;

@@ -125,14 +125,14 @@ impl Gate {
     }
 
     /// The verified principal of the request's bearer token, or the
-    /// response that refuses it: `401` without a token (or with a bad one),
-    /// `403` when it lacks the endpoint's required scopes, `503` when the
-    /// authorization server cannot be asked.
-    pub(super) async fn admit(&self, parts: &Parts) -> Result<Arc<Principal>, Response<McpBody>> {
+    /// refusal: `401` without a token (or with a bad one), `403` when it
+    /// lacks the endpoint's required scopes, `503` when the authorization
+    /// server cannot be asked.
+    pub(super) async fn admit(&self, parts: &Parts) -> Result<Arc<Principal>, Refused> {
         let token = match bearer(parts) {
-            Bearer::Missing => return Err(self.challenge(parts, &Challenge::NoToken)),
+            Bearer::Missing => return Err(self.challenge(&Challenge::NoToken)),
             Bearer::Malformed(why) => {
-                return Err(self.challenge(parts, &Challenge::InvalidToken(why.into())));
+                return Err(self.challenge(&Challenge::InvalidToken(why.into())));
             }
             Bearer::Token(token) => token,
         };
@@ -140,23 +140,22 @@ impl Gate {
             Ok(principal) => principal,
             Err(VerifyError::Invalid(why)) => {
                 tracing::debug!("a token was refused: {why}");
-                return Err(self.challenge(parts, &Challenge::InvalidToken(why)));
+                return Err(self.challenge(&Challenge::InvalidToken(why)));
             }
             Err(error) => {
                 tracing::warn!("a token could not be verified: {error}");
-                let mut response = super::plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the access token cannot be verified now (the authorization server is unavailable); try again later",
-                );
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-                return Err(response);
+                return Err(Refused {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    challenge: None,
+                    text: "the access token cannot be verified now (the authorization server \
+                           is unavailable); try again later"
+                        .into(),
+                });
             }
         };
         if !self.access.allows(&principal, &self.oauth.required) {
             let needed = self.oauth.required.clone();
-            return Err(self.challenge(parts, &Challenge::InsufficientScope(needed)));
+            return Err(self.challenge(&Challenge::InsufficientScope(needed)));
         }
         Ok(principal)
     }
@@ -170,23 +169,56 @@ impl Gate {
                 all.push(scope.clone());
             }
         }
-        self.challenge(parts, &Challenge::InsufficientScope(all))
+        self.challenge(&Challenge::InsufficientScope(all))
+            .response(parts)
     }
 
-    /// A challenge response: its status, `WWW-Authenticate`, and CORS
-    /// headers so that a browser client may read it.
-    fn challenge(&self, parts: &Parts, challenge: &Challenge) -> Response<McpBody> {
+    /// A challenge: its status, its `WWW-Authenticate` and its text.
+    fn challenge(&self, challenge: &Challenge) -> Refused {
         let status = match challenge {
             Challenge::InsufficientScope(_) => StatusCode::FORBIDDEN,
             _ => StatusCode::UNAUTHORIZED,
         };
-        let mut response = super::plain(status, &challenge.text());
         let value = match challenge {
             Challenge::NoToken => self.no_token.clone(),
             _ => header_value(&challenge.header(&self.metadata_url, &self.oauth.required)),
         };
+        Refused {
+            status,
+            challenge: Some(value),
+            text: challenge.text(),
+        }
+    }
+}
+
+/// A request the gate refused: what its response says.
+#[derive(Debug)]
+pub(super) struct Refused {
+    status: StatusCode,
+    /// `WWW-Authenticate` (none for a `503`).
+    challenge: Option<HeaderValue>,
+    text: String,
+}
+
+impl Refused {
+    /// The response, in any body type that takes text, readable by a
+    /// browser page of the request's (allowed) origin.
+    pub(super) fn response<R: From<String>>(self, parts: &Parts) -> Response<R> {
+        let mut response = Response::new(R::from(format!("{}\n", self.text)));
+        *response.status_mut() = self.status;
         let headers = response.headers_mut();
-        headers.insert(WWW_AUTHENTICATE, value);
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        match self.challenge {
+            Some(challenge) => {
+                headers.insert(WWW_AUTHENTICATE, challenge);
+            }
+            None => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+        }
         expose_challenge(headers, parts);
         response
     }

@@ -10,7 +10,8 @@
 //! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
 //!   same checks as a tower layer for an app's own routes;
 //! - `auth`: OAuth (feature `oauth`): the protected-resource metadata, the
-//!   token every request carries, the challenges;
+//!   token every request carries, the challenges; `oauth_layer`, the same
+//!   gate as a tower layer for an app's own routes;
 //! - `v1`: the MCP v1.0 exchanges (single and streaming);
 //! - `sniff`: which protocol a request speaks, the one place it is decided;
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
@@ -23,6 +24,8 @@ mod body;
 mod cors;
 mod guard;
 mod layer;
+#[cfg(feature = "oauth")]
+mod oauth_layer;
 mod serve;
 mod sessions;
 mod sniff;
@@ -47,6 +50,8 @@ pub use body::McpBody;
 use body::next_data;
 use guard::{Accepted, HostRule, Rules};
 pub use layer::{Guard, GuardLayer, Guarded};
+#[cfg(feature = "oauth")]
+pub use oauth_layer::{OAuthGuard, OAuthGuarded, OAuthLayer};
 use sessions::Sessions;
 
 use crate::principal::Caller;
@@ -557,7 +562,7 @@ impl McpService {
     async fn caller(&self, parts: &Arc<Parts>) -> Result<Caller, Response<McpBody>> {
         #[cfg(feature = "oauth")]
         let principal = match &self.0.gate {
-            Some(gate) => Some(gate.admit(parts).await?),
+            Some(gate) => Some(gate.admit(parts).await.map_err(|r| r.response(parts))?),
             None => None,
         };
         #[cfg(not(feature = "oauth"))]
