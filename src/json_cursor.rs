@@ -111,6 +111,65 @@ impl<'t> Cursor<'t> {
         }
     }
 
+    /// Past one value of any kind here, nested at most `limit` levels of
+    /// arrays and objects deep counting from `depth`. `CHECKED`: the text is
+    /// not known to be valid JSON, and its strings and numbers must also
+    /// read as a value reading reads them (no lone surrogate, no number
+    /// past a float's range); otherwise it is valid JSON that reads as a
+    /// value already.
+    pub(crate) fn skip_value<const CHECKED: bool>(
+        &mut self,
+        depth: usize,
+        limit: usize,
+    ) -> Option<()> {
+        let deeper = || (depth < limit).then_some(depth + 1);
+        match self.peek()? {
+            b'{' => {
+                let depth = deeper()?;
+                self.at += 1;
+                if self.eat(b'}').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.skip_string::<CHECKED>()?;
+                    self.eat(b':')?;
+                    self.skip_value::<CHECKED>(depth, limit)?;
+                    if self.closes(b'}')? {
+                        return Some(());
+                    }
+                }
+            }
+            b'[' => {
+                let depth = deeper()?;
+                self.at += 1;
+                if self.eat(b']').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.skip_value::<CHECKED>(depth, limit)?;
+                    if self.closes(b']')? {
+                        return Some(());
+                    }
+                }
+            }
+            b'"' => self.skip_string::<CHECKED>(),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            _ => {
+                let number = self.number()?;
+                (!CHECKED || number_in_range(number)).then_some(())
+            }
+        }
+    }
+
+    /// Past a string (a member's name or a value), as
+    /// [`skip_value`](Self::skip_value) reads one.
+    fn skip_string<const CHECKED: bool>(&mut self) -> Option<()> {
+        let string = self.scan_string::<CHECKED>()?;
+        (!CHECKED || string.reads()).then_some(())
+    }
+
     /// A number here (past whitespace), as JSON writes one
     /// (`-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`): its text.
     pub(crate) fn number(&mut self) -> Option<&'t [u8]> {

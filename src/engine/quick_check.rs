@@ -495,31 +495,10 @@ impl<'t> Walk<'t> {
         }
     }
 
-    /// Any one value.
+    /// Any one value (of valid text: no checks but the nesting).
     fn skip(&mut self, depth: u32) -> Option<()> {
-        match self.cursor.peek()? {
-            b'{' => {
-                let depth = deeper(depth)?;
-                self.cursor.at += 1;
-                if self.cursor.eat(b'}').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.cursor.valid_string()?;
-                    self.cursor.eat(b':')?;
-                    self.skip(depth)?;
-                    if self.cursor.closes(b'}')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'[' => self.items(&Node::Any, deeper(depth)?),
-            b'"' => self.cursor.valid_string().map(drop),
-            b't' => self.cursor.word(b"true"),
-            b'f' => self.cursor.word(b"false"),
-            b'n' => self.cursor.word(b"null"),
-            _ => self.number().map(drop),
-        }
+        self.cursor
+            .skip_value::<false>(depth as usize, MAX_DEPTH as usize)
     }
 
     /// A number: a plain integer read here, anything else by serde_json.

@@ -19,7 +19,7 @@ use super::arguments::{ArgumentsText, MAX_NESTING};
 use super::tool_call::CallToolParams;
 use super::tool_call::ExecuteParams;
 use super::{Incoming, RequestId, ToolCall};
-use crate::json_cursor::{Cursor, Str, number_in_range};
+use crate::json_cursor::Cursor;
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
@@ -171,7 +171,8 @@ impl<'t> Reader<'t> {
                         return None;
                     }
                     let start = self.cursor.at;
-                    self.value(0)?;
+                    // Checked: the text is the client's.
+                    self.cursor.skip_value::<true>(0, MAX_NESTING)?;
                     // (Cut at ASCII bytes: no UTF-8 to check again.)
                     let text = self.source.get(start..self.cursor.at)?;
                     params.arguments = Some(ArgumentsText::checked(text));
@@ -183,55 +184,6 @@ impl<'t> Reader<'t> {
             }
         }
     }
-
-    /// Any JSON value, checked, `depth` levels down in the arguments.
-    fn value(&mut self, depth: usize) -> Option<()> {
-        match self.cursor.peek()? {
-            b'{' => {
-                let depth = deeper(depth)?;
-                self.cursor.at += 1;
-                if self.cursor.eat(b'}').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.cursor.string()?;
-                    self.cursor.eat(b':')?;
-                    self.value(depth)?;
-                    if self.cursor.closes(b'}')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'[' => {
-                let depth = deeper(depth)?;
-                self.cursor.at += 1;
-                if self.cursor.eat(b']').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.value(depth)?;
-                    if self.cursor.closes(b']')? {
-                        return Some(());
-                    }
-                }
-            }
-            b'"' => self.cursor.string().filter(Str::reads).map(drop),
-            b't' => self.cursor.word(b"true"),
-            b'f' => self.cursor.word(b"false"),
-            b'n' => self.cursor.word(b"null"),
-            _ => self
-                .cursor
-                .number()
-                .filter(|n| number_in_range(n))
-                .map(drop),
-        }
-    }
-}
-
-/// One level deeper into the arguments (their own object is level 1), or
-/// `None` past what a value reading reads.
-fn deeper(depth: usize) -> Option<usize> {
-    (depth < MAX_NESTING).then_some(depth + 1)
 }
 
 #[cfg(any(test, feature = "fuzzing"))]

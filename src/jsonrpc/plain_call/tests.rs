@@ -24,6 +24,7 @@ fn what_it_does_not_take_is_left_to_serde() {
         // strings take any escape but a lone surrogate).
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ech\u006f","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\ud800"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"\udc00":1}}}"#,
         r#"{"json\u0072pc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         // Members it does not read, repeated ones, other ids.
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
