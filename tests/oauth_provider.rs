@@ -447,6 +447,11 @@ async fn requests_without_a_token_get_a_challenge_without_an_error_on_every_meth
         reply.header("access-control-allow-origin"),
         Some("http://localhost:6274")
     );
+    assert_eq!(
+        reply.headers.get_all("vary").iter().count(),
+        1,
+        "Vary: Origin once"
+    );
     provider.stop().await;
 }
 

@@ -44,5 +44,11 @@ pub(super) fn preflight(parts: &Parts, origin: &HeaderValue) -> Response<McpBody
 pub(super) fn allow(headers: &mut HeaderMap, origin: &HeaderValue) {
     headers.insert(ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
     headers.insert(ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED);
-    headers.append(VARY, HeaderValue::from_static("Origin"));
+    let varies = headers
+        .get_all(VARY)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"origin"));
+    if !varies {
+        headers.append(VARY, HeaderValue::from_static("Origin"));
+    }
 }
