@@ -24,7 +24,6 @@ use serde_json::value::RawValue;
 
 use crate::client::LogLevel;
 use crate::definition::ServerInfo;
-use crate::dialect::v1::schema::TraceValue;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::ServerHandle;
@@ -132,7 +131,7 @@ pub(crate) enum Change {
     /// The client's `initialize` (the first one counts).
     Client(ClientInfo),
     /// MCP v1.0's trace level.
-    Trace(TraceValue),
+    Trace(TraceLevel),
     /// The least severe log level sent to the client as log lines.
     LogLevel(LogLevel),
     /// Subscribes to (or unsubscribes from) a resource's updates.
@@ -206,9 +205,21 @@ pub(crate) enum Control {
     /// Stop the requests with this id.
     Cancel(RequestId),
     /// MCP v1.0's trace level.
-    SetTrace(TraceValue),
+    SetTrace(TraceLevel),
     /// Nothing (an unknown or malformed notification, logged).
     Ignore,
+}
+
+/// How much a session traces its requests (MCP v1.0's `$/logTrace`): the
+/// dialect-neutral level its dialect reads from the client's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TraceLevel {
+    /// No trace lines.
+    Off,
+    /// A line per request.
+    Messages,
+    /// A line per request, with its params and result.
+    Verbose,
 }
 
 /// How a request is served.

@@ -17,8 +17,7 @@ use super::shared::Shared;
 use super::slots::Slot;
 #[cfg(feature = "http")]
 use crate::dialect::Dialect;
-use crate::dialect::v1::schema::TraceValue;
-use crate::dialect::{Admission, Change, Control, Phase, Step};
+use crate::dialect::{Admission, Change, Control, Phase, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -56,7 +55,7 @@ pub(crate) enum Effect {
     /// Stop the requests with this id (in flight or parked).
     Cancel(RequestId),
     /// MCP v1.0's trace level.
-    SetTrace(TraceValue),
+    SetTrace(TraceLevel),
 }
 
 /// The one dispatch: turns a message into a reply, a job, or an effect on

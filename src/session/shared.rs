@@ -18,7 +18,7 @@ use super::peer::Peer;
 use super::slots::Slots;
 use crate::client::LogLevel;
 use crate::dialect::ServerInner;
-use crate::dialect::v1::schema::TraceValue;
+use crate::dialect::TraceLevel;
 use crate::dialect::{Change, ClientInfo, Dialect, SessionState, Subscriptions};
 use crate::handle::Subscription;
 use crate::id_hash::IdHasher;
@@ -287,11 +287,11 @@ impl Shared {
         self.trace.load(Ordering::Relaxed) > 0
     }
 
-    pub(crate) fn set_trace(&self, value: TraceValue) {
+    pub(crate) fn set_trace(&self, value: TraceLevel) {
         let level = match value {
-            TraceValue::Off => 0,
-            TraceValue::Messages | TraceValue::On => 1,
-            TraceValue::Verbose => 2,
+            TraceLevel::Off => 0,
+            TraceLevel::Messages => 1,
+            TraceLevel::Verbose => 2,
         };
         self.trace.store(level, Ordering::Relaxed);
     }

@@ -13,7 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Phase;
-use super::{Admission, Control, Ended, JobInfo, Step};
+use super::{Admission, Control, Ended, JobInfo, Step, TraceLevel};
 use super::{Change, ServerInner, SessionState};
 use crate::content::StructuredJson;
 use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
@@ -109,7 +109,7 @@ pub(crate) fn initialize(
     match parsed {
         Ok(params) => Ok((
             encode_result(id, &*session.server().v1.initialize_result),
-            Change::Trace(params.trace.unwrap_or(TraceValue::Off)),
+            Change::Trace(params.trace.map_or(TraceLevel::Off, TraceValue::level)),
         )),
         Err(why) => Err(encode_error(id, &RpcError::invalid_params(why))),
     }
@@ -281,7 +281,7 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
             }
         },
         methods::SET_TRACE => match serde_json::from_str::<SetTraceParams>(params_text) {
-            Ok(p) => Control::SetTrace(p.value),
+            Ok(p) => Control::SetTrace(p.value.level()),
             Err(e) => {
                 tracing::warn!("ignoring $/setTrace with bad params: {e}");
                 Control::Ignore

@@ -43,6 +43,17 @@ pub(crate) enum TraceValue {
     On,
 }
 
+impl TraceValue {
+    /// The level it asks for.
+    pub(crate) fn level(self) -> super::TraceLevel {
+        match self {
+            Self::Off => super::TraceLevel::Off,
+            Self::Messages | Self::On => super::TraceLevel::Messages,
+            Self::Verbose => super::TraceLevel::Verbose,
+        }
+    }
+}
+
 /// The params of `initialize`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
