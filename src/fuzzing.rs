@@ -5,15 +5,15 @@
 
 use serde_json::Value;
 
-use crate::engine::quick_check::{QuickCheck, differential};
 use crate::engine::validate;
-use crate::jsonrpc::plain_call;
+use crate::fast::quick_check::{QuickCheck, differential};
+use crate::jsonrpc;
 
 /// Reads `text` with the one-pass reader of plain tool calls; panics when
 /// what it takes is not what serde's reading takes, or does not read as a
 /// value. Returns whether it took the text.
 pub fn plain_call(text: &str) -> bool {
-    plain_call::differential::agrees(text)
+    jsonrpc::differential::agrees(text)
 }
 
 /// One schema of the quick check's subset, compiled once with its full

@@ -16,12 +16,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::error::RpcError;
+use crate::fast::plain_call::{self, CallMethod, PlainCall, PlainId};
 
-mod arguments;
-pub(crate) mod plain_call;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod differential;
 mod tool_call;
 
-pub(crate) use arguments::ArgumentsText;
+pub(crate) use crate::fast::arguments::ArgumentsText;
 pub(crate) use tool_call::{CallToolParams, ExecuteParams, RequestMeta, ToolCall};
 
 /// The id of a request: a string, an integer or `null`.
@@ -228,7 +229,7 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
 /// A tool call (`mcp/executeTool`, `tools/call`) read in one pass, its
 /// params into the dialect's own params type — the hot path, which the
 /// general reading would walk twice (the envelope, then the params): by
-/// the plain reader ([`plain_call`]) when the call is written the usual
+/// the plain reader (`fast::plain_call`) when the call is written the usual
 /// way, else by serde. Any
 /// surprise — the method is not the one named in the text, `jsonrpc` is
 /// not `"2.0"`, no usable id, params that are not an object or do not
@@ -237,9 +238,29 @@ fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
     if cfg!(feature = "fast-path")
         && let Some(call) = plain_call::read(text)
     {
-        return Some(call);
+        return Some(from_plain(call));
     }
     read_tool_call_with_serde(text)
+}
+
+/// A call the plain reader read, as the general reading gives it.
+fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
+    let id = match plain.id {
+        PlainId::Number(digits) => RequestId::Number(digits.into()),
+        PlainId::String(text) => RequestId::String(text.into()),
+    };
+    let call = match plain.method {
+        CallMethod::ExecuteTool => ToolCall::V1(ExecuteParams::new(plain.tool, plain.arguments)),
+        CallMethod::CallTool => {
+            ToolCall::ModelContext(CallToolParams::new(plain.tool, plain.arguments))
+        }
+    };
+    Incoming::Request {
+        id,
+        method: Cow::Borrowed(plain.method.name()),
+        params: None,
+        call: Some(call),
+    }
 }
 
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.

@@ -64,10 +64,10 @@
 //! two sibling modules name each other; `tests/layers.rs` reads this list
 //! and holds the code to it.
 //!
-//! 1. **wire** (`jsonrpc`, `error`, `json_cursor`, `id_hash`, `poll`,
-//!    `test_rng`): JSON-RPC 2.0 messages, ids, error objects and their
-//!    encoding; the one-pass readers of the hot path; a hasher for ids; a
-//!    stream adapter.
+//! 1. **wire** (`fast`, `jsonrpc`, `error`, `id_hash`, `poll`,
+//!    `test_rng`): the hot path's hand-written JSON readers, behind one
+//!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
+//!    objects and their encoding; a hasher for ids; a stream adapter.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`):
 //!    the shapes items, results and client requests have, whoever speaks
 //!    them, and who sent a request.
@@ -106,12 +106,12 @@ pub mod definition;
 mod dialect;
 mod engine;
 pub mod error;
+mod fast;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod handle;
 mod id_hash;
-mod json_cursor;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]
 pub mod logging;

@@ -11,11 +11,11 @@ use std::time::Duration;
 use jsonschema::Validator;
 
 use super::access::{Access, AccessRules, is_scope_token};
-use super::quick_check::QuickCheck;
 use super::validate;
 use crate::completion::Complete;
 use crate::definition::{PromptDefinition, ToolDefinition};
 use crate::error::BuildError;
+use crate::fast::quick_check::QuickCheck;
 use crate::id_hash::IdHasher;
 use crate::prompt::{Prompt, PromptArgument};
 use crate::resource::{Resource, ResourceInfo};

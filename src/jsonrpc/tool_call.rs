@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::arguments::ArgumentsText;
+use crate::fast::arguments::ArgumentsText;
 
 /// The params of a tool call, read with its envelope in one pass.
 #[derive(Debug)]
@@ -24,12 +24,12 @@ pub(crate) enum ToolCall<'a> {
 pub(crate) struct ExecuteParams<'a> {
     #[serde(borrow)]
     pub(crate) id: Cow<'a, str>,
-    #[serde(default, borrow, deserialize_with = "super::arguments::object")]
+    #[serde(default, borrow, deserialize_with = "crate::fast::arguments::object")]
     pub(crate) arguments: Option<ArgumentsText<'a>>,
 }
 
 impl<'a> ExecuteParams<'a> {
-    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    /// Params read by the hot path's own reader (`fast::plain_call`).
     pub(crate) fn new(id: &'a str, arguments: ArgumentsText<'a>) -> Self {
         Self {
             id: Cow::Borrowed(id),
@@ -50,7 +50,7 @@ pub(crate) struct CallToolParams<'a> {
 }
 
 impl<'a> CallToolParams<'a> {
-    /// Params read by the hot path's own reader (`jsonrpc::plain_call`).
+    /// Params read by the hot path's own reader (`fast::plain_call`).
     pub(crate) fn new(name: &'a str, arguments: ArgumentsText<'a>) -> Self {
         Self {
             name: Cow::Borrowed(name),

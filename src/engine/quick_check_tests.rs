@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::QuickCheck;
-use super::differential::agrees;
-use crate::engine::validate;
+use super::validate;
+use crate::fast::quick_check::QuickCheck;
+use crate::fast::quick_check::differential::agrees;
 use crate::test_rng::{Rng, choices, full_choices, sample};
 use proptest::prelude::*;
 

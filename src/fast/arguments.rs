@@ -15,7 +15,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::json_cursor::{Cursor, SERDE_JSON_DEPTH, number_in_range};
+use super::cursor::{Cursor, SERDE_JSON_DEPTH, number_in_range};
 
 /// How deep arguments may nest (their own object is level 1): serde_json
 /// reads [`SERDE_JSON_DEPTH`] levels from the root it starts at, the params

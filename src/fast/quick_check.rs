@@ -2,7 +2,7 @@
 //! (typed tools' derived schemas among them), walked straight over text
 //! that is already known to be valid JSON which reads as a value
 //! (arguments a JSON reader captured and checked, output serde_json
-//! wrote), with the crate's one JSON scanner (`json_cursor`): no `Value`
+//! wrote), with the crate's one JSON scanner ([`cursor`](super::cursor)): no `Value`
 //! tree is built, and nothing is allocated on success.
 //!
 //! It only ever *admits*: when it says a text is valid, the full JSON
@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use crate::json_cursor::{Cursor, SERDE_JSON_DEPTH, Str};
+use super::cursor::{Cursor, SERDE_JSON_DEPTH, Str};
 
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -543,5 +543,3 @@ fn deeper(depth: u32) -> Option<u32> {
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod differential;
-#[cfg(test)]
-mod tests;

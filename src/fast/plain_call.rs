@@ -13,19 +13,55 @@
 //! member, an escape it does not take, `_meta`, a repeated member, any
 //! error) is `None`, and serde's reading decides.
 
-use std::borrow::Cow;
-
 use super::arguments::{ArgumentsText, MAX_NESTING};
-use super::tool_call::CallToolParams;
-use super::tool_call::ExecuteParams;
-use super::{Incoming, RequestId, ToolCall};
-use crate::json_cursor::Cursor;
+use super::cursor::Cursor;
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
 
+/// A plain tool call as read here, every part borrowed from its text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlainCall<'a> {
+    /// The request id.
+    pub(crate) id: PlainId<'a>,
+    /// Which call it is, and so which dialect's.
+    pub(crate) method: CallMethod,
+    /// The tool: its mcpId (`mcp/executeTool`) or its name (`tools/call`).
+    pub(crate) tool: &'a str,
+    /// Its arguments.
+    pub(crate) arguments: ArgumentsText<'a>,
+}
+
+/// A request id as written: its digits or its string's contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PlainId<'a> {
+    /// A non-negative integer of at most 18 digits, without leading zeros.
+    Number(&'a str),
+    /// A string without escapes.
+    String(&'a str),
+}
+
+/// The two tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallMethod {
+    /// MCP v1.0's `mcp/executeTool` (`params.id`).
+    ExecuteTool,
+    /// The Model Context Protocol's `tools/call` (`params.name`).
+    CallTool,
+}
+
+impl CallMethod {
+    /// The method's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::ExecuteTool => "mcp/executeTool",
+            Self::CallTool => "tools/call",
+        }
+    }
+}
+
 /// A plain tool call, or `None`.
-pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
+pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
     let mut reader = Reader {
         source: text,
         cursor: Cursor::new(text.as_bytes()),
@@ -42,10 +78,10 @@ pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
             }
             1 if method.is_none() => {
                 method = Some(if reader.literal(b"\"mcp/executeTool\"").is_some() {
-                    "mcp/executeTool"
+                    CallMethod::ExecuteTool
                 } else {
                     reader.literal(b"\"tools/call\"")?;
-                    "tools/call"
+                    CallMethod::CallTool
                 });
             }
             2 if id.is_none() => id = Some(reader.id()?),
@@ -61,30 +97,30 @@ pub(super) fn read(text: &str) -> Option<Incoming<'_>> {
     if !jsonrpc {
         return None;
     }
-    let call = match (method, params) {
+    let (tool, arguments) = match (method, params) {
         (
-            "mcp/executeTool",
+            CallMethod::ExecuteTool,
             Params {
                 tool_id: Some(tool),
                 name: None,
                 arguments: Some(arguments),
             },
-        ) => ToolCall::V1(ExecuteParams::new(tool, arguments)),
-        (
-            "tools/call",
+        )
+        | (
+            CallMethod::CallTool,
             Params {
                 tool_id: None,
-                name: Some(name),
+                name: Some(tool),
                 arguments: Some(arguments),
             },
-        ) => ToolCall::ModelContext(CallToolParams::new(name, arguments)),
+        ) => (tool, arguments),
         _ => return None,
     };
-    Some(Incoming::Request {
+    Some(PlainCall {
         id,
-        method: Cow::Borrowed(method),
-        params: None,
-        call: Some(call),
+        method,
+        tool,
+        arguments,
     })
 }
 
@@ -133,9 +169,9 @@ impl<'t> Reader<'t> {
     }
 
     /// A request id: a non-negative integer or a string without escapes.
-    fn id(&mut self) -> Option<RequestId> {
+    fn id(&mut self) -> Option<PlainId<'t>> {
         match self.cursor.peek()? {
-            b'"' => Some(RequestId::String(self.plain_str()?.into())),
+            b'"' => Some(PlainId::String(self.plain_str()?)),
             b'0'..=b'9' => {
                 let start = self.cursor.at;
                 while let Some(b'0'..=b'9') = self.cursor.text.get(self.cursor.at) {
@@ -149,7 +185,7 @@ impl<'t> Reader<'t> {
                     self.cursor.text.get(self.cursor.at),
                     Some(b'.' | b'e' | b'E')
                 );
-                (plain && ends).then(|| RequestId::Number(digits.into()))
+                (plain && ends).then_some(PlainId::Number(digits))
             }
             _ => None,
         }
@@ -185,8 +221,3 @@ impl<'t> Reader<'t> {
         }
     }
 }
-
-#[cfg(any(test, feature = "fuzzing"))]
-pub(crate) mod differential;
-#[cfg(test)]
-mod tests;

@@ -1,12 +1,12 @@
-//! The plain reader held to serde's reading, for its generated-input tests
+//! The plain reader (`fast::plain_call`) held to serde's reading, for its generated-input tests
 //! and its fuzz target: what it takes, serde's reading takes alike (the
 //! same id, method and params), and it reads as a value.
 
-use super::read;
-use crate::jsonrpc::{
-    CallToolParams, Envelope, ExecuteParams, Incoming, ToolCall, classify,
+use super::{
+    CallToolParams, Envelope, ExecuteParams, Incoming, ToolCall, classify, from_plain,
     read_tool_call_with_serde,
 };
+use crate::fast::plain_call::read;
 
 /// What a reading made of a tool call: id, method and params.
 pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
@@ -81,7 +81,7 @@ pub(crate) fn value_reading(text: &str) -> bool {
 /// Whether the plain reader takes `text`; panics where what it reads
 /// differs from serde's reading, or does not read as a value.
 pub(crate) fn agrees(text: &str) -> bool {
-    let plain = read(text).as_ref().and_then(summary);
+    let plain = read(text).map(from_plain).as_ref().and_then(summary);
     if let Some(plain) = &plain {
         assert_eq!(Some(plain), serde_reading(text).as_ref(), "{text}");
         // (Within the nesting a message-wide value reading allows.)
@@ -92,3 +92,6 @@ pub(crate) fn agrees(text: &str) -> bool {
     }
     plain.is_some()
 }
+
+#[cfg(test)]
+mod tests;

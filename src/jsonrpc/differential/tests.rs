@@ -1,7 +1,7 @@
 //! The plain reader accepts nothing serde's reading refuses, reads what it
 //! accepts exactly as serde does, and accepts the usual calls.
 
-use super::differential::{agrees, serde_reading};
+use super::{agrees, serde_reading};
 use crate::test_rng::{Rng, choices, full_choices, sample};
 use proptest::prelude::*;
 

@@ -1,0 +1,26 @@
+//! The hot path's hand-written JSON readers, behind one boundary: nothing
+//! outside this module scans JSON bytes by hand.
+//!
+//! - [`cursor`]: the one scanner — strings, numbers, and a walk past any
+//!   value — with serde_json's one nesting limit and its one number rule.
+//! - [`arguments`]: [`ArgumentsText`](arguments::ArgumentsText), a tool
+//!   call's `arguments` as borrowed text that is known to be valid JSON
+//!   which reads as a value (the typed "already valid" input every fast
+//!   reader and every text-reading tool takes).
+//! - [`plain_call`]: a one-pass reader of plain tool calls
+//!   (`mcp/executeTool`, `tools/call`).
+//! - [`quick_check`]: a check of valid JSON text against the simple schemas
+//!   most tools have, without building a `Value`.
+//!
+//! Each reader only ever agrees with serde_json and jsonschema: where it is
+//! not sure it says "not mine", and the library decides. Differential
+//! proptests hold them to that (`jsonrpc::differential`,
+//! `engine::quick_check_tests`), and each has a fuzz target (`fuzz/`). With
+//! the `fast-path` feature off, the readers are never consulted: serde_json
+//! and jsonschema do all the reading, and the whole test suite runs so in
+//! CI. Nothing here is public.
+
+pub(crate) mod arguments;
+pub(crate) mod cursor;
+pub(crate) mod plain_call;
+pub(crate) mod quick_check;
