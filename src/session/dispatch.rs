@@ -16,7 +16,6 @@ use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
 #[cfg(feature = "http")]
-use crate::dialect::Dialect;
 use crate::dialect::{Admission, Change, Control, Phase, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
@@ -224,18 +223,6 @@ pub(crate) fn poll_once(shared: &Arc<Shared>, job: Job) -> Result<Handled, Job> 
     }
 }
 
-/// Whether `message` is a request that the method table serves in `phase`
-/// (an id the dialect takes, a method it admits there).
-#[cfg(feature = "http")]
-fn servable(dialect: Dialect, phase: Phase, message: &Incoming<'_>) -> bool {
-    matches!(
-        message,
-        Incoming::Request { id, method, .. }
-            if (*id != RequestId::Null || dialect.allows_null_ids())
-                && dialect.admit(phase, method, id) == Admission::Serve
-    )
-}
-
 /// A reply known at once, with its trace line.
 fn answered(
     shared: &Shared,
@@ -345,10 +332,25 @@ pub(crate) async fn beside(
     message: Incoming<'_>,
     caller: &Caller,
 ) -> Beside {
-    if !shared.is_ready()
-        || shared.parked() > 0
-        || !servable(shared.dialect, Phase::Ready, &message)
+    if !shared.is_ready() || shared.parked() > 0 {
+        return Beside::Not;
+    }
+    // Only a request the method table serves is taken here: its admission
+    // is decided once, and the reader answers anything else.
+    let dialect = shared.dialect;
+    let Incoming::Request {
+        id,
+        method,
+        params,
+        call,
+    } = message
+    else {
+        return Beside::Not;
+    };
+    if (id == RequestId::Null && !dialect.allows_null_ids())
+        || dialect.admit(Phase::Ready, &method, &id) != Admission::Serve
     {
+        // Handed back whole, for the reader to answer.
         return Beside::Not;
     }
     let Some(slot) = shared
@@ -360,7 +362,8 @@ pub(crate) async fn beside(
         return Beside::Not;
     };
     let before = shared.sent();
-    let mut handled = match dispatch(shared, Phase::Ready, false, message, caller) {
+    let started = shared.trace_on().then(Instant::now);
+    let mut handled = match serve(shared, id, &method, params, call, started, caller) {
         Dispatched::Reply(handled) => handled,
         Dispatched::Forbidden(handled) if handled.trace.is_none() => {
             let needed = handled.refused.unwrap_or_default();

@@ -17,6 +17,21 @@
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
 //! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
+//!
+//! ## Guards, limits and the protocol
+//! [`McpService`] answers an MCP request whole, so that mounting it alone
+//! is safe: its `Host`/`Origin` and bearer checks are [`GuardLayer`]'s
+//! code, and its OAuth gate is [`OAuthLayer`]'s, run in the same order —
+//! path, then `Host`/`Origin`, then the token — which is why neither layer
+//! is needed in front of it; they exist for an app's own routes. The
+//! message-size limit and the body-stall timeout
+//! ([`HttpConfig::body_timeout`]) are not layers, by design: they hold per
+//! message, not per request — an MCP v1.0 streaming POST is one long body
+//! of many messages, and a GET stream lives for hours — so a request-wide
+//! body limit or timeout (tower-http's) would cut those streams; and a
+//! refused body is drained for reuse or its connection closed, which only
+//! the reader of the body can decide. A request-wide limit or timeout an
+//! app adds in front of the service applies as it would to any route.
 
 #[cfg(feature = "oauth")]
 mod auth;
@@ -382,17 +397,6 @@ where
 }
 
 impl McpService {
-    /// Answers one HTTP request: renamed [`respond`](Self::respond), so that
-    /// it is not mistaken for [`Server::handle`] (the server's handle).
-    #[deprecated(since = "0.1.0", note = "renamed `respond`")]
-    pub async fn handle<B>(&self, request: Request<B>) -> Response<McpBody>
-    where
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: std::fmt::Display,
-    {
-        self.respond(request).await
-    }
-
     /// Answers one HTTP request (docs/mcp-v1.md §8, docs/model-context.md §5): for an
     /// application that routes requests itself and hands this endpoint's to
     /// it. (In a tower-based app such as axum, mount the service itself:
