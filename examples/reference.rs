@@ -39,6 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawmcp::definition::{PromptDefinition, Role};
+use clawmcp::definition::{ToolAnnotations, ToolMetadata};
 use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
 use clawmcp::transport::HttpConfig;
 use clawmcp::typed_tool;
@@ -338,12 +339,26 @@ fn build(
                 let writer = writer.clone();
                 async move { writer.write(args).await }
             },
+        )
+        .with_metadata(
+            ToolMetadata::new().title("Write a file").annotations(
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(true)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
         ))
         .tool(typed_tool(
             format!("{BASE}/tools/echo:v1"),
             "echo",
             "Returns the message it is given.",
             |args: Echo| async move { Ok::<_, ToolError>(args) },
+        )
+        .with_metadata(
+            ToolMetadata::new()
+                .title("Echo")
+                .annotations(ToolAnnotations::new().read_only(true).open_world(false)),
         ))
         .tool(typed_tool(
             format!("{BASE}/tools/add:v1"),

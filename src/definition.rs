@@ -76,3 +76,205 @@ pub struct ServerInfo {
     /// The server's version.
     pub version: String,
 }
+
+/// How a host may present a tool, and what the tool promises about its
+/// effects (the Model Context Protocol's `title`, `annotations` and
+/// `icons`; MCP v1.0 lists none of them). Hosts show the title and icons,
+/// and use the hints when they ask a user for permission; the hints are
+/// claims of the server, not enforced.
+///
+/// ```
+/// use clawmcp::definition::{Icon, ToolAnnotations, ToolMetadata};
+///
+/// let metadata = ToolMetadata::new()
+///     .title("Write a file")
+///     .annotations(ToolAnnotations::new().destructive(true).idempotent(true))
+///     .icon(Icon::new("https://example.com/pen.png").mime_type("image/png"));
+/// assert_eq!(metadata.title.as_deref(), Some("Write a file"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ToolMetadata {
+    /// A display name for people (the `name` stays the identifier).
+    pub title: Option<String>,
+    /// The behaviour hints.
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons, in the order a host should prefer them.
+    pub icons: Vec<Icon>,
+}
+
+impl ToolMetadata {
+    /// No title, no annotations, no icons.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// A tool's behaviour hints (`ToolAnnotations`); each is left out of the
+/// listing until set, and a client then assumes the specification's
+/// default (not read-only, destructive, not idempotent, open world).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ToolAnnotations {
+    /// A display name (a host prefers the tool's own `title`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite (meaningful when not read-only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world (the web), not a closed one (a
+    /// local store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// No hint set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `readOnlyHint`.
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only_hint = Some(on);
+        self
+    }
+
+    /// Sets `destructiveHint`.
+    pub fn destructive(mut self, on: bool) -> Self {
+        self.destructive_hint = Some(on);
+        self
+    }
+
+    /// Sets `idempotentHint`.
+    pub fn idempotent(mut self, on: bool) -> Self {
+        self.idempotent_hint = Some(on);
+        self
+    }
+
+    /// Sets `openWorldHint`.
+    pub fn open_world(mut self, on: bool) -> Self {
+        self.open_world_hint = Some(on);
+        self
+    }
+
+    /// Sets `title`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+}
+
+/// An icon a host may show for an item (`Icon`): an `https:` URL or a
+/// `data:` URI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Icon {
+    /// Where the image is.
+    pub src: String,
+    /// Its media type, when the source does not say (`image/png`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The sizes it fits (`"48x48"`, `"any"`); none means any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<String>,
+    /// The background it is drawn for; none means any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theme: Option<IconTheme>,
+}
+
+impl Icon {
+    /// An icon at `src`.
+    pub fn new(src: impl Into<String>) -> Self {
+        Self {
+            src: src.into(),
+            mime_type: None,
+            sizes: Vec::new(),
+            theme: None,
+        }
+    }
+
+    /// Sets the media type.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Adds a size it fits.
+    pub fn size(mut self, size: impl Into<String>) -> Self {
+        self.sizes.push(size.into());
+        self
+    }
+
+    /// Sets the background it is drawn for.
+    pub fn theme(mut self, theme: IconTheme) -> Self {
+        self.theme = Some(theme);
+        self
+    }
+}
+
+/// The background an [`Icon`] is drawn for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IconTheme {
+    /// A light background.
+    Light,
+    /// A dark background.
+    Dark,
+}
+
+/// How a host may present a resource, a resource template or a prompt
+/// (`title` and `icons` in the Model Context Protocol).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Presentation {
+    /// A display name for people.
+    pub title: Option<String>,
+    /// Icons, in the order a host should prefer them.
+    pub icons: Vec<Icon>,
+}
+
+impl Presentation {
+    /// No title, no icons.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}

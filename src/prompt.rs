@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::Content;
 pub use crate::content::MessageRole;
-use crate::definition::{PromptDefinition, Role};
+use crate::definition::{Presentation, PromptDefinition, Role};
 use crate::error::{BuildError, ToolError};
 
 /// One argument a prompt declares (`schema.ts`: `PromptArgument`), filled
@@ -106,6 +106,12 @@ pub type PromptArguments = HashMap<String, String>;
 pub trait Prompt: Send + Sync + 'static {
     /// The prompt as `mcp/listPrompts` shows it.
     fn definition(&self) -> PromptDefinition;
+
+    /// Its title and icons as the Model Context Protocol lists them (none
+    /// by default; read once when the server is built).
+    fn presentation(&self) -> Presentation {
+        Presentation::default()
+    }
 
     /// The arguments `prompts/get` fills (none by default).
     fn arguments(&self) -> Vec<PromptArgument> {

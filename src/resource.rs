@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use async_trait::async_trait;
 
 use crate::content::ResourceBody;
+use crate::definition::Presentation;
 use crate::error::ToolError;
 use crate::handle::ServerHandle;
 
@@ -54,6 +55,12 @@ impl ResourceInfo {
 pub trait Resource: Send + Sync + 'static {
     /// The resource's metadata, read once when the server is built.
     fn info(&self) -> ResourceInfo;
+
+    /// Its title and icons as the Model Context Protocol lists them (none
+    /// by default; read when a list is made).
+    fn presentation(&self) -> Presentation {
+        Presentation::default()
+    }
 
     /// The current content as text (MCP v1.0 lists it; a binary
     /// resource gives its bytes as base64 here). An `Err` fails the

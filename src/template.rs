@@ -21,6 +21,7 @@ use async_trait::async_trait;
 
 use crate::completion::Complete;
 use crate::content::ResourceBody;
+use crate::definition::Presentation;
 use crate::error::{BuildError, ToolError};
 
 /// An RFC 6570 URI template of level 1: literal text and `{name}`
@@ -193,6 +194,7 @@ pub struct ResourceTemplate {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) mime_type: String,
+    pub(crate) presentation: Presentation,
     pub(crate) reader: Arc<dyn ReadTemplate>,
     pub(crate) completers: Vec<(String, Arc<dyn Complete>)>,
 }
@@ -247,6 +249,7 @@ impl ResourceTemplate {
             name: name.into(),
             description: description.into(),
             mime_type: mime_type.into(),
+            presentation: Presentation::default(),
             reader: Arc::new(reader),
             completers: Vec::new(),
         })
@@ -256,6 +259,13 @@ impl ResourceTemplate {
     #[must_use]
     pub fn complete(mut self, variable: impl Into<String>, completer: impl Complete) -> Self {
         self.completers.push((variable.into(), Arc::new(completer)));
+        self
+    }
+
+    /// Sets its title and icons as the Model Context Protocol lists them.
+    #[must_use]
+    pub fn with_presentation(mut self, presentation: Presentation) -> Self {
+        self.presentation = presentation;
         self
     }
 

@@ -56,7 +56,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::content::{ToolOutput, output_not_json};
-use crate::definition::ToolDefinition;
+use crate::definition::{ToolDefinition, ToolMetadata};
 use crate::error::{ErrorCode, ToolError};
 use crate::handle::ServerHandle;
 use crate::state::{State, StateType};
@@ -247,6 +247,7 @@ type Signature<A, O, E, M> = fn(A, M) -> (O, E);
 /// A tool made of a typed async function; see the [module docs](self).
 pub struct TypedTool {
     definition: ToolDefinition,
+    metadata: ToolMetadata,
     time_limit: Option<Duration>,
     may_block: bool,
     /// The function, its argument and output types erased.
@@ -310,6 +311,7 @@ where
             input_schema: schema_of::<A>(),
             output_schema: schema_of::<O>(),
         },
+        metadata: ToolMetadata::default(),
         time_limit: None,
         may_block: false,
         function: Box::new(Typed {
@@ -331,6 +333,14 @@ impl TypedTool {
     #[must_use]
     pub fn blocking(mut self) -> Self {
         self.may_block = true;
+        self
+    }
+
+    /// Sets how a host may present the tool ([`Tool::metadata`]): its
+    /// title, behaviour hints and icons.
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
+        self.metadata = metadata;
         self
     }
 
@@ -370,6 +380,10 @@ impl std::fmt::Debug for TypedTool {
 impl Tool for TypedTool {
     fn definition(&self) -> ToolDefinition {
         self.definition.clone()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        self.metadata.clone()
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

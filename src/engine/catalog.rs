@@ -13,7 +13,7 @@ use jsonschema::Validator;
 use super::access::{Access, AccessRules, is_scope_token};
 use super::validate;
 use crate::completion::Complete;
-use crate::definition::{PromptDefinition, ToolDefinition};
+use crate::definition::{Presentation, PromptDefinition, ToolDefinition, ToolMetadata};
 use crate::error::BuildError;
 use crate::fast::quick_check::QuickCheck;
 use crate::id_hash::IdHasher;
@@ -25,6 +25,8 @@ use crate::tool::Tool;
 /// A registered tool with its compiled schemas.
 pub(crate) struct CompiledTool {
     pub(crate) definition: ToolDefinition,
+    /// Its title, annotations and icons.
+    pub(crate) metadata: ToolMetadata,
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) may_block: bool,
@@ -51,6 +53,8 @@ impl CompiledTool {
 /// A registered prompt.
 pub(crate) struct CompiledPrompt {
     pub(crate) definition: PromptDefinition,
+    /// Its title and icons.
+    pub(crate) presentation: Presentation,
     pub(crate) arguments: Vec<PromptArgument>,
     pub(crate) prompt: Arc<dyn Prompt>,
 }
@@ -133,6 +137,7 @@ impl Catalog {
                 may_block: tool.may_block(),
                 quick_input: quick_check(&definition.input_schema).filter(|_| reads_text(&*tool)),
                 quick_output: quick_check(&definition.output_schema),
+                metadata: tool.metadata(),
                 tool,
                 input,
                 output,
@@ -202,6 +207,7 @@ impl Catalog {
             prompt_names.insert(definition.name.clone(), prompts.len());
             prompts.push(CompiledPrompt {
                 arguments: prompt.arguments(),
+                presentation: prompt.presentation(),
                 definition,
                 prompt,
             });

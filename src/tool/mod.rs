@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::content::ToolOutput;
-use crate::definition::ToolDefinition;
+use crate::definition::{ToolDefinition, ToolMetadata};
 use crate::error::ToolError;
 
 mod context;
@@ -60,6 +60,13 @@ pub use context::{Cancellation, ToolContext};
 pub trait Tool: std::any::Any + Send + Sync {
     /// The tool's definition as `mcp/listTools` shows it.
     fn definition(&self) -> ToolDefinition;
+
+    /// How a host may present the tool and what it promises about its
+    /// effects: the Model Context Protocol lists its title, annotations
+    /// and icons (read once when the server is built). None by default.
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::default()
+    }
 
     /// Runs the tool. `arguments` is a JSON object that matches
     /// `inputSchema`. An `Err` is answered `-32000 Tool execution failed`
@@ -143,6 +150,7 @@ where
 {
     FnTool {
         definition,
+        metadata: ToolMetadata::default(),
         function,
         may_block: false,
         _future: PhantomData,
@@ -181,6 +189,7 @@ where
 {
     FnTool {
         definition,
+        metadata: ToolMetadata::default(),
         function,
         may_block: false,
         _future: PhantomData,
@@ -190,6 +199,7 @@ where
 /// The tool [`tool_fn`] and [`rich_tool_fn`] return.
 pub struct FnTool<F, Fut> {
     definition: ToolDefinition,
+    metadata: ToolMetadata,
     function: F,
     may_block: bool,
     _future: PhantomData<fn() -> Fut>,
@@ -200,6 +210,13 @@ impl<F, Fut> FnTool<F, Fut> {
     #[must_use]
     pub fn blocking(mut self) -> Self {
         self.may_block = true;
+        self
+    }
+
+    /// Sets how a host may present the tool ([`Tool::metadata`]).
+    #[must_use]
+    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
+        self.metadata = metadata;
         self
     }
 }
@@ -213,6 +230,10 @@ where
 {
     fn definition(&self) -> ToolDefinition {
         self.definition.clone()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        self.metadata.clone()
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

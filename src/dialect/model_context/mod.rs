@@ -34,7 +34,7 @@ use crate::jsonrpc::{
     encode_result_text,
 };
 use crate::principal::Principal;
-use crate::resource::ResourceInfo;
+use crate::resource::{Resource, ResourceInfo};
 use crate::template::ResourceTemplate;
 use crate::tool::CancelReason;
 use schema::{
@@ -186,7 +186,7 @@ fn seen<'a>(
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| shows(Item::Resource(*i)))
-                .map(|(_, (info, _))| resource_item(info))
+                .map(|(_, (info, resource))| resource_item(info, &**resource))
                 .collect();
             pages(key, &items, size)
         }
@@ -216,18 +216,24 @@ fn seen<'a>(
 fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {
     schema::Tool {
         name: &t.definition.name,
+        title: t.metadata.title.as_deref(),
         description: &t.definition.description,
         input_schema: &t.definition.input_schema,
         output_schema: t.lists_output.then_some(&t.definition.output_schema),
+        annotations: t.metadata.annotations.as_ref(),
+        icons: &t.metadata.icons,
     }
 }
 
-fn resource_item(info: &ResourceInfo) -> schema::Resource<'_> {
+fn resource_item<'a>(info: &'a ResourceInfo, resource: &dyn Resource) -> schema::Resource<'a> {
+    let presentation = resource.presentation();
     schema::Resource {
         uri: &info.mcp_id,
         name: &info.name,
+        title: presentation.title,
         description: &info.description,
         mime_type: &info.media_type,
+        icons: presentation.icons,
     }
 }
 
@@ -235,16 +241,20 @@ fn template_item(t: &ResourceTemplate) -> schema::ResourceTemplate<'_> {
     schema::ResourceTemplate {
         uri_template: t.template.as_str(),
         name: &t.name,
+        title: t.presentation.title.as_deref(),
         description: &t.description,
         mime_type: &t.mime_type,
+        icons: &t.presentation.icons,
     }
 }
 
 fn prompt_item(p: &CompiledPrompt) -> schema::Prompt<'_> {
     schema::Prompt {
         name: &p.definition.name,
+        title: p.presentation.title.as_deref(),
         description: p.definition.description.as_deref(),
         arguments: &p.arguments,
+        icons: &p.presentation.icons,
     }
 }
 
@@ -285,7 +295,7 @@ impl Lists {
         let resources: Vec<_> = catalog
             .resources
             .iter()
-            .map(|(info, _)| resource_item(info))
+            .map(|(info, resource)| resource_item(info, &**resource))
             .collect();
         let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();

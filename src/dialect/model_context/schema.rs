@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::content::{Content, ResourceContents, StructuredJson};
+use crate::definition::{Icon, ToolAnnotations};
 use crate::jsonrpc::RequestMeta;
 use crate::prompt::{PromptArgument, PromptMessage};
 
@@ -136,10 +137,16 @@ pub(super) struct CancelledParams {
 #[serde(rename_all = "camelCase")]
 pub(super) struct Tool<'a> {
     pub(super) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) title: Option<&'a str>,
     pub(super) description: &'a str,
     pub(super) input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) output_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) annotations: Option<&'a ToolAnnotations>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(super) icons: &'a [Icon],
 }
 
 /// A resource as `resources/list` lists it.
@@ -148,8 +155,12 @@ pub(super) struct Tool<'a> {
 pub(super) struct Resource<'a> {
     pub(super) uri: &'a str,
     pub(super) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) title: Option<String>,
     pub(super) description: &'a str,
     pub(super) mime_type: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) icons: Vec<Icon>,
 }
 
 /// A template as `resources/templates/list` lists it.
@@ -158,8 +169,12 @@ pub(super) struct Resource<'a> {
 pub(super) struct ResourceTemplate<'a> {
     pub(super) uri_template: &'a str,
     pub(super) name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) title: Option<&'a str>,
     pub(super) description: &'a str,
     pub(super) mime_type: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(super) icons: &'a [Icon],
 }
 
 /// A prompt as `prompts/list` lists it.
@@ -167,9 +182,13 @@ pub(super) struct ResourceTemplate<'a> {
 pub(super) struct Prompt<'a> {
     pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) description: Option<&'a str>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub(super) arguments: &'a [PromptArgument],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(super) icons: &'a [Icon],
 }
 
 /// The result of `tools/call`.
