@@ -1,5 +1,5 @@
 //! The fixtures of the official Model Context Protocol conformance suite
-//! (`@modelcontextprotocol/conformance` 0.1.16, server mode): the tools,
+//! (`@modelcontextprotocol/conformance` 0.1.16 and 0.2.0, server mode): the tools,
 //! resources, resource template, prompts and completion its scenarios call,
 //! with the names, texts and payloads of the suite's reference
 //! "everything server".
@@ -188,6 +188,25 @@ fn prompt(name: &str, description: &str, content: &str) -> PromptDefinition {
 }
 
 /// How an elicitation ended, as the reference server words it.
+/// Asks the user for a name under `key`: the name, or `"?"` when the
+/// user declined.
+async fn ask_name(ctx: &ToolContext, key: &str, question: &str) -> Result<String, ToolError> {
+    let form = Elicitation::new(question).text("name", "Your name", true);
+    let answer = ctx.keyed(key).elicit(form).await?;
+    Ok(field(&answer, "name"))
+}
+
+/// A text field of an elicitation's answer (`"?"` when missing).
+fn field(answer: &ElicitResult, name: &str) -> String {
+    answer
+        .content
+        .as_ref()
+        .and_then(|c| c.get(name))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_owned()
+}
+
 fn describe(answer: &ElicitResult) -> String {
     let action = serde_json::to_value(answer.action)
         .ok()
@@ -509,6 +528,7 @@ fn build() -> Result<Server, clawmcp::BuildError> {
                     "type": "object",
                     "$defs": {
                         "address": {
+                            "$anchor": "addressDef",
                             "type": "object",
                             "properties": {
                                 "street": {"type": "string"},
@@ -518,8 +538,18 @@ fn build() -> Result<Server, clawmcp::BuildError> {
                     },
                     "properties": {
                         "name": {"type": "string"},
-                        "address": {"$ref": "#/$defs/address"}
+                        "address": {"$ref": "#/$defs/address"},
+                        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                        "phone": {"type": "string"},
+                        "email": {"type": "string"}
                     },
+                    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                    "if": {
+                        "properties": {"contactMethod": {"const": "phone"}},
+                        "required": ["contactMethod"]
+                    },
+                    "then": {"required": ["phone"]},
+                    "else": {"required": ["email"]},
                     "additionalProperties": false
                 }),
             ),
@@ -527,6 +557,181 @@ fn build() -> Result<Server, clawmcp::BuildError> {
                 Ok(ToolOutput::text(format!(
                     "JSON Schema 2020-12 tool called with: {args}"
                 )))
+            },
+        ))
+        // The 2026-07-28 revision's fixtures (the 0.2.0 suite).
+        .tool(rich_tool_fn(
+            tool(
+                "test_missing_capability",
+                "Asks the client's model for a completion: a request that does not declare \
+                 sampling gets -32021",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let answer = ctx.sample(Sampling::new("Say hello", 20)).await?;
+                Ok(ToolOutput::text(answer.text()))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_streaming_elicitation",
+                "Reports progress, then asks the user a question",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                ctx.progress(0.0, Some(1.0), Some("asking")).await;
+                let form = Elicitation::new("Continue?").boolean("ok", "Go on", true);
+                let answer = ctx.elicit(form).await?;
+                Ok(ToolOutput::text(describe(&answer)))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_logging_tool",
+                "Emits log messages (sent only when the request asks for a log level)",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                ctx.log(LogLevel::Info, "Tool execution started").await;
+                ctx.log(LogLevel::Info, "Tool execution completed").await;
+                Ok(ToolOutput::text("Tool with logging executed successfully"))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_elicitation",
+                "Asks the user's name (one elicitation round trip)",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let name = ask_name(&ctx, "user_name", "What is your name?").await?;
+                Ok(ToolOutput::text(format!("Hello, {name}!")))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_sampling",
+                "Asks the client's model a question (one sampling round trip)",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let answer = ctx
+                    .keyed("capital_question")
+                    .sample(Sampling::new("What is the capital of France?", 100))
+                    .await?;
+                Ok(ToolOutput::text(format!("LLM response: {}", answer.text())))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_list_roots",
+                "Asks the client's roots (one roots/list round trip)",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let roots = ctx.keyed("client_roots").roots().await?;
+                let uris: Vec<_> = roots.iter().map(|r| r.uri.as_str()).collect();
+                Ok(ToolOutput::text(format!("Roots: {}", uris.join(", "))))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_request_state",
+                "Asks for a confirmation; the retry's sealed requestState is checked first",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let form = Elicitation::new("Please confirm").boolean("ok", "Confirm", true);
+                let answer = ctx.keyed("confirm").elicit(form).await?;
+                Ok(ToolOutput::text(format!("state-ok: {}", describe(&answer))))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_multiple_inputs",
+                "Asks three questions at once: a name, a greeting and the roots",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let (name, greeting, roots) = tokio::join!(
+                    ask_name(&ctx, "user_name", "What is your name?"),
+                    ctx.keyed("greeting")
+                        .sample(Sampling::new("Generate a greeting", 50)),
+                    ctx.keyed("client_roots").roots(),
+                );
+                let (name, greeting, roots) = (name?, greeting?, roots?);
+                Ok(ToolOutput::text(format!(
+                    "{} {name}! ({} roots)",
+                    greeting.text(),
+                    roots.len()
+                )))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_multi_round",
+                "Asks two questions, one round after the other",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let name = ask_name(&ctx, "step1", "Step 1: What is your name?").await?;
+                let form = Elicitation::new("Step 2: What is your favorite color?")
+                    .text("color", "A color", true);
+                let color = ctx.keyed("step2").elicit(form).await?;
+                let color = field(&color, "color");
+                Ok(ToolOutput::text(format!("{name} likes {color}")))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_tampered_state",
+                "Asks a question; a retry whose requestState was changed is refused",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let form = Elicitation::new("Please confirm").boolean("ok", "Confirm", true);
+                let answer = ctx.keyed("confirm").elicit(form).await?;
+                Ok(ToolOutput::text(describe(&answer)))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_input_required_result_capabilities",
+                "Asks only what the request's declared capabilities allow",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let declared = ctx.client_capabilities().unwrap_or_default();
+                let mut said = Vec::new();
+                if declared.get("elicitation").is_some() {
+                    said.push(ask_name(&ctx, "user_name", "What is your name?").await?);
+                }
+                if declared.get("sampling").is_some() {
+                    let answer = ctx
+                        .keyed("greeting")
+                        .sample(Sampling::new("Generate a greeting", 50))
+                        .await?;
+                    said.push(answer.text());
+                }
+                Ok(ToolOutput::text(said.join(" ")))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_custom_headers",
+                "Arguments mirrored in Mcp-Param-* headers (x-mcp-header)",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+                        "query": {"type": "string"}
+                    },
+                    "required": ["region"]
+                }),
+            ),
+            |args: Value, _ctx: ToolContext| async move {
+                Ok(ToolOutput::text(format!("called with {args}")))
             },
         ))
         // Resources.

@@ -45,6 +45,15 @@ impl ErrorCode {
     /// `-32008`: the request's OAuth token expired while the stream that
     /// carries it (an MCP v1.0 streaming session) went on.
     pub const TOKEN_EXPIRED: Self = Self(-32008);
+    /// `-32020`: a 2026-07-28 request's HTTP headers are missing, malformed
+    /// or say otherwise than its body (HTTP `400`).
+    pub const HEADER_MISMATCH: Self = Self(-32020);
+    /// `-32021`: a 2026-07-28 request needs a client capability it did not
+    /// declare in its `_meta` (HTTP `400`).
+    pub const MISSING_CLIENT_CAPABILITY: Self = Self(-32021);
+    /// `-32022`: a request names a protocol version this server does not
+    /// speak (HTTP `400`).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
 
     /// The fixed `message` text of this code (docs/mcp-v1.md §2), or
     /// `"Server error"` for a code the table does not name.
@@ -64,6 +73,9 @@ impl ErrorCode {
             -32006 => "Message too large",
             -32007 => "Insufficient scope",
             -32008 => "Token expired",
+            -32020 => "Header mismatch",
+            -32021 => "Missing required client capability",
+            -32022 => "Unsupported protocol version",
             _ => "Server error",
         }
     }
@@ -314,6 +326,12 @@ pub enum BuildError {
         /// The type's name.
         state: &'static str,
     },
+    /// The keys that seal a 2026-07-28 request's state could not be set:
+    /// a list that is not 32-byte keys in hex
+    /// ([`state_keys_from_hex`](crate::server::state_keys_from_hex)), or
+    /// no random key (the operating system's source failed).
+    #[error("request state keys: {0}")]
+    StateKeys(String),
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]
     EmptyField {

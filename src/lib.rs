@@ -68,9 +68,10 @@
 //!    `test_rng`): the hot path's hand-written JSON readers, behind one
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
 //!    objects and their encoding; a hasher for ids; a stream adapter.
-//! 2. **model** (`definition`, `content`, `client`, `state`, `principal`):
-//!    the shapes items, results and client requests have, whoever speaks
-//!    them, and who sent a request.
+//! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
+//!    `round_trip`): the shapes items, results and client requests have,
+//!    whoever speaks them, who sent a request, and one round of a
+//!    2026-07-28 request.
 //! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
 //!    `completion`, `handle`): what a server author implements or builds —
 //!    tools and their [`ToolContext`], typed tools, resources, prompts —
@@ -121,6 +122,7 @@ mod poll;
 mod principal;
 pub mod prompt;
 pub mod resource;
+mod round_trip;
 pub mod server;
 mod session;
 pub mod state;

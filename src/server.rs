@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
+use crate::dialect::stateless::seal::StateKeys;
+use crate::dialect::stateless::{CacheHints, Stateless};
 use crate::dialect::{Dialect, Limits, Providers, ServerInner, model_context, v1};
 use crate::engine::access::AccessRules;
 use crate::engine::catalog::{self, Catalog};
@@ -47,6 +49,9 @@ pub struct Server {
     /// The state every HTTP single exchange's request served without a
     /// session shares ([`session::alone`]).
     exchange: Arc<Shared>,
+    /// The same, for the 2026-07-28 requests of Streamable HTTP.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    stateless: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Server {
@@ -153,6 +158,12 @@ impl Server {
         }
     }
 
+    /// The state a 2026-07-28 request served without a session shares.
+    #[cfg(feature = "http")]
+    pub(crate) fn stateless(&self) -> &Arc<Shared> {
+        &self.stateless
+    }
+
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
         &self.inner
     }
@@ -180,6 +191,28 @@ async fn only_reply(mut replies: tokio::sync::mpsc::Receiver<Outgoing>) -> Optio
         );
     }
     reply
+}
+
+/// How long a sealed 2026-07-28 `requestState` may be retried, by default.
+pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
+/// How long 2026-07-28 clients may cache lists, by default.
+pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(60);
+
+/// Reads a list of 2026-07-28 state keys as `CLAWMCP_STATE_KEYS` holds it:
+/// 32-byte keys in hex, comma-separated, the sealing one first
+/// ([`ServerBuilder::state_keys`]).
+///
+/// ```
+/// let keys = clawmcp::server::state_keys_from_hex(&"ab".repeat(32))?;
+/// assert_eq!(keys, vec![[0xab; 32]]);
+/// assert!(clawmcp::server::state_keys_from_hex("not hex").is_err());
+/// # Ok::<(), clawmcp::BuildError>(())
+/// ```
+///
+/// # Errors
+/// [`BuildError::StateKeys`] when an entry is not 64 hex digits.
+pub fn state_keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, BuildError> {
+    crate::dialect::stateless::seal::keys_from_hex(list).map_err(BuildError::StateKeys)
 }
 
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a
@@ -215,6 +248,10 @@ pub struct ServerBuilder {
     limits: Limits,
     access: AccessRules,
     handle: ServerHandle,
+    /// The 2026-07-28 revision's state keys (none: one random key).
+    state_keys: Vec<[u8; 32]>,
+    state_ttl: Duration,
+    cache: CacheHints,
 }
 
 impl Default for ServerBuilder {
@@ -242,6 +279,13 @@ impl Default for ServerBuilder {
             },
             access: AccessRules::default(),
             handle: ServerHandle::new(),
+            state_keys: Vec::new(),
+            state_ttl: DEFAULT_STATE_TTL,
+            cache: CacheHints {
+                lists: DEFAULT_LIST_TTL,
+                reads: Duration::ZERO,
+                per_resource: std::collections::HashMap::new(),
+            },
         }
     }
 }
@@ -314,6 +358,49 @@ impl ServerBuilder {
     /// Model Context Protocol's `initialize` result (default: none).
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The keys that seal the state of a 2026-07-28 request that waits for
+    /// its client's answers (`requestState`, AES-256-GCM): the first seals,
+    /// every one opens. Give every process of one deployment the same
+    /// list, so that a retry can reach any of them; to rotate, put a new
+    /// key first and drop the old one once states sealed with it have
+    /// expired. By default each process seals with a random key of its own
+    /// (retries then reach only the process that answered).
+    /// [`state_keys_from_hex`] reads a list as `CLAWMCP_STATE_KEYS` holds it.
+    pub fn state_keys(mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> Self {
+        self.state_keys = keys.into_iter().collect();
+        self
+    }
+
+    /// How long a sealed `requestState` may be retried (default: 10
+    /// minutes); an older one is refused.
+    pub fn state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// How long a 2026-07-28 client may cache the lists and the
+    /// `server/discover` result (`ttlMs`; default: 1 minute). A list that
+    /// changes at run time is also announced on listen streams.
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.cache.lists = ttl;
+        self
+    }
+
+    /// How long a 2026-07-28 client may cache a resource it read
+    /// (`ttlMs`; default: 0, immediately stale: content may change at any
+    /// time). [`resource_ttl`](Self::resource_ttl) sets one resource's.
+    pub fn read_ttl(mut self, ttl: Duration) -> Self {
+        self.cache.reads = ttl;
+        self
+    }
+
+    /// How long a 2026-07-28 client may cache resource `uri` (instead of
+    /// [`read_ttl`](Self::read_ttl)).
+    pub fn resource_ttl(mut self, uri: impl Into<String>, ttl: Duration) -> Self {
+        self.cache.per_resource.insert(uri.into(), ttl);
         self
     }
 
@@ -520,6 +607,12 @@ impl ServerBuilder {
         self.handle
             .registry()
             .set_resource_ids(catalog.resource_index.keys().cloned().collect());
+        let keys = if self.state_keys.is_empty() {
+            StateKeys::random().map_err(|e| BuildError::StateKeys(e.to_string()))?
+        } else {
+            StateKeys::new(&self.state_keys)
+                .ok_or_else(|| BuildError::StateKeys("no key".into()))?
+        };
         let inner = Arc::new(ServerInner {
             info,
             catalog,
@@ -528,9 +621,19 @@ impl ServerBuilder {
             protocols: self.protocols,
             limits: self.limits,
             handle: self.handle,
+            stateless: Stateless {
+                keys,
+                state_ttl: self.state_ttl,
+                cache: self.cache,
+            },
         });
         let exchange = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
-        Ok(Server { inner, exchange })
+        let stateless = Arc::new(Shared::detached(inner.clone(), Dialect::Stateless));
+        Ok(Server {
+            inner,
+            exchange,
+            stateless,
+        })
     }
 }
 

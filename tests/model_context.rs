@@ -174,11 +174,18 @@ async fn a_second_initialize_is_32600() {
 }
 
 #[tokio::test]
-async fn server_discover_is_method_not_found_so_clients_fall_back() {
+async fn server_discover_is_the_2026_revision_and_leaves_the_handshake_open() {
     let (server, _, _) = server();
     let mut client = TestClient::connect_model_context(&server).await;
+    // Without _meta: -32602 (a 2026-07-28 request must say its version).
     let e = client.call("server/discover", None).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+    assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    let meta = json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    let discovered = client.call("server/discover", Some(meta)).await.unwrap();
+    assert_eq!(discovered["supportedVersions"][0], "2026-07-28");
+    // A client that falls back still initializes the same connection.
     client.initialize_model_context(init("2025-11-25")).await;
     assert_eq!(client.call("ping", None).await, Ok(json!({})));
 }

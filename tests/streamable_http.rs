@@ -1030,14 +1030,25 @@ async fn elicitation_without_the_declared_capability_fails_in_the_tool() {
 // 10 ----------------------------------------------------------------------
 
 #[tokio::test]
-async fn server_discover_without_a_session_is_method_not_found() {
+async fn server_discover_without_headers_or_meta_is_refused_and_opens_no_session() {
     let server = McServer::default().await;
+    let discover = rpc(json!("d-1"), "server/discover", json!({}));
+    // A 2026-07-28 request must name its method in Mcp-Method (400, -32020)…
+    let reply = server.exchange(post(None, &discover)).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{reply:?}");
+    assert_eq!(reply.json()["error"]["code"], -32020, "{reply:?}");
+    // …and its version in _meta (400, -32602).
     let reply = server
-        .exchange(post(None, &rpc(json!("d-1"), "server/discover", json!({}))))
+        .exchange(post_with(
+            None,
+            &[("mcp-method", "server/discover")],
+            &discover,
+        ))
         .await;
-    let body = assert_json_reply(&reply);
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{reply:?}");
+    let body = reply.json();
     assert_eq!(body["id"], "d-1", "{body}");
-    assert_eq!(body["error"]["code"], -32601, "{body}");
+    assert_eq!(body["error"]["code"], -32602, "{body}");
     assert!(reply.header("mcp-session-id").is_none(), "{reply:?}");
 }
 

@@ -12,6 +12,7 @@
 
 pub(crate) mod handshake;
 pub(crate) mod model_context;
+pub(crate) mod stateless;
 pub(crate) mod v1;
 
 use std::collections::HashSet;
@@ -56,6 +57,8 @@ pub(crate) struct ServerInner {
     pub(crate) protocols: Protocols,
     pub(crate) limits: Limits,
     pub(crate) handle: ServerHandle,
+    /// The 2026-07-28 revision's keys and hints.
+    pub(crate) stateless: stateless::Stateless,
 }
 
 /// Capabilities announced even without items of their kind.
@@ -179,11 +182,15 @@ impl Protocols {
     }
 }
 
-/// The dialect one session speaks.
+/// The dialect one session speaks, or one request of it: a Model Context
+/// Protocol connection serves each 2026-07-28 request in that revision
+/// ([`stateless`]), the rest in its session's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dialect {
     McpV1,
     ModelContext,
+    /// The Model Context Protocol's 2026-07-28 revision.
+    Stateless,
 }
 
 /// What to do with a request, given the session's phase.
@@ -234,6 +241,13 @@ pub(crate) enum Step {
         work: Work,
         progress: Option<Box<RawValue>>,
     },
+    /// The same, in a round of a 2026-07-28 request: what the client
+    /// declared and answered with it.
+    Round {
+        work: Work,
+        progress: Option<Box<RawValue>>,
+        round: std::sync::Arc<crate::round_trip::RoundTrip>,
+    },
 }
 
 /// How a request's work ended.
@@ -252,6 +266,10 @@ pub(crate) struct JobInfo {
     pub(crate) tool: Option<usize>,
     /// Its time limit.
     pub(crate) limit: Option<Duration>,
+    /// Its round, in a 2026-07-28 request.
+    pub(crate) round: Option<std::sync::Arc<crate::round_trip::RoundTrip>>,
+    /// Its result may depend on who asked (a token came with it).
+    pub(crate) private: bool,
 }
 
 impl Dialect {
@@ -260,6 +278,7 @@ impl Dialect {
         match self {
             Self::McpV1 => v1::admit(phase, method, id),
             Self::ModelContext => model_context::admit(phase, method),
+            Self::Stateless => stateless::admit(method),
         }
     }
 
@@ -273,7 +292,7 @@ impl Dialect {
     ) -> Result<(Vec<u8>, Change), Vec<u8>> {
         match self {
             Self::McpV1 => v1::initialize(session, id, params),
-            Self::ModelContext => model_context::initialize(session, id, params),
+            Self::ModelContext | Self::Stateless => model_context::initialize(session, id, params),
         }
     }
 
@@ -292,6 +311,7 @@ impl Dialect {
             Self::ModelContext => {
                 model_context::route(session, id, method, params, call, principal)
             }
+            Self::Stateless => stateless::route(session, id, method, params, call, principal),
         }
     }
 
@@ -299,7 +319,7 @@ impl Dialect {
     pub(crate) fn control(self, method: &str, params: Option<&RawValue>) -> Control {
         match self {
             Self::McpV1 => v1::control(method, params),
-            Self::ModelContext => model_context::control(method, params),
+            Self::ModelContext | Self::Stateless => model_context::control(method, params),
         }
     }
 
@@ -315,6 +335,7 @@ impl Dialect {
         match self {
             Self::McpV1 => Some(v1::encode_end(session.server(), id, ended, job)),
             Self::ModelContext => model_context::encode_end(session.server(), id, ended, job),
+            Self::Stateless => stateless::encode_end(session.server(), id, ended, job),
         }
     }
 
@@ -323,7 +344,7 @@ impl Dialect {
     pub(crate) fn error(self, id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
         match self {
             Self::McpV1 => v1::error(id, error),
-            Self::ModelContext => model_context::error(id, error),
+            Self::ModelContext | Self::Stateless => model_context::error(id, error),
         }
     }
 
@@ -331,7 +352,7 @@ impl Dialect {
     pub(crate) fn too_large(self, declared: usize, limit: usize) -> RpcError {
         match self {
             Self::McpV1 => v1::too_large(declared, limit),
-            Self::ModelContext => model_context::too_large(declared, limit),
+            Self::ModelContext | Self::Stateless => model_context::too_large(declared, limit),
         }
     }
 
@@ -339,7 +360,7 @@ impl Dialect {
     pub(crate) fn shutting_down(self, id: &RequestId) -> Vec<u8> {
         match self {
             Self::McpV1 => v1::shutting_down(id),
-            Self::ModelContext => model_context::shutting_down(id),
+            Self::ModelContext | Self::Stateless => model_context::shutting_down(id),
         }
     }
 
@@ -348,7 +369,7 @@ impl Dialect {
     pub(crate) fn cancelled_unstarted(self, id: &RequestId) -> Option<Vec<u8>> {
         match self {
             Self::McpV1 => Some(v1::cancelled(id)),
-            Self::ModelContext => None,
+            Self::ModelContext | Self::Stateless => None,
         }
     }
 
@@ -357,6 +378,7 @@ impl Dialect {
         match self {
             Self::McpV1 => true,
             Self::ModelContext => model_context::allows_batches(session),
+            Self::Stateless => false,
         }
     }
 
@@ -370,6 +392,7 @@ impl Dialect {
         match self {
             Self::McpV1 => Some(v1::resource_changed(uri)),
             Self::ModelContext => model_context::resource_changed(subscriptions, uri),
+            Self::Stateless => None,
         }
     }
 
@@ -386,12 +409,28 @@ impl Dialect {
         self == Self::ModelContext
     }
 
+    /// The dialect one request of a session in this dialect is served in:
+    /// a Model Context Protocol connection serves 2026-07-28 requests in
+    /// that revision.
+    pub(crate) fn of_request(
+        self,
+        method: &str,
+        params: Option<&RawValue>,
+        call: Option<&ToolCall<'_>>,
+    ) -> Self {
+        if self == Self::ModelContext && stateless::claims(method, params, call) {
+            Self::Stateless
+        } else {
+            self
+        }
+    }
+
     /// The name of a request in this dialect's trace lines (MCP v1.0's
     /// `$/logTrace`); the Model Context Protocol has none.
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
         match self {
             Self::McpV1 => v1::trace_name(work),
-            Self::ModelContext => "",
+            Self::ModelContext | Self::Stateless => "",
         }
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct CompiledTool {
     pub(crate) definition: ToolDefinition,
     /// Its title, annotations and icons.
     pub(crate) metadata: ToolMetadata,
+    /// The arguments its input schema marks `x-mcp-header`: the header's
+    /// name (after `Mcp-Param-`) and the property (2026-07-28 over HTTP).
+    pub(crate) mirrored: Vec<(String, String)>,
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) may_block: bool,
@@ -138,6 +141,7 @@ impl Catalog {
                 quick_input: quick_check(&definition.input_schema).filter(|_| reads_text(&*tool)),
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),
+                mirrored: mirrored(&definition.input_schema),
                 tool,
                 input,
                 output,
@@ -396,6 +400,24 @@ fn reads_text(tool: &dyn Tool) -> bool {
 /// The quick check of `schema`, with the `fast-path` feature on; without
 /// it every instance takes the full validator (and a typed tool reads its
 /// arguments from a `Value`).
+/// The top-level properties of `schema` marked `x-mcp-header`, with the
+/// header names they are mirrored in.
+fn mirrored(schema: &serde_json::Value) -> Vec<(String, String)> {
+    schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .map(|properties| {
+            properties
+                .iter()
+                .filter_map(|(property, schema)| {
+                    let name = schema.get("x-mcp-header")?.as_str()?;
+                    Some((name.to_owned(), property.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn quick_check(schema: &serde_json::Value) -> Option<QuickCheck> {
     if cfg!(feature = "fast-path") {
         QuickCheck::compile(schema)

@@ -102,6 +102,9 @@ pub(crate) enum Failure {
     ResourceNotFound(String),
     /// A resource, prompt or completer failed (its error, with what failed).
     Item { what: String, error: ToolError },
+    /// A 2026-07-28 round stopped the work: it asked the client questions
+    /// the round has no answers for (`round_trip`).
+    InputRequired,
 }
 
 impl Work {

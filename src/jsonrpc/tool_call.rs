@@ -47,6 +47,12 @@ pub(crate) struct CallToolParams<'a> {
     pub(crate) arguments: Option<ArgumentsText<'a>>,
     #[serde(default, borrow, rename = "_meta")]
     pub(crate) meta: Option<RequestMeta<'a>>,
+    /// The answers to the questions of an earlier round (2026-07-28).
+    #[serde(default, borrow, rename = "inputResponses")]
+    pub(crate) input_responses: Option<&'a RawValue>,
+    /// The state an earlier round sealed (2026-07-28).
+    #[serde(default, borrow, rename = "requestState")]
+    pub(crate) request_state: Option<&'a RawValue>,
 }
 
 impl<'a> CallToolParams<'a> {
@@ -56,13 +62,22 @@ impl<'a> CallToolParams<'a> {
             name: Cow::Borrowed(name),
             arguments: Some(arguments),
             meta: None,
+            input_responses: None,
+            request_state: None,
         }
     }
 }
 
-/// `_meta` of a request's params: only the progress token is read.
+/// `_meta` of a request's params: the progress token, and what a
+/// 2026-07-28 request carries in it (each kept as its JSON text).
 #[derive(Debug, Deserialize, Default)]
 pub(crate) struct RequestMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
     pub(crate) progress_token: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    pub(crate) protocol_version: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub(crate) client_capabilities: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
+    pub(crate) log_level: Option<&'a RawValue>,
 }

@@ -11,12 +11,12 @@ use std::time::Instant;
 
 use serde_json::value::RawValue;
 
-use super::job::Job;
+use super::job::{Job, Run};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
 #[cfg(feature = "http")]
-use crate::dialect::{Admission, Change, Control, Phase, Step, TraceLevel};
+use crate::dialect::{Admission, Change, Control, Dialect, Phase, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -98,8 +98,11 @@ pub(crate) fn dispatch(
         } => {
             // The clock is read only when trace lines need it.
             let started = shared.trace_on().then(Instant::now);
+            let dialect = dialect.of_request(&method, params, call.as_ref());
             match dialect.admit(phase, &method, &id) {
-                Admission::Serve => serve(shared, id, &method, params, call, started, caller),
+                Admission::Serve => {
+                    serve(shared, dialect, id, &method, params, call, started, caller)
+                }
                 Admission::Reject(error) => {
                     let reply = dialect.error(Some(&id), &error);
                     Dispatched::Reply(answered(shared, id, &method, started, reply))
@@ -139,10 +142,12 @@ pub(crate) fn dispatch(
     }
 }
 
-/// A request the dialect serves through its method table: the reply, or
-/// the job whose work makes it.
+/// A request `dialect` serves through its method table: the reply, or the
+/// job whose work makes it.
+#[allow(clippy::too_many_arguments)]
 fn serve(
     shared: &Arc<Shared>,
+    dialect: Dialect,
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
@@ -161,13 +166,10 @@ fn serve(
             ErrorCode::TOKEN_EXPIRED,
             "the access token of this stream has expired: open a new one with a fresh token",
         );
-        let reply = shared.dialect.error(Some(&id), &error);
+        let reply = dialect.error(Some(&id), &error);
         return Dispatched::Reply(answered(shared, id, method, started, reply));
     }
-    match shared
-        .dialect
-        .route(&**shared, &id, method, params, call, principal)
-    {
+    match dialect.route(&**shared, &id, method, params, call, principal) {
         Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
         Step::Record(reply, change) => {
             let catalog = &shared.server.catalog;
@@ -176,7 +178,7 @@ fn serve(
             if let Change::Subscription { uri, on: true } = &change
                 && let Some(needed) = operation::refused_uri(catalog, uri, principal)
             {
-                return forbidden(shared, id, method, started, needed);
+                return forbidden(shared, dialect, id, method, started, needed);
             }
             shared.record(change);
             Dispatched::Reply(answered(shared, id, method, started, reply))
@@ -184,9 +186,32 @@ fn serve(
         Step::Run { work, progress } => {
             let catalog = &shared.server.catalog;
             if let Some(needed) = operation::refused(catalog, &work, principal) {
-                return forbidden(shared, id, method, started, needed);
+                return forbidden(shared, dialect, id, method, started, needed);
             }
-            Dispatched::Run(Job::new(shared, id, work, progress, started, caller))
+            let run = Run {
+                dialect,
+                progress,
+                started,
+                round: None,
+            };
+            Dispatched::Run(Job::new(shared, id, work, run, caller))
+        }
+        Step::Round {
+            work,
+            progress,
+            round,
+        } => {
+            let catalog = &shared.server.catalog;
+            if let Some(needed) = operation::refused(catalog, &work, principal) {
+                return forbidden(shared, dialect, id, method, started, needed);
+            }
+            let run = Run {
+                dialect,
+                progress,
+                started,
+                round: Some(round),
+            };
+            Dispatched::Run(Job::new(shared, id, work, run, caller))
         }
     }
 }
@@ -195,13 +220,14 @@ fn serve(
 /// the scopes for a transport that can still challenge instead.
 fn forbidden(
     shared: &Shared,
+    dialect: Dialect,
     id: RequestId,
     method: &str,
     started: Option<Instant>,
     needed: &[String],
 ) -> Dispatched {
     let error = RpcError::insufficient_scope(needed);
-    let reply = shared.dialect.error(Some(&id), &error);
+    let reply = dialect.error(Some(&id), &error);
     Dispatched::Forbidden(Handled {
         refused: Some(needed.into()),
         ..answered(shared, id, method, started, reply)
@@ -337,7 +363,6 @@ pub(crate) async fn beside(
     }
     // Only a request the method table serves is taken here: its admission
     // is decided once, and the reader answers anything else.
-    let dialect = shared.dialect;
     let Incoming::Request {
         id,
         method,
@@ -347,6 +372,7 @@ pub(crate) async fn beside(
     else {
         return Beside::Not;
     };
+    let dialect = shared.dialect.of_request(&method, params, call.as_ref());
     if (id == RequestId::Null && !dialect.allows_null_ids())
         || dialect.admit(Phase::Ready, &method, &id) != Admission::Serve
     {
@@ -363,7 +389,7 @@ pub(crate) async fn beside(
     };
     let before = shared.sent();
     let started = shared.trace_on().then(Instant::now);
-    let mut handled = match serve(shared, id, &method, params, call, started, caller) {
+    let mut handled = match serve(shared, dialect, id, &method, params, call, started, caller) {
         Dispatched::Reply(handled) => handled,
         Dispatched::Forbidden(handled) if handled.trace.is_none() => {
             let needed = handled.refused.unwrap_or_default();

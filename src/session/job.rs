@@ -15,15 +15,17 @@ use serde_json::value::RawValue;
 
 use tracing::Instrument;
 
+use super::link::RoundSource;
 use super::outbox::Handled;
 use super::shared::Shared;
 use crate::dialect::ServerInner;
-use crate::dialect::{Ended, JobInfo};
+use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
 use crate::jsonrpc::RequestId;
 use crate::principal::Caller;
-use crate::tool::{CancelReason, Cancellation, LazyContext, ToolContext};
+use crate::round_trip::RoundTrip;
+use crate::tool::{CancelReason, Cancellation, ContextSource, LazyContext, ToolContext};
 
 /// What a request's work ended with: its result, or its panic's message.
 type Outcome = Result<Result<Done, Failure>, String>;
@@ -34,8 +36,21 @@ type Running = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 /// The answer to a job polled again after it ended (no path does so).
 const POLLED_AFTER_ITS_END: &str = "the request's work was polled after it ended";
 
+/// How a job runs, besides its work: as `dialect` encodes it, with the
+/// request's progress token, the time it was read (if trace is on), and
+/// its round (a 2026-07-28 request).
+pub(crate) struct Run {
+    pub(crate) dialect: Dialect,
+    pub(crate) progress: Option<Box<RawValue>>,
+    pub(crate) started: Option<Instant>,
+    pub(crate) round: Option<Arc<RoundTrip>>,
+}
+
 /// A request whose reply needs async work.
 pub(crate) struct Job {
+    /// The dialect its reply is encoded in (its session's, or the
+    /// 2026-07-28 revision's for such a request).
+    dialect: Dialect,
     pub(crate) id: RequestId,
     /// The method, for MCP v1.0's trace lines.
     method: &'static str,
@@ -79,14 +94,21 @@ impl Job {
         shared: &Arc<Shared>,
         id: RequestId,
         work: Work,
-        progress: Option<Box<RawValue>>,
-        started: Option<Instant>,
+        run: Run,
         caller: &Caller,
     ) -> Self {
+        let Run {
+            dialect,
+            progress,
+            started,
+            round,
+        } = run;
         let server = &shared.server;
         let info = JobInfo {
             tool: work.tool_index(),
             limit: work.time_limit(&server.catalog),
+            round,
+            private: caller.principal.is_some(),
         };
         let method = shared.dialect.trace_name(&work);
         let may_block = work.may_block(&server.catalog);
@@ -96,6 +118,7 @@ impl Job {
         let cause = (shared.dialect.captures_causes() && !shared.subscriptions.is_empty())
             .then(|| Cause::new(shared.push_number()));
         let mut job = Job {
+            dialect,
             method,
             may_block,
             stage: Stage::Done,
@@ -112,6 +135,7 @@ impl Job {
                 tool,
                 arguments: Arguments::Text(text),
             } if job.cause.is_none()
+                && job.info.round.is_none()
                 && !may_block
                 && server
                     .catalog
@@ -134,7 +158,7 @@ impl Job {
             work => {
                 let ctx = job.context(shared, progress);
                 let perform = operation::perform(server.clone(), work, ctx);
-                Stage::Running(running(perform, job.cause.as_ref()))
+                Stage::Running(job.gated(running(perform, job.cause.as_ref())))
             }
         };
         job
@@ -151,7 +175,18 @@ impl Job {
     ) -> Running {
         let ctx = self.context(shared, progress);
         let call = operation::call_tool(shared.server.clone(), tool, arguments, ctx, false);
-        running(call, self.cause.as_ref())
+        self.gated(running(call, self.cause.as_ref()))
+    }
+
+    /// `work`, stopped where its round waits for input (2026-07-28).
+    fn gated(&self, work: Running) -> Running {
+        match &self.info.round {
+            Some(round) => Box::pin(InputGate {
+                inner: work,
+                round: round.clone(),
+            }),
+            None => work,
+        }
     }
 
     /// The request's context, made now (with its cancellation signal).
@@ -161,10 +196,21 @@ impl Job {
         mut progress: Option<Box<RawValue>>,
     ) -> ToolContext {
         let span = self.span(&shared.server);
+        let round_source;
+        let source: &dyn ContextSource = match &self.info.round {
+            Some(round) => {
+                round_source = RoundSource {
+                    shared: shared.clone(),
+                    round: round.clone(),
+                };
+                &round_source
+            }
+            None => shared,
+        };
         LazyContext::of_parts(
             &self.id,
             &mut self.cancel,
-            shared,
+            source,
             &span,
             &mut progress,
             &self.caller,
@@ -340,9 +386,7 @@ impl Job {
             Some(Ok(result)) => Ended::Finished(result),
             Some(Err(panic)) => Ended::Panicked(panic),
         };
-        let reply = shared
-            .dialect
-            .encode_end(shared, &self.id, ended, &self.info);
+        let reply = self.dialect.encode_end(shared, &self.id, ended, &self.info);
         let trace = shared.trace_line(self.method, &self.id, self.started, reply.as_deref());
         let caused = self
             .cause
@@ -362,11 +406,8 @@ impl Job {
 
     /// Answers a request that was cancelled before it started (it was
     /// parked): its work never runs.
-    pub(crate) fn cancel_unstarted(self, shared: &Shared) -> Handled {
-        Handled::reply(
-            self.id.clone(),
-            shared.dialect.cancelled_unstarted(&self.id),
-        )
+    pub(crate) fn cancel_unstarted(self) -> Handled {
+        Handled::reply(self.id.clone(), self.dialect.cancelled_unstarted(&self.id))
     }
 
     /// Registers the job for cancellation now, and returns it running,
@@ -396,6 +437,27 @@ where
             inner: cause.scope(work),
         }),
         None => Box::pin(CatchUnwind { inner: work }),
+    }
+}
+
+/// A 2026-07-28 request's work, stopped at the end of a poll in which it
+/// asked the client a question its round has no answer for: the request
+/// then ends with the questions (`round_trip`).
+struct InputGate {
+    inner: Running,
+    round: Arc<RoundTrip>,
+}
+
+impl Future for InputGate {
+    type Output = Outcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        match self.inner.as_mut().poll(cx) {
+            Poll::Pending if self.round.waits_for_input() => {
+                Poll::Ready(Ok(Err(Failure::InputRequired)))
+            }
+            polled => polled,
+        }
     }
 }
 

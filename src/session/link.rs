@@ -17,6 +17,7 @@ use crate::dialect::Dialect;
 use crate::dialect::model_context::to_client;
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, encode_request};
+use crate::round_trip::{Question, RoundTrip};
 use crate::tool::{Cancellation, ClientLink, ClientRequest, ContextSource};
 
 /// Removes a pending request however its wait ends; when the wait is
@@ -98,7 +99,7 @@ impl Link {
     fn model_context(&self) -> Option<Arc<Shared>> {
         self.shared
             .upgrade()
-            .filter(|s| s.dialect == Dialect::ModelContext)
+            .filter(|s| matches!(s.dialect, Dialect::ModelContext | Dialect::Stateless))
     }
 }
 
@@ -176,6 +177,7 @@ impl ClientLink for Link {
         related: &RequestId,
         request: ClientRequest,
         params: Box<RawValue>,
+        _key: Option<&str>,
         cancel: &Cancellation,
     ) -> Result<Value, ClientError> {
         let shared = self.session_for(request)?;
@@ -202,5 +204,98 @@ impl Link {
             return Err(ClientError::CapabilityMissing(capability));
         }
         Ok(shared)
+    }
+}
+
+/// What a 2026-07-28 request's context is made from: its session (for
+/// progress and log lines on the request's own stream) and its round.
+pub(crate) struct RoundSource {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) round: Arc<RoundTrip>,
+}
+
+impl ContextSource for RoundSource {
+    fn handle(&self) -> &ServerHandle {
+        &self.shared.server.handle
+    }
+
+    fn link(&self, progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>> {
+        Some(Arc::new(RoundLink {
+            stream: Link {
+                shared: Arc::downgrade(&self.shared),
+                progress: progress.map(|token| (token, Mutex::new(None))),
+            },
+            round: self.round.clone(),
+        }))
+    }
+}
+
+/// A 2026-07-28 request's way back to its client: progress and log lines
+/// (at the level its `_meta` asked for) on the request's own stream, and
+/// questions answered from its round, or recorded to end it
+/// (`round_trip`).
+#[derive(Debug)]
+struct RoundLink {
+    stream: Link,
+    round: Arc<RoundTrip>,
+}
+
+#[async_trait::async_trait]
+impl ClientLink for RoundLink {
+    async fn progress(
+        &self,
+        related: &RequestId,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) {
+        self.stream
+            .progress(related, progress, total, message)
+            .await;
+    }
+
+    fn logs(&self, level: LogLevel) -> bool {
+        self.round.logs(level)
+    }
+
+    async fn log(&self, related: &RequestId, level: LogLevel, data: Box<RawValue>) {
+        self.stream.log(related, level, data).await;
+    }
+
+    fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
+        let capability = request.capability();
+        if self.round.declares(capability) {
+            Ok(())
+        } else {
+            Err(ClientError::CapabilityMissing(capability))
+        }
+    }
+
+    async fn ask(
+        &self,
+        _related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        key: Option<&str>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError> {
+        self.can_ask(request)?;
+        let key = self.round.key(key);
+        if let Some(answer) = self.round.answer(&key) {
+            return Ok(answer.clone());
+        }
+        self.round.ask(Question {
+            key,
+            method: to_client::method(request),
+            params,
+        });
+        // The round ends at the end of this poll; the work is dropped
+        // there, or here when it is cancelled first.
+        cancel.cancelled().await;
+        Err(ClientError::Cancelled)
+    }
+
+    fn client_capabilities(&self) -> Option<Value> {
+        Some(Value::Object(self.round.capabilities().clone()))
     }
 }

@@ -162,6 +162,17 @@ impl Session {
         Self::with_phase(server, Dialect::McpV1, out, stop, Phase::Implicit, false)
     }
 
+    /// The session one 2026-07-28 request whose work waits runs in (over
+    /// HTTP): no handshake, its messages written to `out`.
+    #[cfg(feature = "http")]
+    pub(crate) fn stateless(
+        server: &Arc<ServerInner>,
+        out: impl Into<Outbox>,
+        stop: Arc<CancellationToken>,
+    ) -> Self {
+        Self::with_phase(server, Dialect::Stateless, out, stop, Phase::Implicit, true)
+    }
+
     fn with_phase(
         server: &Arc<ServerInner>,
         dialect: Dialect,
@@ -597,7 +608,7 @@ impl Session {
         for parked in self.parked.drain(..) {
             if parked.job.id == *id {
                 self.parked_bytes -= parked.bytes;
-                answered.push((parked.to, parked.job.cancel_unstarted(&self.shared)));
+                answered.push((parked.to, parked.job.cancel_unstarted()));
             } else {
                 kept.push_back(parked);
             }

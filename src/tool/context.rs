@@ -74,11 +74,14 @@ pub(crate) trait ClientLink: Send + Sync + fmt::Debug {
 
     /// Sends `request` with `params` on behalf of request `related` and
     /// waits for the answer, the client request timeout, or `cancel`.
+    /// `key` names the question where the revision keys questions
+    /// (2026-07-28); others ignore it.
     async fn ask(
         &self,
         related: &RequestId,
         request: ClientRequest,
         params: Box<RawValue>,
+        key: Option<&str>,
         cancel: &Cancellation,
     ) -> Result<Value, ClientError>;
 
@@ -336,21 +339,15 @@ impl ToolContext {
 
     /// Asks the user to fill in a form (`elicitation/create`, form mode).
     ///
+    /// In a 2026-07-28 request the question travels in the request's
+    /// answer (`InputRequiredResult`) and the tool runs again, from its
+    /// start, on the client's retry: see [`keyed`](Self::keyed).
+    ///
     /// # Errors
     /// See [`ClientError`]; [`ClientError::Invalid`] when a field is not a
     /// primitive schema the protocol allows.
     pub async fn elicit(&self, form: Elicitation) -> Result<ElicitResult, ClientError> {
-        let link = self.link_for(ClientRequest::Elicit)?;
-        let params = to_raw(&form.params()?)?;
-        let answer = link
-            .ask(
-                &self.request_id,
-                ClientRequest::Elicit,
-                params,
-                &self.cancel,
-            )
-            .await?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+        self.keyed_elicit(None, form).await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
@@ -358,17 +355,7 @@ impl ToolContext {
     /// # Errors
     /// See [`ClientError`].
     pub async fn sample(&self, request: Sampling) -> Result<SamplingResult, ClientError> {
-        let link = self.link_for(ClientRequest::Sample)?;
-        let params = to_raw(&request)?;
-        let answer = link
-            .ask(
-                &self.request_id,
-                ClientRequest::Sample,
-                params,
-                &self.cancel,
-            )
-            .await?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+        self.keyed_sample(None, request).await
     }
 
     /// The client's roots (`roots/list`).
@@ -376,23 +363,78 @@ impl ToolContext {
     /// # Errors
     /// See [`ClientError`].
     pub async fn roots(&self) -> Result<Vec<Root>, ClientError> {
-        let link = self.link_for(ClientRequest::ListRoots)?;
-        let params = to_raw(&serde_json::json!({}))?;
-        let answer = link
-            .ask(
-                &self.request_id,
-                ClientRequest::ListRoots,
-                params,
-                &self.cancel,
-            )
-            .await?;
+        self.keyed_roots(None).await
+    }
+
+    /// The same questions to the client, under a key of the tool's own.
+    ///
+    /// A 2026-07-28 request cannot wait for the client: a question it has
+    /// no answer for ends the round, the client answers every question of
+    /// the round by key (`inputRequests` → `inputResponses`), and the tool
+    /// runs again from its start with those answers (the crate's
+    /// `docs/model-context.md` §7). Questions asked without a key get
+    /// `input-0`, `input-1`, … in the order they are asked; a key of your
+    /// own names the question for the client and keeps it stable when the
+    /// order can change. In a 2025-11-25 session the key is not sent.
+    ///
+    /// ```no_run
+    /// # async fn f(ctx: clawmcp::ToolContext) -> Result<(), clawmcp::client::ClientError> {
+    /// use clawmcp::client::Elicitation;
+    /// use serde_json::json;
+    ///
+    /// let form = Elicitation::new("What is your name?")
+    ///     .field("name", json!({"type": "string"}), true);
+    /// let answer = ctx.keyed("user_name").elicit(form).await?;
+    /// # let _ = answer; Ok(()) }
+    /// ```
+    pub fn keyed<'c>(&'c self, key: &'c str) -> Keyed<'c> {
+        Keyed { ctx: self, key }
+    }
+
+    async fn keyed_elicit(
+        &self,
+        key: Option<&str>,
+        form: Elicitation,
+    ) -> Result<ElicitResult, ClientError> {
+        let params = to_raw(&form.params()?)?;
+        let answer = self.ask_client(key, ClientRequest::Elicit, params).await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    async fn keyed_sample(
+        &self,
+        key: Option<&str>,
+        request: Sampling,
+    ) -> Result<SamplingResult, ClientError> {
+        let params = to_raw(&request)?;
+        let answer = self.ask_client(key, ClientRequest::Sample, params).await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    async fn keyed_roots(&self, key: Option<&str>) -> Result<Vec<Root>, ClientError> {
         #[derive(serde::Deserialize)]
         struct Roots {
             roots: Vec<Root>,
         }
+        let params = to_raw(&serde_json::json!({}))?;
+        let answer = self
+            .ask_client(key, ClientRequest::ListRoots, params)
+            .await?;
         serde_json::from_value::<Roots>(answer)
             .map(|r| r.roots)
             .map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// Sends `request` to the client and waits for its answer.
+    async fn ask_client(
+        &self,
+        key: Option<&str>,
+        request: ClientRequest,
+        params: Box<RawValue>,
+    ) -> Result<Value, ClientError> {
+        let link = self.link_for(request)?;
+        link.ask(&self.request_id, request, params, key, &self.cancel)
+            .await
     }
 
     /// The capabilities the client declared in `initialize` (Model Context
@@ -406,6 +448,40 @@ impl ToolContext {
         let link = self.link.as_deref().ok_or(ClientError::Unsupported)?;
         link.can_ask(request)?;
         Ok(link)
+    }
+}
+
+/// A [`ToolContext`]'s questions to the client under one key
+/// ([`ToolContext::keyed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Keyed<'c> {
+    ctx: &'c ToolContext,
+    key: &'c str,
+}
+
+impl Keyed<'_> {
+    /// [`ToolContext::elicit`], keyed.
+    ///
+    /// # Errors
+    /// As [`ToolContext::elicit`].
+    pub async fn elicit(self, form: Elicitation) -> Result<ElicitResult, ClientError> {
+        self.ctx.keyed_elicit(Some(self.key), form).await
+    }
+
+    /// [`ToolContext::sample`], keyed.
+    ///
+    /// # Errors
+    /// As [`ToolContext::sample`].
+    pub async fn sample(self, request: Sampling) -> Result<SamplingResult, ClientError> {
+        self.ctx.keyed_sample(Some(self.key), request).await
+    }
+
+    /// [`ToolContext::roots`], keyed.
+    ///
+    /// # Errors
+    /// As [`ToolContext::roots`].
+    pub async fn roots(self) -> Result<Vec<Root>, ClientError> {
+        self.ctx.keyed_roots(Some(self.key)).await
     }
 }
 

@@ -18,7 +18,7 @@ mod context;
 #[cfg(feature = "http")]
 pub use context::RequestHeaders;
 pub(crate) use context::{CancelReason, ClientLink, ClientRequest, ContextSource, LazyContext};
-pub use context::{Cancellation, ToolContext};
+pub use context::{Cancellation, Keyed, ToolContext};
 
 /// A tool that clients run (`mcp/executeTool` in MCP v1.0, `tools/call` in
 /// the Model Context Protocol, where it is called by its `name`).

@@ -164,7 +164,9 @@ impl Server {
                 )
                 .await
             }
-            Dialect::ModelContext => {
+            // (A connection is never opened in the 2026-07-28 revision: its
+            // requests arrive on a Model Context Protocol one.)
+            Dialect::ModelContext | Dialect::Stateless => {
                 let input = FramedRead::with_capacity(
                     reader,
                     LineCodec::new(self.max_message_size()),

@@ -120,6 +120,8 @@ struct Provides {
 pub(crate) struct Lists {
     provides: Provides,
     capabilities: Box<RawValue>,
+    /// The capabilities `server/discover` lists (2026-07-28).
+    stateless_capabilities: Box<RawValue>,
     server_info: Box<RawValue>,
     instructions: Option<String>,
     tools: Vec<Box<RawValue>>,
@@ -146,6 +148,23 @@ impl ListKind {
             Self::Templates => "resourceTemplates",
             Self::Prompts => "prompts",
         }
+    }
+}
+
+impl Lists {
+    /// The server's `serverInfo`, serialised.
+    pub(crate) fn server_info(&self) -> &RawValue {
+        &self.server_info
+    }
+
+    /// The capabilities `server/discover` lists.
+    pub(crate) fn stateless_capabilities(&self) -> &RawValue {
+        &self.stateless_capabilities
+    }
+
+    /// The server's instructions, if any.
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
     }
 }
 
@@ -299,9 +318,16 @@ impl Lists {
             .collect();
         let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
+        // 2026-07-28 has no `resources/subscribe`: its subscriptions are
+        // `subscriptions/listen` streams.
+        let mut stateless = capabilities.clone();
+        if let Some(resources) = stateless.get_mut("resources") {
+            *resources = json!({"subscribe": false, "listChanged": false});
+        }
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
+            stateless_capabilities: crate::dialect::raw(&stateless),
             server_info: crate::dialect::raw(info),
             instructions: instructions.map(str::to_owned),
             tools: pages("tools", &tools, page_size),
@@ -439,8 +465,40 @@ fn read_optional<'a, T: serde::Deserialize<'a> + Default>(
 /// The empty result.
 const EMPTY: &str = "{}";
 
+/// Which shape of the protocol a request has: a 2025-11-25-family
+/// session's, or 2026-07-28's stateless one (`dialect::stateless`), which
+/// serves the same table with a few rules of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Revision {
+    /// A request of an initialized session.
+    Session,
+    /// A 2026-07-28 request.
+    Stateless,
+}
+
 /// Reads a request through the method table.
 pub(crate) fn route(
+    session: &impl SessionState,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    call: Option<ToolCall<'_>>,
+    principal: Option<&Principal>,
+) -> Step {
+    route_in(
+        Revision::Session,
+        session,
+        id,
+        method,
+        params,
+        call,
+        principal,
+    )
+}
+
+/// [`route`], for a request of `revision`.
+pub(crate) fn route_in(
+    revision: Revision,
     session: &impl SessionState,
     id: &RequestId,
     method: &str,
@@ -491,7 +549,7 @@ pub(crate) fn route(
                         progress: None,
                     }
                 } else {
-                    Step::Reply(not_found(id, &p.uri))
+                    Step::Reply(not_found(revision, id, &p.uri))
                 }
             })
         }
@@ -499,7 +557,7 @@ pub(crate) fn route(
             read::<UriParams<'_>>(method, params).map(|p| {
                 let on = method == methods::RESOURCES_SUBSCRIBE;
                 if on && !server.catalog.knows_uri(&p.uri) {
-                    return Step::Reply(not_found(id, &p.uri));
+                    return Step::Reply(not_found(revision, id, &p.uri));
                 }
                 let uri = p.uri.into_owned();
                 Step::Record(empty(id), Change::Subscription { uri, on })
@@ -714,6 +772,17 @@ pub(crate) fn encode_end(
     ended: Ended,
     job: &JobInfo,
 ) -> Option<Vec<u8>> {
+    encode_end_in(Revision::Session, server, id, ended, job)
+}
+
+/// [`encode_end`], for a request of `revision`.
+pub(crate) fn encode_end_in(
+    revision: Revision,
+    server: &ServerInner,
+    id: &RequestId,
+    ended: Ended,
+    job: &JobInfo,
+) -> Option<Vec<u8>> {
     let tool = || job.tool.and_then(|i| server.catalog.tools.get(i));
     Some(match ended {
         Ended::Finished(Ok(done)) => match done {
@@ -765,7 +834,13 @@ pub(crate) fn encode_end(
             }
             Failure::Tool(e) => error(Some(id), &RpcError::new(e.code(), e.message())),
             Failure::BadOutput(text) => error(Some(id), &RpcError::internal(text)),
-            Failure::ResourceNotFound(uri) => not_found(id, &uri),
+            Failure::ResourceNotFound(uri) => not_found(revision, id, &uri),
+            // (Only a 2026-07-28 round stops for input; its dialect
+            // answers it before this table.)
+            Failure::InputRequired => error(
+                Some(id),
+                &RpcError::internal("a request of a session waited for a round trip"),
+            ),
             Failure::Item { error: e, .. } if e.code() == ErrorCode::INVALID_PARAMS => {
                 error(Some(id), &RpcError::invalid_params(e.message()))
             }
@@ -849,14 +924,14 @@ fn tool_error(id: &RequestId, text: &str) -> Vec<u8> {
     )
 }
 
-/// `-32002 Resource not found` with `data.uri`.
-fn not_found(id: &RequestId, uri: &str) -> Vec<u8> {
-    encode_error_with(
-        Some(id),
-        -32002,
-        "Resource not found",
-        &json!({ "uri": uri }),
-    )
+/// "Resource not found" with `data.uri`: `-32002` in a session, `-32602`
+/// in a 2026-07-28 request.
+fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Vec<u8> {
+    let code = match revision {
+        Revision::Session => -32002,
+        Revision::Stateless => -32602,
+    };
+    encode_error_with(Some(id), code, "Resource not found", &json!({ "uri": uri }))
 }
 
 /// The message of a code in this protocol's table.
@@ -868,6 +943,9 @@ fn message(code: ErrorCode) -> &'static str {
         -32602 => "Invalid params",
         -32603 => "Internal error",
         -32002 => "Resource not found",
+        -32020 => "Header mismatch",
+        -32021 => "Missing required client capability",
+        -32022 => "Unsupported protocol version",
         _ => "Server error",
     }
 }

@@ -343,6 +343,8 @@ fn failure_error(failure: Failure) -> RpcError {
         Failure::Item { what, error } => {
             RpcError::internal(format!("{what} could not be read: {error}"))
         }
+        // (Only a 2026-07-28 round stops for input.)
+        Failure::InputRequired => RpcError::internal("a request waited for a round trip"),
     }
 }
 

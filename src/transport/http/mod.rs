@@ -44,6 +44,7 @@ mod oauth_layer;
 mod serve;
 mod sessions;
 mod sniff;
+mod stateless;
 mod streamable;
 mod v1;
 
@@ -54,7 +55,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
+use http::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body;
@@ -523,6 +524,11 @@ impl McpService {
         let streamable = sniff::by_headers(dialects, parts);
         match parts.method {
             Method::POST => {}
+            Method::GET | Method::DELETE
+                if dialects.model_context() && stateless::names_no_session_version(parts) =>
+            {
+                return (stateless::not_allowed(), Leftover::Unread(body));
+            }
             Method::GET if streamable => {
                 return (self.streamable_get(parts, &caller), Leftover::Unread(body));
             }
@@ -632,6 +638,23 @@ impl McpService {
             }
         }
     }
+}
+
+/// `MCP-Protocol-Version`.
+const PROTOCOL_VERSION: http::HeaderName = http::HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28).
+const MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
+
+/// An SSE response: not cached, and not buffered by a proxy (nginx reads
+/// `X-Accel-Buffering`).
+fn sse(body: McpBody) -> Response<McpBody> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(CONTENT_TYPE, "text/event-stream")
+        .header(CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(body)
+        .unwrap_or_default()
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<McpBody> {

@@ -7,7 +7,8 @@
 use http::header::ACCEPT;
 use http::request::Parts;
 
-use super::streamable::{MCP_METHOD, PROTOCOL_VERSION, SESSION_ID, listed};
+use super::streamable::{SESSION_ID, listed};
+use super::{MCP_METHOD, PROTOCOL_VERSION};
 use crate::dialect::Protocols;
 use crate::jsonrpc::{Incoming, Parsed};
 

@@ -17,13 +17,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
+use http::header::{ACCEPT, HeaderName, HeaderValue, RETRY_AFTER};
 use http::request::Parts;
 use http::{Response, StatusCode};
 
 use super::body::McpBody;
 use super::sessions::{First, HttpSession, Refused};
-use super::{McpService, json, plain};
+use super::stateless;
+use super::{McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::model_context::{self, methods};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
@@ -32,10 +33,6 @@ use crate::session::{Beside, beside};
 
 /// `Mcp-Session-Id`.
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-/// `MCP-Protocol-Version`.
-pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-/// `Mcp-Method` (2026-07-28).
-pub(super) const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 
 /// The media types an `Accept` value lists, parameters dropped, trimmed.
 /// (Bytes, not `str`: a value that is not ASCII lists nothing it could
@@ -116,15 +113,10 @@ impl McpService {
                 "Mcp-Session-Id must be one visible-ASCII value",
             );
         };
+        if stateless::is_stateless(parts, session_id.is_some(), &message) {
+            return self.stateless_post(parts, body, message, caller).await;
+        }
         let session = match (&message, session_id) {
-            (Incoming::Request { id, method, .. }, None) if method == methods::DISCOVER => {
-                // The 2026-07-28 revision comes later: the client falls back.
-                return rpc_error(
-                    StatusCode::OK,
-                    Some(id),
-                    &RpcError::method_not_found(method),
-                );
-            }
             (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
                 return self.open_session(parts, id, body.clone(), caller).await;
             }
@@ -436,15 +428,6 @@ fn unknown_session() -> Response<McpBody> {
         StatusCode::NOT_FOUND,
         "no such session (unknown, expired or deleted): send initialize to open a new one",
     )
-}
-
-fn sse(body: McpBody) -> Response<McpBody> {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(CONTENT_TYPE, "text/event-stream")
-        .header(CACHE_CONTROL, "no-cache")
-        .body(body)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,0 +1,614 @@
+//! The Model Context Protocol's 2026-07-28 revision (docs/model-context.md
+//! §7): stateless requests. There is no `initialize` and no session; every
+//! request carries its protocol version and the client's capabilities in
+//! `_meta`, so any process can serve any request.
+//!
+//! It serves the 2025-11-25 family's method table ([`model_context`]) with
+//! these rules of its own:
+//! - `server/discover` lists the versions, capabilities and instructions;
+//! - a request's `_meta` must name `io.modelcontextprotocol/protocolVersion`
+//!   (this revision's, else `-32022`) and `…/clientCapabilities` (else
+//!   `-32602`); `…/logLevel` asks for its log lines;
+//! - `initialize`, `ping`, `logging/setLevel` and `resources/subscribe`
+//!   and `…/unsubscribe` are gone (`-32601`);
+//! - every result says `resultType` and names the server in
+//!   `_meta["io.modelcontextprotocol/serverInfo"]`; lists, reads and
+//!   discovery carry `ttlMs` and `cacheScope`;
+//! - an unknown resource is `-32602`;
+//! - a tool that asks the client something (elicitation, sampling, roots)
+//!   gets the answer from the request's `inputResponses`, or the request
+//!   ends with an `InputRequiredResult` that carries the questions and a
+//!   sealed `requestState` ([`seal`]); a question whose capability the
+//!   client did not declare fails the request with `-32021`.
+
+pub(crate) mod seal;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::model_context::{self, Revision, methods};
+use super::{Admission, Ended, JobInfo, ServerInner, SessionState, Step};
+use crate::client::LogLevel;
+use crate::engine::{Done, Failure};
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{RequestId, RequestMeta, ToolCall, encode_error_with};
+use crate::principal::Principal;
+use crate::round_trip::RoundTrip;
+use seal::StateKeys;
+
+/// This revision.
+pub(crate) const VERSION: &str = "2026-07-28";
+/// The versions this server speaks, newest first: this revision's stateless
+/// requests, then the session revisions `initialize` negotiates.
+pub(crate) const SUPPORTED: [&str; 4] = [VERSION, "2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The `_meta` keys of this revision.
+pub(crate) mod keys {
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+}
+
+/// The method that subscribes to change notifications.
+pub(crate) const LISTEN: &str = "subscriptions/listen";
+
+/// Requests of the 2025-11-25 family this revision removed.
+const REMOVED: [&str; 5] = [
+    methods::INITIALIZE,
+    methods::PING,
+    methods::SET_LEVEL,
+    methods::RESOURCES_SUBSCRIBE,
+    methods::RESOURCES_UNSUBSCRIBE,
+];
+
+/// How long clients may cache what this server lists and reads
+/// ([`ServerBuilder::list_ttl`](crate::ServerBuilder::list_ttl) and the
+/// others).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CacheHints {
+    /// Lists and discovery.
+    pub(crate) lists: Duration,
+    /// Reads of resources without a time of their own.
+    pub(crate) reads: Duration,
+    /// Reads of these resources (by URI).
+    pub(crate) per_resource: std::collections::HashMap<String, Duration>,
+}
+
+/// What a server keeps for this revision.
+#[derive(Debug)]
+pub(crate) struct Stateless {
+    /// The keys that seal request state.
+    pub(crate) keys: StateKeys,
+    /// How long a sealed state may be retried.
+    pub(crate) state_ttl: Duration,
+    /// The caching hints of results.
+    pub(crate) cache: CacheHints,
+}
+
+/// Whether a request on a Model Context Protocol connection is this
+/// revision's: its method is one only this revision has, or its `_meta`
+/// names a protocol version (which no session request carries).
+pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&ToolCall<'_>>) -> bool {
+    if matches!(method, methods::DISCOVER | LISTEN) {
+        return true;
+    }
+    if let Some(ToolCall::ModelContext(p)) = call {
+        return p
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.protocol_version.is_some());
+    }
+    params.is_some_and(|raw| {
+        memchr::memmem::find(raw.get().as_bytes(), keys::PROTOCOL_VERSION.as_bytes()).is_some()
+    })
+}
+
+/// Every method but the removed ones goes to the table.
+pub(crate) fn admit(method: &str) -> Admission {
+    if REMOVED.contains(&method) {
+        Admission::Reject(RpcError::method_not_found(method))
+    } else {
+        Admission::Serve
+    }
+}
+
+/// The members every request of this revision reads from its params.
+#[derive(Deserialize, Default)]
+struct Envelope<'a> {
+    #[serde(default, borrow, rename = "_meta")]
+    meta: Option<RequestMeta<'a>>,
+    #[serde(default, borrow, rename = "inputResponses")]
+    input_responses: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "requestState")]
+    request_state: Option<&'a RawValue>,
+    /// `tools/call` and `prompts/get`.
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    /// `resources/read`.
+    #[serde(default, borrow)]
+    uri: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// What a request's `_meta` declares.
+struct Declared {
+    capabilities: Map<String, Value>,
+    log_level: Option<LogLevel>,
+}
+
+/// Reads a request through the method table, by this revision's rules.
+pub(crate) fn route(
+    session: &impl SessionState,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    call: Option<ToolCall<'_>>,
+    principal: Option<&Principal>,
+) -> Step {
+    match prepare(session, id, method, params, call, principal) {
+        Ok(step) => step,
+        Err(reply) => Step::Reply(reply),
+    }
+}
+
+fn prepare(
+    session: &impl SessionState,
+    id: &RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    call: Option<ToolCall<'_>>,
+    principal: Option<&Principal>,
+) -> Result<Step, Vec<u8>> {
+    let server = session.server();
+    let envelope = envelope(method, params, call.as_ref()).map_err(|e| error(Some(id), &e))?;
+    let declared = declared(id, envelope.meta.as_ref())?;
+    match method {
+        methods::DISCOVER => return Ok(Step::Reply(discover(server, id))),
+        LISTEN => return Err(error(Some(id), &RpcError::method_not_found(method))),
+        _ => {}
+    }
+    let round_trips = matches!(
+        method,
+        methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+    );
+    let (answers, binding) = if round_trips {
+        let binding = binding(method, &envelope, call.as_ref(), principal);
+        let answers = answers(server, &binding, &envelope).map_err(|e| error(Some(id), &e))?;
+        (answers, binding)
+    } else {
+        (Map::new(), Vec::new())
+    };
+    let cache = cache_for(server, method, principal);
+    let step = model_context::route_in(
+        Revision::Stateless,
+        session,
+        id,
+        method,
+        params,
+        call,
+        principal,
+    );
+    Ok(match step {
+        Step::Reply(reply) | Step::Record(reply, _) => Step::Reply(finish(server, reply, cache)),
+        Step::Run { work, progress } | Step::Round { work, progress, .. } => {
+            let round = RoundTrip::new(declared.capabilities, declared.log_level, answers)
+                .bound_to(binding);
+            Step::Round {
+                work,
+                progress,
+                round: Arc::new(round),
+            }
+        }
+    })
+}
+
+/// The members of a request's params this revision reads.
+fn envelope<'a>(
+    method: &str,
+    params: Option<&'a RawValue>,
+    call: Option<&'a ToolCall<'a>>,
+) -> Result<Envelope<'a>, RpcError> {
+    if let Some(ToolCall::ModelContext(p)) = call {
+        return Ok(Envelope {
+            meta: p.meta.as_ref().map(|m| RequestMeta {
+                progress_token: m.progress_token,
+                protocol_version: m.protocol_version,
+                client_capabilities: m.client_capabilities,
+                log_level: m.log_level,
+            }),
+            input_responses: p.input_responses,
+            request_state: p.request_state,
+            name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
+            uri: None,
+            arguments: p
+                .arguments
+                .map(|a| serde_json::from_str(a.get()))
+                .transpose()
+                .ok()
+                .flatten(),
+        });
+    }
+    match params {
+        Some(raw) if raw.get().starts_with('{') => serde_json::from_str(raw.get())
+            .map_err(|e| RpcError::invalid_params(format!("{method} params: {e}"))),
+        Some(raw) if raw.get() != "null" => Err(RpcError::invalid_params(format!(
+            "{method} params must be an object"
+        ))),
+        _ => Ok(Envelope::default()),
+    }
+}
+
+/// What the request's `_meta` declares, or the error that refuses it.
+fn declared(id: &RequestId, meta: Option<&RequestMeta<'_>>) -> Result<Declared, Vec<u8>> {
+    let refuse = |text: String| error(Some(id), &RpcError::invalid_params(text));
+    let Some(meta) = meta else {
+        return Err(refuse(format!(
+            "params._meta is required in {VERSION}: it names {} and {}",
+            keys::PROTOCOL_VERSION,
+            keys::CLIENT_CAPABILITIES
+        )));
+    };
+    let version = match meta
+        .protocol_version
+        .map(|v| serde_json::from_str::<String>(v.get()))
+    {
+        Some(Ok(version)) => version,
+        Some(Err(_)) => {
+            return Err(refuse(format!(
+                "_meta[\"{}\"] must be a string",
+                keys::PROTOCOL_VERSION
+            )));
+        }
+        None => {
+            return Err(refuse(format!(
+                "_meta[\"{}\"] is required",
+                keys::PROTOCOL_VERSION
+            )));
+        }
+    };
+    if version != VERSION {
+        return Err(unsupported_version(Some(id), &version));
+    }
+    let capabilities = match meta
+        .client_capabilities
+        .map(|c| serde_json::from_str::<Map<String, Value>>(c.get()))
+    {
+        Some(Ok(capabilities)) => capabilities,
+        Some(Err(_)) => {
+            return Err(refuse(format!(
+                "_meta[\"{}\"] must be an object",
+                keys::CLIENT_CAPABILITIES
+            )));
+        }
+        None => {
+            return Err(refuse(format!(
+                "_meta[\"{}\"] is required (an empty object declares none)",
+                keys::CLIENT_CAPABILITIES
+            )));
+        }
+    };
+    let log_level = match meta
+        .log_level
+        .map(|l| serde_json::from_str::<LogLevel>(l.get()))
+    {
+        None => None,
+        Some(Ok(level)) => Some(level),
+        Some(Err(_)) => {
+            return Err(refuse(
+                "_meta[\"io.modelcontextprotocol/logLevel\"] must be a log level (debug … emergency)"
+                    .into(),
+            ));
+        }
+    };
+    Ok(Declared {
+        capabilities,
+        log_level,
+    })
+}
+
+/// `-32022` with the versions this server speaks and the one asked for.
+pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Vec<u8> {
+    encode_error_with(
+        id,
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0,
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.message(),
+        &json!({"supported": SUPPORTED, "requested": requested}),
+    )
+}
+
+/// What a sealed state names: the call it continues and who made it.
+fn binding(
+    method: &str,
+    envelope: &Envelope<'_>,
+    call: Option<&ToolCall<'_>>,
+    principal: Option<&Principal>,
+) -> Vec<u8> {
+    let item = match call {
+        Some(ToolCall::ModelContext(p)) => p.name.as_ref(),
+        _ => envelope
+            .name
+            .as_deref()
+            .or(envelope.uri.as_deref())
+            .unwrap_or_default(),
+    };
+    // Canonical: serde_json's maps are ordered by key.
+    let arguments = envelope
+        .arguments
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+        .map(|value| value.to_string())
+        .unwrap_or_default();
+    let owner = principal.map_or_else(String::new, |p| {
+        format!(
+            "{}\u{0}{}\u{0}{}",
+            p.issuer(),
+            p.subject().unwrap_or_default(),
+            p.client_id().unwrap_or_default()
+        )
+    });
+    format!("clawmcp-state-v1\u{0}{method}\u{0}{item}\u{0}{arguments}\u{0}{owner}").into_bytes()
+}
+
+/// A sealed state's plaintext.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// When it expires, in seconds since the Unix epoch.
+    exp: u64,
+    /// Every answer the earlier rounds brought, by key.
+    answers: Map<String, Value>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The answers a round brings: the ones its state sealed, and its
+/// `inputResponses` (which win).
+fn answers(
+    server: &ServerInner,
+    binding: &[u8],
+    envelope: &Envelope<'_>,
+) -> Result<Map<String, Value>, RpcError> {
+    let mut answers = Map::new();
+    if let Some(raw) = envelope.request_state {
+        let state: String = serde_json::from_str(raw.get())
+            .map_err(|_| RpcError::invalid_params("requestState must be a string"))?;
+        let plain = server
+            .stateless
+            .keys
+            .open(binding, &state)
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let sealed: Sealed = serde_json::from_slice(&plain)
+            .map_err(|_| RpcError::invalid_params(seal::Unsealed::Invalid.to_string()))?;
+        if sealed.exp < now_secs() {
+            return Err(RpcError::invalid_params(
+                seal::Unsealed::Expired.to_string(),
+            ));
+        }
+        answers = sealed.answers;
+    }
+    if let Some(raw) = envelope.input_responses {
+        let responses: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| {
+            RpcError::invalid_params("inputResponses must be an object of results by key")
+        })?;
+        if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
+            return Err(RpcError::invalid_params(format!(
+                "inputResponses[\"{key}\"] must be a result object"
+            )));
+        }
+        answers.extend(responses);
+    }
+    Ok(answers)
+}
+
+/// How a result may be cached: `ttlMs` and `cacheScope`.
+#[derive(Debug, Clone, Copy)]
+struct Cache {
+    ttl: Duration,
+    private: bool,
+}
+
+/// The caching hint of `method`'s result, if it is cacheable. A result is
+/// private when it may depend on who asked: a list that hides what the
+/// token cannot use, or a read with a token.
+fn cache_for(server: &ServerInner, method: &str, principal: Option<&Principal>) -> Option<Cache> {
+    let hints = &server.stateless.cache;
+    match method {
+        methods::TOOLS_LIST
+        | methods::RESOURCES_LIST
+        | methods::RESOURCES_TEMPLATES_LIST
+        | methods::PROMPTS_LIST => Some(Cache {
+            ttl: hints.lists,
+            private: principal.is_some() && server.catalog.access.hide_unusable,
+        }),
+        _ => None,
+    }
+}
+
+/// A reply of the table as this revision writes it: a result gets
+/// `resultType`, the server's identity in `_meta` and, if cacheable, its
+/// caching hint; an error is left as it is.
+fn finish(server: &ServerInner, reply: Vec<u8>, cache: Option<Cache>) -> Vec<u8> {
+    const RESULT: &[u8] = br#","result":{"#;
+    let Some(at) = memchr::memmem::find(&reply, RESULT) else {
+        return reply;
+    };
+    let open = at + RESULT.len();
+    let mut out = Vec::with_capacity(reply.len() + 160);
+    out.extend_from_slice(&reply[..open]);
+    out.extend_from_slice(br#""resultType":"complete","#);
+    if let Some(cache) = cache {
+        write_cache(&mut out, cache);
+    }
+    write_server_info(&mut out, server);
+    if reply.get(open) != Some(&b'}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(&reply[open..]);
+    out
+}
+
+fn write_cache(out: &mut Vec<u8>, cache: Cache) {
+    let ttl = u64::try_from(cache.ttl.as_millis()).unwrap_or(u64::MAX);
+    out.extend_from_slice(br#""ttlMs":"#);
+    out.extend_from_slice(itoa::Buffer::new().format(ttl).as_bytes());
+    out.extend_from_slice(if cache.private {
+        br#","cacheScope":"private","#
+    } else {
+        br#","cacheScope":"public","#
+    });
+}
+
+fn write_server_info(out: &mut Vec<u8>, server: &ServerInner) {
+    out.extend_from_slice(br#""_meta":{""#);
+    out.extend_from_slice(keys::SERVER_INFO.as_bytes());
+    out.extend_from_slice(br#"":"#);
+    out.extend_from_slice(server.model_context.server_info().get().as_bytes());
+    out.push(b'}');
+}
+
+/// The `server/discover` result.
+fn discover(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Discovered<'a> {
+        supported_versions: &'a [&'a str],
+        capabilities: &'a RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instructions: Option<&'a str>,
+    }
+    let lists = &server.model_context;
+    let reply = crate::jsonrpc::encode_result(
+        id,
+        &Discovered {
+            supported_versions: &SUPPORTED,
+            capabilities: lists.stateless_capabilities(),
+            instructions: lists.instructions(),
+        },
+    );
+    let cache = Cache {
+        ttl: server.stateless.cache.lists,
+        private: false,
+    };
+    finish(server, reply, Some(cache))
+}
+
+/// The reply to a request whose work ended.
+pub(crate) fn encode_end(
+    server: &ServerInner,
+    id: &RequestId,
+    ended: Ended,
+    job: &JobInfo,
+) -> Option<Vec<u8>> {
+    if let Some(round) = job.round.as_deref() {
+        let missing = round.missing();
+        if !missing.is_empty() {
+            return Some(missing_capability(id, &missing));
+        }
+        if matches!(ended, Ended::Finished(Err(Failure::InputRequired))) {
+            return Some(input_required(server, id, round));
+        }
+    }
+    let cache = match &ended {
+        Ended::Finished(Ok(Done::Contents(contents))) => {
+            let hints = &server.stateless.cache;
+            let ttl = hints
+                .per_resource
+                .get(&contents.uri)
+                .copied()
+                .unwrap_or(hints.reads);
+            Some(Cache {
+                ttl,
+                private: job.private,
+            })
+        }
+        _ => None,
+    };
+    let reply = model_context::encode_end_in(Revision::Stateless, server, id, ended, job)?;
+    Some(finish(server, reply, cache))
+}
+
+/// `-32021` naming the capabilities the request needed.
+fn missing_capability(id: &RequestId, missing: &[&str]) -> Vec<u8> {
+    let required: Map<String, Value> = missing
+        .iter()
+        .map(|name| ((*name).to_owned(), json!({})))
+        .collect();
+    encode_error_with(
+        Some(id),
+        ErrorCode::MISSING_CLIENT_CAPABILITY.0,
+        ErrorCode::MISSING_CLIENT_CAPABILITY.message(),
+        &json!({ "requiredCapabilities": required }),
+    )
+}
+
+/// The `InputRequiredResult` of a round whose work asked questions: the
+/// questions, and the state that carries every answer so far to the retry.
+fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Request<'a> {
+        method: &'a str,
+        params: &'a RawValue,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct InputRequired {
+        result_type: &'static str,
+        input_requests: Map<String, Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request_state: Option<String>,
+        #[serde(rename = "_meta")]
+        meta: Map<String, Value>,
+    }
+    let questions = round.take_questions();
+    let input_requests = questions
+        .iter()
+        .map(|q| {
+            let request = Request {
+                method: q.method,
+                params: &q.params,
+            };
+            (
+                q.key.clone(),
+                serde_json::to_value(request).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let sealed = Sealed {
+        exp: now_secs().saturating_add(server.stateless.state_ttl.as_secs()),
+        answers: round.answers().clone(),
+    };
+    let request_state = serde_json::to_vec(&sealed)
+        .ok()
+        .and_then(|plain| server.stateless.keys.seal(round.binding(), &plain));
+    if request_state.is_none() {
+        return error(
+            Some(id),
+            &RpcError::internal("the request's state could not be sealed"),
+        );
+    }
+    let server_info: Value =
+        serde_json::from_str(server.model_context.server_info().get()).unwrap_or(Value::Null);
+    let mut meta = Map::new();
+    meta.insert(keys::SERVER_INFO.into(), server_info);
+    crate::jsonrpc::encode_result(
+        id,
+        &InputRequired {
+            result_type: "input_required",
+            input_requests,
+            request_state,
+            meta,
+        },
+    )
+}
+
+/// An error response (the Model Context Protocol's table).
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+    model_context::error(id, error)
+}

@@ -1,0 +1,154 @@
+//! One round of a 2026-07-28 request (docs/model-context.md §7): what the
+//! client declared with it, the answers it brought to earlier questions,
+//! and the questions its work asks now.
+//!
+//! The revision keeps no connection to ask the client on, so a tool's
+//! question cannot be sent and awaited. A question whose answer the round
+//! brought is answered at once; any other is recorded here, and the work
+//! is stopped at the end of the poll in which it asked (so questions asked
+//! together, as with `join!`, travel together). The request is then
+//! answered with the recorded questions, and the client's retry runs the
+//! work again from its start with the answers. Questions are told apart by
+//! their keys: the one the tool named, else `input-<n>` for the n-th
+//! question asked without one, so a tool that asks in the same order on
+//! every run gets the same keys.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::client::LogLevel;
+
+/// A question to the client, as an `InputRequiredResult` carries it.
+#[derive(Debug)]
+pub(crate) struct Question {
+    /// Its key in `inputRequests`.
+    pub(crate) key: String,
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub(crate) method: &'static str,
+    /// Its params.
+    pub(crate) params: Box<RawValue>,
+}
+
+/// One round of a 2026-07-28 request.
+#[derive(Debug, Default)]
+pub(crate) struct RoundTrip {
+    /// The capabilities the client declared with this request.
+    capabilities: Map<String, Value>,
+    /// The least severe log level the request asked for (none: no log
+    /// lines at all).
+    log_level: Option<LogLevel>,
+    /// Answers by key: the earlier rounds' (from the request state) and
+    /// this round's `inputResponses`.
+    answers: Map<String, Value>,
+    /// How many questions were asked without a key.
+    unnamed: AtomicUsize,
+    /// The questions asked that the answers do not cover.
+    asked: Mutex<Vec<Question>>,
+    /// Capabilities a question needed that the client did not declare.
+    missing: Mutex<Vec<&'static str>>,
+    /// What the round's sealed state is bound to (the request, its
+    /// caller).
+    binding: Vec<u8>,
+}
+
+impl RoundTrip {
+    /// A round with the client's declared `capabilities`, its requested
+    /// `log_level`, and the `answers` known so far.
+    pub(crate) fn new(
+        capabilities: Map<String, Value>,
+        log_level: Option<LogLevel>,
+        answers: Map<String, Value>,
+    ) -> Self {
+        Self {
+            capabilities,
+            log_level,
+            answers,
+            ..Self::default()
+        }
+    }
+
+    /// The round, its sealed state bound to `binding`.
+    pub(crate) fn bound_to(mut self, binding: Vec<u8>) -> Self {
+        self.binding = binding;
+        self
+    }
+
+    /// What the round's sealed state is bound to.
+    pub(crate) fn binding(&self) -> &[u8] {
+        &self.binding
+    }
+
+    /// The capabilities the client declared with this request.
+    pub(crate) fn capabilities(&self) -> &Map<String, Value> {
+        &self.capabilities
+    }
+
+    /// Whether a log line at `level` goes to the client.
+    pub(crate) fn logs(&self, level: LogLevel) -> bool {
+        self.log_level.is_some_and(|least| level >= least)
+    }
+
+    /// Whether the client declared `capability`; when not, it is recorded
+    /// as missing (the request then fails with `-32021`).
+    pub(crate) fn declares(&self, capability: &'static str) -> bool {
+        if self.capabilities.contains_key(capability) {
+            return true;
+        }
+        let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
+        if !missing.contains(&capability) {
+            missing.push(capability);
+        }
+        false
+    }
+
+    /// The key of a question: `named`, else the next unnamed one's.
+    pub(crate) fn key(&self, named: Option<&str>) -> String {
+        match named {
+            Some(key) => key.to_owned(),
+            None => format!("input-{}", self.unnamed.fetch_add(1, Ordering::Relaxed)),
+        }
+    }
+
+    /// The answer to the question `key`, when the round brought one.
+    pub(crate) fn answer(&self, key: &str) -> Option<&Value> {
+        self.answers.get(key)
+    }
+
+    /// Records a question the answers do not cover.
+    pub(crate) fn ask(&self, question: Question) {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if !asked.iter().any(|q| q.key == question.key) {
+            asked.push(question);
+        }
+    }
+
+    /// Whether the work asked a question this round cannot answer.
+    pub(crate) fn waits_for_input(&self) -> bool {
+        !self
+            .asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// The questions asked this round, taken.
+    pub(crate) fn take_questions(&self) -> Vec<Question> {
+        std::mem::take(&mut *self.asked.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The capabilities a question needed and the client did not declare.
+    pub(crate) fn missing(&self) -> Vec<&'static str> {
+        self.missing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every answer known, for the next round's state.
+    pub(crate) fn answers(&self) -> &Map<String, Value> {
+        &self.answers
+    }
+}

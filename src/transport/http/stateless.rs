@@ -1,0 +1,494 @@
+//! Streamable HTTP for the Model Context Protocol's 2026-07-28 revision
+//! (docs/model-context.md §7): one `POST` per request, no session.
+//!
+//! - The headers mirror the body and are checked against it before the
+//!   request is served: `MCP-Protocol-Version` (the `_meta` version),
+//!   `Mcp-Method`, `Mcp-Name` (`params.name` or `params.uri`) and the
+//!   `Mcp-Param-{Name}` of a tool's `x-mcp-header` arguments, each value
+//!   plain or `=?base64?…?=`. A mismatch, or a header that is missing or
+//!   malformed, is `400` with `-32020`.
+//! - Errors carry their HTTP status: `-32601` is `404`; `-32602`,
+//!   `-32020`, `-32021` and `-32022` are `400`.
+//! - A reply known at once, or work that ends before it sends anything,
+//!   is `application/json`; work that sends progress or log lines first is
+//!   `text/event-stream` (with `X-Accel-Buffering: no`), ending with the
+//!   reply. The stream carries only notifications of this request, never
+//!   a request to the client. Closing it cancels the request.
+//! - `GET` and `DELETE` are `405`: the revision has neither.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use http::header::{ALLOW, HeaderName, HeaderValue};
+use http::request::Parts;
+use http::{Response, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::body::McpBody;
+use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
+use crate::dialect::model_context::methods;
+use crate::dialect::stateless::keys;
+use crate::error::{ErrorCode, RpcError};
+use crate::jsonrpc::{Incoming, RequestId, ToolCall};
+use crate::principal::Caller;
+use crate::session::{Alone, Outgoing, Session, alone};
+
+/// `Mcp-Name`.
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// The prefix of a mirrored argument's header.
+const PARAM_PREFIX: &str = "mcp-param-";
+/// Messages a request's stream holds before its work waits.
+const OUTBOX: usize = 64;
+
+/// Whether a `POST` is the 2026-07-28 revision's: its
+/// `MCP-Protocol-Version` names a version no session speaks, or, without
+/// a session id, it is not a session's `initialize` and its body says so.
+pub(super) fn is_stateless(parts: &Parts, has_session: bool, message: &Incoming<'_>) -> bool {
+    names_no_session_version(parts) || (!has_session && !opens_session(message) && claims(message))
+}
+
+/// Whether the body says it is the revision's (its method is one only
+/// this revision has, or its `_meta` names a version): a body that says
+/// nothing, without a session id, is a session request that lost it.
+fn claims(message: &Incoming<'_>) -> bool {
+    match message {
+        Incoming::Request {
+            method,
+            params,
+            call,
+            ..
+        } => crate::dialect::stateless::claims(method, *params, call.as_ref()),
+        _ => false,
+    }
+}
+
+/// Whether the request's `MCP-Protocol-Version` names a version that no
+/// session speaks (2026-07-28, or one this server does not know).
+pub(super) fn names_no_session_version(parts: &Parts) -> bool {
+    parts.headers.get(PROTOCOL_VERSION).is_some_and(|version| {
+        !version
+            .to_str()
+            .is_ok_and(|v| crate::dialect::model_context::supported_over_http(v.trim()))
+    })
+}
+
+/// Whether `message` is a 2025-11-25-family `initialize` (its params name
+/// `protocolVersion`).
+fn opens_session(message: &Incoming<'_>) -> bool {
+    #[derive(Deserialize)]
+    struct Initialize<'a> {
+        #[serde(borrow, rename = "protocolVersion")]
+        _version: Option<&'a RawValue>,
+    }
+    match message {
+        Incoming::Request {
+            method,
+            params: Some(params),
+            ..
+        } if method == methods::INITIALIZE => {
+            serde_json::from_str::<Initialize<'_>>(params.get()).is_ok_and(|p| p._version.is_some())
+        }
+        _ => false,
+    }
+}
+
+/// `405` for a `GET` or `DELETE` in this revision.
+pub(super) fn not_allowed() -> Response<McpBody> {
+    let mut response = plain(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "2026-07-28 has no GET or DELETE: POST each request (subscriptions/listen for notifications)",
+    );
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+/// What the headers are checked against: the body's values.
+#[derive(Deserialize, Default)]
+struct Mirrored<'a> {
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    uri: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow, rename = "_meta")]
+    meta: Option<MetaVersion<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaVersion<'a> {
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "progressToken")]
+    progress: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
+    log_level: Option<&'a RawValue>,
+}
+
+impl McpService {
+    /// A `POST` of the 2026-07-28 revision, its body parsed (`message`).
+    pub(super) async fn stateless_post(
+        &self,
+        parts: &Parts,
+        body: &Bytes,
+        message: Incoming<'_>,
+        caller: &Caller,
+    ) -> Response<McpBody> {
+        let id = match &message {
+            Incoming::Request { id, .. } => id.clone(),
+            // The revision has no client notifications over HTTP (closing a
+            // stream cancels its request): taken and dropped.
+            Incoming::Notification { .. } => {
+                return Response::builder()
+                    .status(StatusCode::ACCEPTED)
+                    .body(McpBody::empty())
+                    .unwrap_or_default();
+            }
+            Incoming::Response { .. } => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    crate::dialect::model_context::error(
+                        None,
+                        &RpcError::invalid_request(
+                            "2026-07-28 has no requests to the client: a response has nothing to answer",
+                        ),
+                    ),
+                );
+            }
+            Incoming::Invalid { id, reason } => {
+                let error = RpcError::invalid_request(reason.clone());
+                let known = (*id != RequestId::Null).then_some(id);
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    crate::dialect::model_context::error(known, &error),
+                );
+            }
+        };
+        let streams = match self.check_headers(parts, &message) {
+            Ok(streams) => streams,
+            Err(mismatch) => {
+                let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    crate::dialect::model_context::error(Some(&id), &error),
+                );
+            }
+        };
+        let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
+        let session = Session::stateless(self.0.server.inner(), out, self.0.stop.clone())
+            .with_caller(caller.clone());
+        if streams {
+            // Progress or log lines may come first: the request is served
+            // in a session of its own from the start, so that they reach
+            // its stream.
+            let body = body.clone();
+            tokio::spawn(async move {
+                let parsed = crate::jsonrpc::parse(&body);
+                session.run_parsed(&body, parsed).await;
+            });
+            return self.respond_from(&id, outbox).await;
+        }
+        // Nothing can come before the reply: most requests are answered
+        // without building the session.
+        match alone(self.0.server.stateless(), message, caller) {
+            Alone::Answered(Some(reply)) => json(status_of(&reply), reply),
+            Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
+            Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply),
+            Alone::Running(job) => {
+                let bytes = body.len();
+                tokio::spawn(session.run_job(job, bytes));
+                self.respond_from(&id, outbox).await
+            }
+        }
+    }
+
+    /// The response to request `id` from what its session writes: JSON when
+    /// the reply comes first, else a stream of its notifications ending
+    /// with the reply. When the client closes the stream, the forwarder
+    /// stops, the session's output closes, and the work is cancelled.
+    async fn respond_from(
+        &self,
+        id: &RequestId,
+        mut outbox: mpsc::Receiver<Outgoing>,
+    ) -> Response<McpBody> {
+        let Some(first) = outbox.recv().await else {
+            let error = RpcError::internal("the request ended without a reply");
+            return json(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                crate::dialect::model_context::error(Some(id), &error),
+            );
+        };
+        if is_reply(&first) {
+            return json(status_of(&first.bytes), first.bytes);
+        }
+        let (events, messages) = mpsc::channel(OUTBOX);
+        tokio::spawn(async move {
+            while let Some(message) = outbox.recv().await {
+                if events.send(message.bytes).await.is_err() {
+                    break;
+                }
+            }
+        });
+        sse(McpBody::sse(
+            Some(first.bytes),
+            messages,
+            self.0.config.sse_keep_alive,
+            (*self.0.stop).clone(),
+            None,
+        ))
+    }
+
+    /// The request's headers against its body: `Err` says what does not
+    /// match; `Ok` says whether the request may send notifications before
+    /// its reply (it asked for progress or log lines).
+    fn check_headers(&self, parts: &Parts, message: &Incoming<'_>) -> Result<bool, String> {
+        let Incoming::Request {
+            method,
+            params,
+            call,
+            ..
+        } = message
+        else {
+            return Ok(false);
+        };
+        let mirrored = match (call, params) {
+            (Some(ToolCall::ModelContext(p)), _) => Mirrored {
+                name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
+                uri: None,
+                meta: p.meta.as_ref().map(|m| MetaVersion {
+                    version: m.protocol_version,
+                    progress: m.progress_token,
+                    log_level: m.log_level,
+                }),
+                arguments: p.arguments.and_then(|a| serde_json::from_str(a.get()).ok()),
+            },
+            (_, Some(raw)) if raw.get().starts_with('{') => {
+                // Params that do not read are the dialect's to refuse.
+                serde_json::from_str(raw.get()).unwrap_or_default()
+            }
+            _ => Mirrored::default(),
+        };
+        // The version: only a body that names one can be compared.
+        let header_version = header(parts, &PROTOCOL_VERSION)?;
+        if let Some(body_version) = mirrored
+            .meta
+            .as_ref()
+            .and_then(|m| m.version)
+            .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        {
+            match header_version {
+                None => return Err("the MCP-Protocol-Version header is required".into()),
+                Some(v) if v != body_version => {
+                    return Err(format!(
+                        "MCP-Protocol-Version header value '{v}' does not match _meta[\"{}\"] '{body_version}'",
+                        keys::PROTOCOL_VERSION
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        match header(parts, &MCP_METHOD)? {
+            None => return Err("the Mcp-Method header is required".into()),
+            Some(v) if v != *method => {
+                return Err(format!(
+                    "Mcp-Method header value '{v}' does not match body method '{method}'"
+                ));
+            }
+            Some(_) => {}
+        }
+        let named = match method.as_ref() {
+            methods::TOOLS_CALL | methods::PROMPTS_GET => mirrored.name.as_deref(),
+            methods::RESOURCES_READ => mirrored.uri.as_deref(),
+            _ => None,
+        };
+        if let Some(body_name) = named {
+            match header(parts, &MCP_NAME)?.map(decoded).transpose()? {
+                None => return Err("the Mcp-Name header is required".into()),
+                Some(v) if v != body_name => {
+                    return Err(format!(
+                        "Mcp-Name header value '{v}' does not match body value '{body_name}'"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if method == methods::TOOLS_CALL
+            && let Some(name) = mirrored.name.as_deref()
+        {
+            self.check_params(parts, name, mirrored.arguments)?;
+        }
+        Ok(mirrored
+            .meta
+            .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
+    }
+
+    /// A tool's `x-mcp-header` arguments against their `Mcp-Param-*`
+    /// headers.
+    fn check_params(
+        &self,
+        parts: &Parts,
+        tool: &str,
+        arguments: Option<&RawValue>,
+    ) -> Result<(), String> {
+        let catalog = &self.0.server.inner().catalog;
+        let Some(tool) = catalog
+            .tool_names
+            .get(tool)
+            .and_then(|&i| catalog.tools.get(i))
+        else {
+            return Ok(()); // an unknown tool is the dialect's to refuse
+        };
+        if tool.mirrored.is_empty() {
+            return Ok(());
+        }
+        let arguments: serde_json::Map<String, Value> = arguments
+            .and_then(|a| serde_json::from_str(a.get()).ok())
+            .unwrap_or_default();
+        for (name, property) in &tool.mirrored {
+            let header_name = format!("{PARAM_PREFIX}{}", name.to_ascii_lowercase());
+            let Ok(header_name) = HeaderName::from_bytes(header_name.as_bytes()) else {
+                continue;
+            };
+            let value = header(parts, &header_name)?.map(decoded).transpose()?;
+            let body = arguments.get(property).filter(|v| !v.is_null());
+            match (value, body) {
+                (None, None) => {}
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "the Mcp-Param-{name} header is required: argument '{property}' has a value"
+                    ));
+                }
+                (Some(_), None) => {
+                    return Err(format!(
+                        "Mcp-Param-{name} is set but argument '{property}' has no value"
+                    ));
+                }
+                (Some(value), Some(body)) if !same_value(&value, body) => {
+                    return Err(format!(
+                        "Mcp-Param-{name} header value '{value}' does not match argument '{property}'"
+                    ));
+                }
+                (Some(_), Some(_)) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A header's one value, trimmed; `Err` when it is repeated or is not
+/// visible ASCII.
+fn header<'p>(parts: &'p Parts, name: &HeaderName) -> Result<Option<&'p str>, String> {
+    let mut values = parts.headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(format!("the {name} header is repeated"));
+    }
+    value
+        .to_str()
+        .map(|v| Some(v.trim()))
+        .map_err(|_| format!("the {name} header has characters a header may not carry"))
+}
+
+/// A mirrored value as written: plain, or `=?base64?…?=` decoded.
+fn decoded(value: &str) -> Result<String, String> {
+    let Some(encoded) = value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    else {
+        return Ok(value.to_owned());
+    };
+    STANDARD
+        .decode(encoded)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| format!("'{value}' is not valid base64 of UTF-8 text"))
+}
+
+/// Whether a header's value stands for the argument's: the same text, the
+/// same number (compared as numbers: `42` and `42.0` are one), the same
+/// boolean.
+fn same_value(header: &str, body: &Value) -> bool {
+    match body {
+        Value::String(text) => header == text,
+        Value::Number(number) => match (header.parse::<f64>(), number.as_f64()) {
+            (Ok(a), Some(b)) => a == b,
+            _ => false,
+        },
+        Value::Bool(on) => header == if *on { "true" } else { "false" },
+        _ => false,
+    }
+}
+
+/// Whether a message a request's session wrote is its reply.
+fn is_reply(message: &Outgoing) -> bool {
+    matches!(
+        message.about,
+        crate::session::About::Reply(_) | crate::session::About::Refused(..)
+    )
+}
+
+/// The HTTP status of a reply: its error's, by this revision's table.
+fn status_of(reply: &[u8]) -> StatusCode {
+    const ERROR: &[u8] = br#","error":{"code":"#;
+    let Some(at) = memchr::memmem::find(reply, ERROR) else {
+        return StatusCode::OK;
+    };
+    let digits = &reply[at + ERROR.len()..];
+    let end = digits
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b'-'))
+        .unwrap_or(digits.len());
+    match std::str::from_utf8(&digits[..end])
+        .ok()
+        .and_then(|c| c.parse::<i32>().ok())
+    {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn mirrored_values_decode_base64_and_compare_numbers_as_numbers() {
+        assert_eq!(decoded("us-west1").unwrap(), "us-west1");
+        assert_eq!(
+            decoded("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+        assert!(decoded("=?base64?not base64!?=").is_err());
+        assert!(same_value("42", &json!(42.0)));
+        assert!(same_value("42.0", &json!(42)));
+        assert!(!same_value("42", &json!("43")));
+        assert!(same_value("true", &json!(true)));
+        assert!(!same_value("True", &json!(true)));
+    }
+
+    #[test]
+    fn statuses_follow_the_error_code() {
+        let error = |code: i32| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"m"}}}}"#)
+        };
+        assert_eq!(status_of(error(-32601).as_bytes()), StatusCode::NOT_FOUND);
+        for code in [-32602, -32020, -32021, -32022] {
+            assert_eq!(status_of(error(code).as_bytes()), StatusCode::BAD_REQUEST);
+        }
+        assert_eq!(status_of(error(-32603).as_bytes()), StatusCode::OK);
+        assert_eq!(
+            status_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            StatusCode::OK
+        );
+    }
+}
