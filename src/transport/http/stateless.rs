@@ -228,7 +228,14 @@ impl McpService {
         }
         let (events, messages) = mpsc::channel(OUTBOX);
         tokio::spawn(async move {
-            while let Some(message) = outbox.recv().await {
+            loop {
+                // A stream the client closed is seen even while the work
+                // sends nothing.
+                let message = tokio::select! {
+                    message = outbox.recv() => message,
+                    () = events.closed() => None,
+                };
+                let Some(message) = message else { break };
                 if events.send(message.bytes).await.is_err() {
                     break;
                 }
