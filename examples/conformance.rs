@@ -27,7 +27,9 @@ use base64::engine::general_purpose::STANDARD;
 use clawmcp::client::{ElicitResult, Elicitation, LogLevel, Sampling};
 use clawmcp::content::{ResourceBody, ResourceContents};
 use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
-use clawmcp::prompt::{MessageRole, PromptArgument, PromptMessage, prompt_fn};
+use clawmcp::prompt::{
+    MessageRole, Prompt, PromptArgument, PromptArguments, PromptMessage, prompt_fn,
+};
 use clawmcp::resource::BinaryResource;
 use clawmcp::template::resource_template;
 use clawmcp::tool::rich_tool_fn;
@@ -188,6 +190,38 @@ fn prompt(name: &str, description: &str, content: &str) -> PromptDefinition {
 }
 
 /// How an elicitation ended, as the reference server words it.
+/// A prompt that asks the user for its context first (an elicitation:
+/// in a 2026-07-28 request, a round trip).
+struct AsksForContext;
+
+#[clawmcp::async_trait]
+impl Prompt for AsksForContext {
+    fn definition(&self) -> PromptDefinition {
+        prompt(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user what context to use",
+            "Use the context the user gives.",
+        )
+    }
+
+    async fn messages_with(
+        &self,
+        _arguments: &PromptArguments,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PromptMessage>, ToolError> {
+        let form = Elicitation::new("What context should the prompt use?").text(
+            "context",
+            "The context",
+            true,
+        );
+        let answer = ctx.keyed("user_context").elicit(form).await?;
+        let context = field(&answer, "context");
+        Ok(vec![PromptMessage::user(format!(
+            "Answer with this context in mind: {context}"
+        ))])
+    }
+}
+
 /// Asks the user for a name under `key`: the name, or `"?"` when the
 /// user declined.
 async fn ask_name(ctx: &ToolContext, key: &str, question: &str) -> Result<String, ToolError> {
@@ -758,6 +792,7 @@ fn build() -> Result<Server, clawmcp::BuildError> {
         ))
         .resource_template(template)
         // Prompts.
+        .prompt(AsksForContext)
         .prompt(prompt_fn(
             prompt(
                 "test_simple_prompt",

@@ -38,6 +38,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawmcp::client::{ElicitAction, Elicitation};
 use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::definition::{ToolAnnotations, ToolMetadata};
 use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
@@ -119,7 +120,13 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(root = %root.display(), "file-writer root");
     let root = sandbox::Root::open(&root)?;
 
-    let server = build(root, options.max_message_size)?;
+    // One deployment's processes share their request-state keys, so that a
+    // 2026-07-28 retry may reach any of them; else each has its own.
+    let state_keys = match std::env::var("CLAWMCP_STATE_KEYS") {
+        Ok(list) => clawmcp::server::state_keys_from_hex(&list)?,
+        Err(_) => Vec::new(),
+    };
+    let server = build(root, options.max_message_size, state_keys)?;
     match options.http {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -309,6 +316,7 @@ impl Options {
 fn build(
     root: sandbox::Root,
     max_message_size: Option<usize>,
+    state_keys: Vec<[u8; 32]>,
 ) -> Result<Server, clawmcp::BuildError> {
     let last_write = SharedResource::new(
         LAST_WRITE,
@@ -427,6 +435,39 @@ fn build(
                 Ok(vec![PromptMessage::user(format!("{SUMMARIZE}\n\n{text}"))])
             },
         ))
+        // MCP v1.0 cannot ask its client anything: only the Model Context
+        // Protocol lists the ask tool.
+        .model_context_tool(
+            typed_tool(
+                format!("{BASE}/tools/ask:v1"),
+                "ask",
+                "Asks the user a yes-or-no question (elicitation) and returns the answer.",
+                |args: Ask, ctx: ToolContext| async move {
+                    let form = Elicitation::new(args.question).boolean("yes", "Yes?", true);
+                    let answer = ctx.elicit(form).await?;
+                    let yes = answer
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.get("yes"))
+                        .and_then(serde_json::Value::as_bool);
+                    let action = match answer.action {
+                        ElicitAction::Accept => "accept",
+                        ElicitAction::Decline => "decline",
+                        ElicitAction::Cancel => "cancel",
+                    };
+                    Ok::<_, ToolError>(Answer {
+                        action: action.into(),
+                        yes,
+                    })
+                },
+            )
+            .with_metadata(
+                ToolMetadata::new()
+                    .title("Ask the user")
+                    .annotations(ToolAnnotations::new().read_only(true).open_world(false)),
+            ),
+        )
+        .state_keys(state_keys)
         // Behind OAuth (--oauth-issuer), writing needs more than calling.
         .require_scopes("file-writer", ["files:write"])
         .build()
@@ -438,6 +479,25 @@ fn build(
 struct Echo {
     /// The text to send back.
     message: String,
+}
+
+/// The ask tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Ask {
+    /// The yes-or-no question to put to the user.
+    question: String,
+}
+
+/// The ask tool's output: what the user did, and their answer.
+#[derive(Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    /// `accept`, `decline` or `cancel`.
+    action: String,
+    /// The answer, when the user accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    yes: Option<bool>,
 }
 
 /// Two numbers.

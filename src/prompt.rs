@@ -14,6 +14,7 @@ use crate::content::Content;
 pub use crate::content::MessageRole;
 use crate::definition::{Presentation, PromptDefinition, Role};
 use crate::error::{BuildError, ToolError};
+use crate::tool::ToolContext;
 
 /// One argument a prompt declares (`schema.ts`: `PromptArgument`), filled
 /// by the client at `prompts/get`.
@@ -128,6 +129,21 @@ pub trait Prompt: Send + Sync + 'static {
             definition.role.into(),
             Content::text(definition.content),
         )])
+    }
+
+    /// The messages for `arguments`, with the request's context: for a
+    /// prompt that asks its client something first
+    /// ([`ToolContext::elicit`], [`sample`](ToolContext::sample),
+    /// [`roots`](ToolContext::roots)) — in a 2026-07-28 request the
+    /// question travels in an `InputRequiredResult` and this runs again on
+    /// the retry, as a tool does. By default [`messages`](Self::messages).
+    async fn messages_with(
+        &self,
+        arguments: &PromptArguments,
+        ctx: &ToolContext,
+    ) -> Result<Vec<PromptMessage>, ToolError> {
+        let _ = ctx;
+        self.messages(arguments).await
     }
 
     /// Checks the prompt when the server is built: an `Err` fails

@@ -248,6 +248,8 @@ pub struct ServerBuilder {
     limits: Limits,
     access: AccessRules,
     handle: ServerHandle,
+    /// The indices in `tools` of Model Context Protocol–only tools.
+    model_context_only: Vec<usize>,
     /// The 2026-07-28 revision's state keys (none: one random key).
     state_keys: Vec<[u8; 32]>,
     state_ttl: Duration,
@@ -279,6 +281,7 @@ impl Default for ServerBuilder {
             },
             access: AccessRules::default(),
             handle: ServerHandle::new(),
+            model_context_only: Vec::new(),
             state_keys: Vec::new(),
             state_ttl: DEFAULT_STATE_TTL,
             cache: CacheHints {
@@ -305,6 +308,16 @@ impl ServerBuilder {
 
     /// Registers a tool. Tools are listed in registration order.
     pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Registers a tool that only the Model Context Protocol lists and
+    /// calls (MCP v1.0 does not see it): one that needs what only that
+    /// protocol has, such as questions to the client
+    /// ([`ToolContext::elicit`](crate::ToolContext::elicit)).
+    pub fn model_context_tool(mut self, tool: impl Tool) -> Self {
+        self.model_context_only.push(self.tools.len());
         self.tools.push(Arc::new(tool));
         self
     }
@@ -576,6 +589,7 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, BuildError> {
         let items = catalog::Items {
             tools: self.tools,
+            model_context_only: self.model_context_only,
             resources: self.resources,
             templates: self.templates,
             prompts: self.prompts,

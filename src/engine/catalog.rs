@@ -27,6 +27,8 @@ pub(crate) struct CompiledTool {
     pub(crate) definition: ToolDefinition,
     /// Its title, annotations and icons.
     pub(crate) metadata: ToolMetadata,
+    /// MCP v1.0 lists and calls it.
+    pub(crate) in_v1: bool,
     /// The arguments its input schema marks `x-mcp-header`: the header's
     /// name (after `Mcp-Param-`) and the property (2026-07-28 over HTTP).
     pub(crate) mirrored: Vec<(String, String)>,
@@ -74,6 +76,9 @@ pub(crate) enum CompletionRef {
 /// The items, as registered.
 pub(crate) struct Items {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
+    /// The indices in `tools` of tools only the Model Context Protocol
+    /// lists and calls.
+    pub(crate) model_context_only: Vec<usize>,
     pub(crate) resources: Vec<Arc<dyn Resource>>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Arc<dyn Prompt>>,
@@ -114,10 +119,17 @@ impl Catalog {
         let mut tools = Vec::with_capacity(items.tools.len());
         let mut tool_index = HashMap::default();
         let mut tool_names = HashMap::default();
-        for tool in items.tools {
+        // The mcpIds of tools MCP v1.0 does not see: unique all the same.
+        let mut unlisted_ids = HashSet::new();
+        for (index, tool) in items.tools.into_iter().enumerate() {
+            let in_v1 = !items.model_context_only.contains(&index);
             let definition = tool.definition();
             let id = &definition.mcp_id;
-            check_id("tool", id, tool_index.contains_key(id))?;
+            check_id(
+                "tool",
+                id,
+                tool_index.contains_key(id) || unlisted_ids.contains(id),
+            )?;
             check_text("tool", id, "name", &definition.name)?;
             check_text("tool", id, "description", &definition.description)?;
             if model_context {
@@ -132,7 +144,11 @@ impl Catalog {
             validate::require_object_schema(id, &definition.input_schema)?;
             let input = validate::compile(id, "inputSchema", &definition.input_schema)?;
             let output = validate::compile(id, "outputSchema", &definition.output_schema)?;
-            tool_index.insert(id.clone(), tools.len());
+            if in_v1 {
+                tool_index.insert(id.clone(), tools.len());
+            } else {
+                unlisted_ids.insert(id.clone());
+            }
             tool_names.insert(definition.name.clone(), tools.len());
             tools.push(CompiledTool {
                 lists_output: validate::is_object_schema(&definition.output_schema),
@@ -141,6 +157,7 @@ impl Catalog {
                 quick_input: quick_check(&definition.input_schema).filter(|_| reads_text(&*tool)),
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),
+                in_v1,
                 mirrored: mirrored(&definition.input_schema),
                 tool,
                 input,

@@ -197,13 +197,14 @@ pub(crate) async fn perform<S: AsRef<Catalog> + Send + Sync + 'static>(
         Work::CallTool { tool, arguments } => run_tool(catalog, tool, arguments, ctx, false)
             .await
             .map(Done::Tool),
-        // Resource, prompt and completion handlers take no context: they
-        // find their caller's principal in the task (`Principal::current`).
+        // Resource and completion handlers take no context (a prompt may):
+        // they find their caller's principal in the task
+        // (`Principal::current`).
         work => {
             let caller = ctx.caller().clone();
             let principal = caller.principal.clone();
             caller
-                .scope(perform_item(catalog, work, principal.as_deref()))
+                .scope(perform_item(catalog, work, principal.as_deref(), &ctx))
                 .await
         }
     }
@@ -214,6 +215,7 @@ async fn perform_item(
     catalog: &Catalog,
     work: Work,
     principal: Option<&Principal>,
+    ctx: &ToolContext,
 ) -> Result<Done, Failure> {
     match work {
         Work::CallTool { .. } => Err(internal("a tool call is not an item's work")),
@@ -227,7 +229,7 @@ async fn perform_item(
             };
             let messages = compiled
                 .prompt
-                .messages(&arguments)
+                .messages_with(&arguments, ctx)
                 .await
                 .map_err(|error| Failure::Item {
                     what: format!("prompt {}", compiled.definition.name),

@@ -55,7 +55,12 @@ impl Lists {
             list_prompts_provider: providers.prompts || !catalog.prompts.is_empty(),
             execution_provider: can_execute.then_some(ExecutionProvider { execute: true }),
         };
-        let tools: Vec<&ToolDefinition> = catalog.tools.iter().map(|t| &t.definition).collect();
+        let tools: Vec<&ToolDefinition> = catalog
+            .tools
+            .iter()
+            .filter(|t| t.in_v1)
+            .map(|t| &t.definition)
+            .collect();
         let prompts: Vec<&PromptDefinition> =
             catalog.prompts.iter().map(|p| &p.definition).collect();
         Self {
@@ -170,7 +175,9 @@ pub(crate) fn route(
                     .tools
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| catalog.access.shows(Some(principal), Item::Tool(*i)))
+                    .filter(|(i, t)| {
+                        t.in_v1 && catalog.access.shows(Some(principal), Item::Tool(*i))
+                    })
                     .map(|(_, t)| &t.definition)
                     .collect();
                 Step::Reply(encode_result(id, &shown))
