@@ -523,6 +523,13 @@ pub(crate) fn encode_batch(replies: &[Vec<u8>]) -> Vec<u8> {
 
 /// Writes an id: an integer as the digits the client sent, with no
 /// allocation (the hot path of every reply), anything else through serde.
+/// `id` as JSON.
+pub(crate) fn id_json(id: &RequestId) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16);
+    write_id(&mut out, id);
+    out
+}
+
 fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
         RequestId::Number(n) if is_integer(n) => out.extend_from_slice(n.as_bytes()),

@@ -9,6 +9,7 @@
 mod dispatch;
 mod job;
 mod link;
+mod listen;
 pub(crate) mod outbox;
 mod peer;
 mod push;

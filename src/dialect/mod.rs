@@ -241,6 +241,9 @@ pub(crate) enum Step {
         work: Work,
         progress: Option<Box<RawValue>>,
     },
+    /// A 2026-07-28 `subscriptions/listen`: a stream of the changes the
+    /// filter opts in to, until the client closes or cancels it.
+    Listen(stateless::Filter),
     /// The same, in a round of a 2026-07-28 request: what the client
     /// declared and answered with it.
     Round {

@@ -87,6 +87,9 @@ pub(crate) enum Done {
         messages: Vec<PromptMessage>,
     },
     Completion(Completion),
+    /// A subscription stream (2026-07-28 `subscriptions/listen`) ended
+    /// because the server shuts down.
+    SubscriptionEnded,
 }
 
 /// Why work failed.

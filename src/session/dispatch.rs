@@ -16,6 +16,7 @@ use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
 #[cfg(feature = "http")]
+use crate::dialect::model_context::methods;
 use crate::dialect::{Admission, Change, Control, Dialect, Phase, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
@@ -118,7 +119,10 @@ pub(crate) fn dispatch(
             }
         }
         Incoming::Notification { method, params } => {
-            if !phase.hears_notifications() {
+            // (A 2026-07-28 request may be cancelled on a connection that
+            // never initialized.)
+            let cancels = dialect == Dialect::ModelContext && method == methods::CANCELLED;
+            if !phase.hears_notifications() && !cancels {
                 tracing::debug!(%method, "notification before initialize dropped");
                 return Dispatched::Nothing;
             }
@@ -195,6 +199,9 @@ fn serve(
                 round: None,
             };
             Dispatched::Run(Job::new(shared, id, work, run, caller))
+        }
+        Step::Listen(filter) => {
+            Dispatched::Run(Job::listening(shared, id, filter, started, caller))
         }
         Step::Round {
             work,

@@ -164,6 +164,36 @@ impl Job {
         job
     }
 
+    /// A `subscriptions/listen` stream of `shared`'s (2026-07-28) as a
+    /// job: it ends when the client cancels it or goes away, or with its
+    /// result when the server shuts down.
+    pub(crate) fn listening(
+        shared: &Arc<Shared>,
+        id: RequestId,
+        filter: crate::dialect::stateless::Filter,
+        started: Option<Instant>,
+        caller: &Caller,
+    ) -> Self {
+        let work = super::listen::listen(shared.clone(), id.clone(), filter);
+        Job {
+            dialect: Dialect::Stateless,
+            method: "",
+            may_block: false,
+            stage: Stage::Running(running(work, None)),
+            cause: None,
+            info: JobInfo {
+                tool: None,
+                limit: None,
+                round: None,
+                private: caller.principal.is_some(),
+            },
+            id,
+            cancel: None,
+            started,
+            caller: caller.clone(),
+        }
+    }
+
     /// Tool `tool`'s call with `arguments`, boxed with a context made now
     /// (the whole path, trying the JSON path first).
     fn boxed_call(

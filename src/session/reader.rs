@@ -255,8 +255,10 @@ impl Session {
                         Some(Err(e)) => tracing::warn!("reading the session's input failed: {e}"),
                         _ => tracing::debug!("session input ended"),
                     }
-                    // Nothing the client sends can be read any more.
+                    // Nothing the client sends can be read any more, nor
+                    // can it cancel a listen stream: those end now.
                     self.shared.peer.close();
+                    self.shared.streams_end.cancel();
                     // Parked requests and those in flight finish, unless
                     // shutdown begins (or the output goes) first.
                     let ending = tokio::select! {
@@ -355,6 +357,7 @@ impl Session {
     {
         tracing::debug!("session shutting down");
         self.draining = true;
+        self.shared.streams_end.cancel();
         while let Some(parked) = self.parked.pop_front() {
             self.shared.set_parked(self.parked.len());
             let id = parked.job.id;

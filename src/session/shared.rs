@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     /// How many messages were handed to the outbox so far (counted over
     /// HTTP only).
     sent: AtomicU64,
+    /// Cancelled when the session's input ends or it begins to shut down:
+    /// its `subscriptions/listen` streams then end with their result.
+    pub(crate) streams_end: tokio_util::sync::CancellationToken,
 }
 
 /// Requests in flight by id.
@@ -92,6 +95,7 @@ impl Shared {
             slots: Slots::new(server.limits.max_in_flight),
             parked: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
+            streams_end: tokio_util::sync::CancellationToken::new(),
             server,
         }
     }

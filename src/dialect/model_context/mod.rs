@@ -318,12 +318,9 @@ impl Lists {
             .collect();
         let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
-        // 2026-07-28 has no `resources/subscribe`: its subscriptions are
-        // `subscriptions/listen` streams.
-        let mut stateless = capabilities.clone();
-        if let Some(resources) = stateless.get_mut("resources") {
-            *resources = json!({"subscribe": false, "listChanged": false});
-        }
+        // 2026-07-28 subscribes through `subscriptions/listen` streams
+        // (resource updates; the lists do not change while the server runs).
+        let stateless = capabilities.clone();
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
@@ -817,7 +814,7 @@ pub(crate) fn encode_end_in(
                     },
                 )
             }
-            Done::Resources(_) => error(
+            Done::Resources(_) | Done::SubscriptionEnded => error(
                 Some(id),
                 &RpcError::internal("an operation this protocol does not have"),
             ),

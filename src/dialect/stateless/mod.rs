@@ -51,6 +51,7 @@ pub(crate) mod keys {
     pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
     pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 }
 
 /// The method that subscribes to change notifications.
@@ -169,7 +170,11 @@ fn prepare(
     let declared = declared(id, envelope.meta.as_ref())?;
     match method {
         methods::DISCOVER => return Ok(Step::Reply(discover(server, id))),
-        LISTEN => return Err(error(Some(id), &RpcError::method_not_found(method))),
+        LISTEN => {
+            return filter(server, params, principal)
+                .map(Step::Listen)
+                .map_err(|e| error(Some(id), &e));
+        }
         _ => {}
     }
     let round_trips = matches!(
@@ -195,6 +200,8 @@ fn prepare(
     );
     Ok(match step {
         Step::Reply(reply) | Step::Record(reply, _) => Step::Reply(finish(server, reply, cache)),
+        // (The table has no listen.)
+        Step::Listen(filter) => Step::Listen(filter),
         Step::Run { work, progress } | Step::Round { work, progress, .. } => {
             let round = RoundTrip::new(declared.capabilities, declared.log_level, answers)
                 .bound_to(binding);
@@ -205,6 +212,88 @@ fn prepare(
             }
         }
     })
+}
+
+/// What a `subscriptions/listen` stream carries: the notification types
+/// it opted in to that this server honours.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Filter {
+    /// The resources whose `notifications/resources/updated` it wants
+    /// (ones this server has, and the caller may read).
+    pub(crate) resources: Vec<String>,
+}
+
+impl Filter {
+    /// Whether the stream wants to hear that `uri` changed.
+    pub(crate) fn wants(&self, uri: &str) -> bool {
+        self.resources.iter().any(|r| r == uri)
+    }
+}
+
+/// The filter of a `subscriptions/listen`. This server's lists do not
+/// change while it runs, so the list-changed types are never honoured
+/// (the acknowledgement leaves them out); `resourceSubscriptions` keeps
+/// the URIs the server has and the caller may read.
+fn filter(
+    server: &ServerInner,
+    params: Option<&RawValue>,
+    principal: Option<&Principal>,
+) -> Result<Filter, RpcError> {
+    #[derive(Deserialize, Default)]
+    struct Params {
+        #[serde(default)]
+        notifications: Option<Requested>,
+    }
+    #[derive(Deserialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    struct Requested {
+        #[serde(default)]
+        resource_subscriptions: Vec<String>,
+    }
+    let params: Params = match params {
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| RpcError::invalid_params(format!("{LISTEN} params: {e}")))?,
+        None => Params::default(),
+    };
+    let Some(requested) = params.notifications else {
+        return Err(RpcError::invalid_params(format!(
+            "{LISTEN} params.notifications is required: the notification types to receive"
+        )));
+    };
+    let catalog = &server.catalog;
+    let resources = requested
+        .resource_subscriptions
+        .into_iter()
+        .filter(|uri| {
+            catalog.knows_uri(uri)
+                && crate::engine::operation::refused_uri(catalog, uri, principal).is_none()
+        })
+        .collect();
+    Ok(Filter { resources })
+}
+
+/// `notifications/subscriptions/acknowledged` for stream `id`: what it
+/// will carry.
+pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
+    let mut notifications = Map::new();
+    if !filter.resources.is_empty() {
+        notifications.insert("resourceSubscriptions".into(), json!(filter.resources));
+    }
+    crate::jsonrpc::encode_notification(
+        "notifications/subscriptions/acknowledged",
+        &json!({
+            "notifications": notifications,
+            "_meta": {keys::SUBSCRIPTION_ID: id},
+        }),
+    )
+}
+
+/// `notifications/resources/updated` on stream `id`.
+pub(crate) fn updated(id: &RequestId, uri: &str) -> Vec<u8> {
+    crate::jsonrpc::encode_notification(
+        methods::RESOURCE_UPDATED,
+        &json!({"uri": uri, "_meta": {keys::SUBSCRIPTION_ID: id}}),
+    )
 }
 
 /// The members of a request's params this revision reads.
@@ -435,6 +524,16 @@ fn cache_for(server: &ServerInner, method: &str, principal: Option<&Principal>) 
 /// `resultType`, the server's identity in `_meta` and, if cacheable, its
 /// caching hint; an error is left as it is.
 fn finish(server: &ServerInner, reply: Vec<u8>, cache: Option<Cache>) -> Vec<u8> {
+    finish_as(server, reply, cache, None)
+}
+
+/// [`finish`], its `_meta` naming the subscription stream it ends, if any.
+fn finish_as(
+    server: &ServerInner,
+    reply: Vec<u8>,
+    cache: Option<Cache>,
+    subscription: Option<&RequestId>,
+) -> Vec<u8> {
     const RESULT: &[u8] = br#","result":{"#;
     let Some(at) = memchr::memmem::find(&reply, RESULT) else {
         return reply;
@@ -446,7 +545,7 @@ fn finish(server: &ServerInner, reply: Vec<u8>, cache: Option<Cache>) -> Vec<u8>
     if let Some(cache) = cache {
         write_cache(&mut out, cache);
     }
-    write_server_info(&mut out, server);
+    write_meta(&mut out, server, subscription);
     if reply.get(open) != Some(&b'}') {
         out.push(b',');
     }
@@ -465,8 +564,14 @@ fn write_cache(out: &mut Vec<u8>, cache: Cache) {
     });
 }
 
-fn write_server_info(out: &mut Vec<u8>, server: &ServerInner) {
+fn write_meta(out: &mut Vec<u8>, server: &ServerInner, subscription: Option<&RequestId>) {
     out.extend_from_slice(br#""_meta":{""#);
+    if let Some(id) = subscription {
+        out.extend_from_slice(keys::SUBSCRIPTION_ID.as_bytes());
+        out.extend_from_slice(br#"":"#);
+        out.extend_from_slice(&crate::jsonrpc::id_json(id));
+        out.extend_from_slice(br#",""#);
+    }
     out.extend_from_slice(keys::SERVER_INFO.as_bytes());
     out.extend_from_slice(br#"":"#);
     out.extend_from_slice(server.model_context.server_info().get().as_bytes());
@@ -506,6 +611,11 @@ pub(crate) fn encode_end(
     ended: Ended,
     job: &JobInfo,
 ) -> Option<Vec<u8>> {
+    if matches!(ended, Ended::Finished(Ok(Done::SubscriptionEnded))) {
+        // The stream's graceful end: its result names the subscription.
+        let reply = crate::jsonrpc::encode_result(id, &json!({}));
+        return Some(finish_as(server, reply, None, Some(id)));
+    }
     if let Some(round) = job.round.as_deref() {
         let missing = round.missing();
         if !missing.is_empty() {

@@ -329,9 +329,11 @@ impl McpService {
         {
             self.check_params(parts, name, mirrored.arguments)?;
         }
-        Ok(mirrored
-            .meta
-            .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
+        // A listen stream is nothing but notifications.
+        Ok(method == crate::dialect::stateless::LISTEN
+            || mirrored
+                .meta
+                .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
     }
 
     /// A tool's `x-mcp-header` arguments against their `Mcp-Param-*`
