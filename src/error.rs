@@ -332,6 +332,13 @@ pub enum BuildError {
     /// no random key (the operating system's source failed).
     #[error("request state keys: {0}")]
     StateKeys(String),
+    /// An extension ([`ServerBuilder::extension`](crate::ServerBuilder::extension))
+    /// whose identifier has no prefix (`vendor/name`) or whose settings are
+    /// not an object.
+    #[error(
+        "extension {0:?}: the identifier needs a prefix (vendor/name) and the settings must be an object"
+    )]
+    InvalidExtension(String),
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]
     EmptyField {

@@ -250,6 +250,8 @@ pub struct ServerBuilder {
     handle: ServerHandle,
     /// The indices in `tools` of Model Context Protocol–only tools.
     model_context_only: Vec<usize>,
+    /// Extensions the capabilities declare, by identifier.
+    extensions: serde_json::Map<String, serde_json::Value>,
     /// The 2026-07-28 revision's state keys (none: one random key).
     state_keys: Vec<[u8; 32]>,
     state_ttl: Duration,
@@ -282,6 +284,7 @@ impl Default for ServerBuilder {
             access: AccessRules::default(),
             handle: ServerHandle::new(),
             model_context_only: Vec::new(),
+            extensions: serde_json::Map::new(),
             state_keys: Vec::new(),
             state_ttl: DEFAULT_STATE_TTL,
             cache: CacheHints {
@@ -319,6 +322,27 @@ impl ServerBuilder {
     pub fn model_context_tool(mut self, tool: impl Tool) -> Self {
         self.model_context_only.push(self.tools.len());
         self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Declares an extension of the Model Context Protocol in the server's
+    /// capabilities (`capabilities.extensions`, in `initialize` and
+    /// `server/discover`): its identifier, with a mandatory prefix
+    /// (`io.modelcontextprotocol/tasks`), and its settings (an object; `{}`
+    /// for none). An identifier without a `/`, or settings that are not an
+    /// object, fail [`build`](Self::build).
+    ///
+    /// ```
+    /// use serde_json::json;
+    ///
+    /// let server = clawmcp::Server::builder()
+    ///     .extension("com.example/audit", json!({"level": "full"}))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), clawmcp::BuildError>(())
+    /// ```
+    pub fn extension(mut self, name: impl Into<String>, settings: serde_json::Value) -> Self {
+        self.extensions.insert(name.into(), settings);
         self
     }
 
@@ -610,6 +634,11 @@ impl ServerBuilder {
             name: self.name,
             version: self.version,
         };
+        if let Some((name, _)) = self.extensions.iter().find(|(name, settings)| {
+            !settings.is_object() || !name.contains('/') || name.starts_with('/')
+        }) {
+            return Err(BuildError::InvalidExtension(name.clone()));
+        }
         let v1 = v1::Lists::build(&catalog, self.providers, &info);
         let model_context = model_context::Lists::build(
             &catalog,
@@ -617,6 +646,7 @@ impl ServerBuilder {
             &info,
             self.instructions.as_deref(),
             self.page_size,
+            &self.extensions,
         );
         self.handle
             .registry()

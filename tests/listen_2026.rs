@@ -216,3 +216,35 @@ async fn over_http_a_listen_stream_is_sse_carrying_a_change_made_through_another
         .expect("updated");
     assert!(ack < update, "the acknowledgement comes first: {seen}");
 }
+
+#[tokio::test]
+async fn declared_extensions_are_in_both_revisions_capabilities_and_bad_ones_fail_build() {
+    let server = Server::builder()
+        .extension("com.example/audit", json!({"level": "full"}))
+        .build()
+        .expect("builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let discovered = client
+        .call("server/discover", Some(json!({"_meta": meta()})))
+        .await
+        .expect("discover");
+    assert_eq!(
+        discovered["capabilities"]["extensions"],
+        json!({"com.example/audit": {"level": "full"}})
+    );
+    let init = client
+        .initialize_model_context(json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                                         "clientInfo": {"name": "t", "version": "1"}}))
+        .await;
+    assert_eq!(
+        init["capabilities"]["extensions"]["com.example/audit"]["level"],
+        "full"
+    );
+    for (name, settings) in [("noprefix", json!({})), ("a/b", json!(true))] {
+        let built = Server::builder().extension(name, settings).build();
+        assert!(
+            matches!(built, Err(clawmcp::BuildError::InvalidExtension(_))),
+            "{name}"
+        );
+    }
+}

@@ -284,6 +284,7 @@ impl Lists {
         info: &ServerInfo,
         instructions: Option<&str>,
         page_size: usize,
+        extensions: &serde_json::Map<String, serde_json::Value>,
     ) -> Self {
         let provides = Provides {
             tools: providers.tools || !catalog.tools.is_empty(),
@@ -309,6 +310,12 @@ impl Lists {
         }
         if provides.tools {
             capabilities.insert("tools".into(), json!({"listChanged": false}));
+        }
+        if !extensions.is_empty() {
+            capabilities.insert(
+                "extensions".into(),
+                serde_json::Value::Object(extensions.clone()),
+            );
         }
         let tools: Vec<_> = catalog.tools.iter().map(tool_item).collect();
         let resources: Vec<_> = catalog
