@@ -236,15 +236,17 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
 /// read — gives `None`, and the general reading then answers. Without the `fast-path` feature, serde reads them all.
 fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
     if cfg!(feature = "fast-path")
-        && let Some(call) = plain_call::read(text)
+        && let Some(call) = plain_call::read(text).and_then(from_plain)
     {
-        return Some(from_plain(call));
+        return Some(call);
     }
     read_tool_call_with_serde(text)
 }
 
-/// A call the plain reader read, as the general reading gives it.
-fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
+/// A call the plain reader read, as the general reading gives it; `None`
+/// when its `_meta` does not read as the general reading reads it (which
+/// then answers).
+fn from_plain(plain: PlainCall<'_>) -> Option<Incoming<'_>> {
     let id = match plain.id {
         PlainId::Number(digits) => RequestId::Number(digits.into()),
         PlainId::String(text) => RequestId::String(text.into()),
@@ -252,15 +254,20 @@ fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
     let call = match plain.method {
         CallMethod::ExecuteTool => ToolCall::V1(ExecuteParams::new(plain.tool, plain.arguments)),
         CallMethod::CallTool => {
-            ToolCall::ModelContext(CallToolParams::new(plain.tool, plain.arguments))
+            let mut params = CallToolParams::new(plain.tool, plain.arguments);
+            params.meta = match plain.meta {
+                Some(text) => Some(serde_json::from_str(text).ok()?),
+                None => None,
+            };
+            ToolCall::ModelContext(params)
         }
     };
-    Incoming::Request {
+    Some(Incoming::Request {
         id,
         method: Cow::Borrowed(plain.method.name()),
         params: None,
         call: Some(call),
-    }
+    })
 }
 
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.
@@ -521,8 +528,6 @@ pub(crate) fn encode_batch(replies: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Writes an id: an integer as the digits the client sent, with no
-/// allocation (the hot path of every reply), anything else through serde.
 /// `id` as JSON.
 pub(crate) fn id_json(id: &RequestId) -> Vec<u8> {
     let mut out = Vec::with_capacity(16);
@@ -530,6 +535,8 @@ pub(crate) fn id_json(id: &RequestId) -> Vec<u8> {
     out
 }
 
+/// Writes an id: an integer as the digits the client sent, with no
+/// allocation (the hot path of every reply), anything else through serde.
 fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
         RequestId::Number(n) if is_integer(n) => out.extend_from_slice(n.as_bytes()),

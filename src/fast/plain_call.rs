@@ -5,12 +5,12 @@
 //! It reads only what it fully understands: an object whose members are
 //! `jsonrpc` (`"2.0"`), `method`, an `id` that is a non-negative integer or
 //! a string, and `params` with the tool's `id` or `name` and object
-//! `arguments`; names and those strings without escapes; every member
-//! once. It checks the syntax of everything it reads — the arguments
+//! `arguments` (and `_meta`, kept as text); names and those strings without
+//! escapes; every member once. It checks the syntax of everything it reads — the arguments
 //! included, with the nesting and number rules of
 //! [`reads_as_value`](super::arguments::reads_as_value) — and
 //! accepts nothing serde's reading would refuse. Anything else (another
-//! member, an escape it does not take, `_meta`, a repeated member, any
+//! member, an escape it does not take, a repeated member, any
 //! error) is `None`, and serde's reading decides.
 
 use super::arguments::{ArgumentsText, MAX_NESTING};
@@ -30,6 +30,9 @@ pub(crate) struct PlainCall<'a> {
     pub(crate) tool: &'a str,
     /// Its arguments.
     pub(crate) arguments: ArgumentsText<'a>,
+    /// The text of its params' `_meta` object, if any (checked as the
+    /// arguments are).
+    pub(crate) meta: Option<&'a str>,
 }
 
 /// A request id as written: its digits or its string's contents.
@@ -97,13 +100,14 @@ pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
     if !jsonrpc {
         return None;
     }
-    let (tool, arguments) = match (method, params) {
+    let (tool, arguments, meta) = match (method, params) {
         (
             CallMethod::ExecuteTool,
             Params {
                 tool_id: Some(tool),
                 name: None,
                 arguments: Some(arguments),
+                meta,
             },
         )
         | (
@@ -112,8 +116,9 @@ pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
                 tool_id: None,
                 name: Some(tool),
                 arguments: Some(arguments),
+                meta,
             },
-        ) => (tool, arguments),
+        ) => (tool, arguments, meta),
         _ => return None,
     };
     Some(PlainCall {
@@ -121,6 +126,7 @@ pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
         method,
         tool,
         arguments,
+        meta,
     })
 }
 
@@ -131,6 +137,8 @@ struct Params<'a> {
     /// `name` (Model Context Protocol).
     name: Option<&'a str>,
     arguments: Option<ArgumentsText<'a>>,
+    /// `_meta`, as text.
+    meta: Option<&'a str>,
 }
 
 struct Reader<'t> {
@@ -196,10 +204,11 @@ impl<'t> Reader<'t> {
             tool_id: None,
             name: None,
             arguments: None,
+            meta: None,
         };
         self.cursor.eat(b'{')?;
         loop {
-            match self.name(&[b"\"id\"", b"\"name\"", b"\"arguments\""])? {
+            match self.name(&[b"\"id\"", b"\"name\"", b"\"arguments\"", b"\"_meta\""])? {
                 0 if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
                 1 if params.name.is_none() => params.name = Some(self.plain_str()?),
                 2 if params.arguments.is_none() => {
@@ -212,6 +221,14 @@ impl<'t> Reader<'t> {
                     // (Cut at ASCII bytes: no UTF-8 to check again.)
                     let text = self.source.get(start..self.cursor.at)?;
                     params.arguments = Some(ArgumentsText::checked(text));
+                }
+                3 if params.meta.is_none() => {
+                    if self.cursor.peek()? != b'{' {
+                        return None;
+                    }
+                    let start = self.cursor.at;
+                    self.cursor.skip_value::<true>(0, MAX_NESTING)?;
+                    params.meta = Some(self.source.get(start..self.cursor.at)?);
                 }
                 _ => return None,
             }

@@ -81,7 +81,7 @@ pub(crate) fn value_reading(text: &str) -> bool {
 /// Whether the plain reader takes `text`; panics where what it reads
 /// differs from serde's reading, or does not read as a value.
 pub(crate) fn agrees(text: &str) -> bool {
-    let plain = read(text).map(from_plain).as_ref().and_then(summary);
+    let plain = read(text).and_then(from_plain).as_ref().and_then(summary);
     if let Some(plain) = &plain {
         assert_eq!(Some(plain), serde_reading(text).as_ref(), "{text}");
         // (Within the nesting a message-wide value reading allows.)

@@ -10,6 +10,10 @@ fn the_usual_calls_are_read_here() {
     for text in [
         r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"id":"mcp://t/tools/echo:v1","arguments":{"message":"hi"}}}"#,
         r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+        // `_meta` is kept as text and read as the general reading reads it
+        // (a progress token; a 2026-07-28 request's version and capabilities).
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041 \ud83d\ude00"}}}"#,
         " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
     ] {
@@ -27,7 +31,8 @@ fn what_it_does_not_take_is_left_to_serde() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"\udc00":1}}}"#,
         r#"{"json\u0072pc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         // Members it does not read, repeated ones, other ids.
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"requestState":"s"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":-1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":null,"method":"mcp/executeTool","params":{"id":"e","arguments":{}}}"#,
