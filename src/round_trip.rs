@@ -14,7 +14,7 @@
 //! every run gets the same keys.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -32,11 +32,81 @@ pub(crate) struct Question {
     pub(crate) params: Box<RawValue>,
 }
 
+/// What a round's sealed state is bound to: the call it continues and who
+/// made it, kept as received; its canonical bytes are made only when a
+/// state is opened or sealed.
+#[derive(Debug, Default)]
+pub(crate) struct Binding {
+    /// The method.
+    pub(crate) method: String,
+    /// The tool or prompt name, or the resource URI.
+    pub(crate) item: String,
+    /// The arguments' JSON text (empty: none).
+    pub(crate) arguments: String,
+    /// The token's owner (issuer, subject, client), empty without one.
+    pub(crate) owner: String,
+}
+
+impl Binding {
+    /// The associated data a state is sealed with: the parts, the
+    /// arguments as canonical JSON (object keys sorted at every level, no
+    /// spaces), so that a retry that writes them otherwise still opens it.
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.arguments.len());
+        out.extend_from_slice(b"clawmcp-state-v1\0");
+        out.extend_from_slice(self.method.as_bytes());
+        out.push(0);
+        out.extend_from_slice(self.item.as_bytes());
+        out.push(0);
+        if let Ok(value) = serde_json::from_str::<Value>(&self.arguments) {
+            canonical(&value, &mut out);
+        }
+        out.push(0);
+        out.extend_from_slice(self.owner.as_bytes());
+        out
+    }
+}
+
+/// `value` as canonical JSON: keys sorted, whatever order the map keeps.
+fn canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
+                canonical(value, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
 /// One round of a 2026-07-28 request.
 #[derive(Debug, Default)]
 pub(crate) struct RoundTrip {
-    /// The capabilities the client declared with this request.
-    capabilities: Map<String, Value>,
+    /// The capabilities the client declared with this request, as JSON
+    /// text (an object), read when first asked.
+    declared: String,
+    capabilities: OnceLock<Map<String, Value>>,
     /// The least severe log level the request asked for (none: no log
     /// lines at all).
     log_level: Option<LogLevel>,
@@ -51,39 +121,37 @@ pub(crate) struct RoundTrip {
     missing: Mutex<Vec<&'static str>>,
     /// What the round's sealed state is bound to (the request, its
     /// caller).
-    binding: Vec<u8>,
+    binding: Binding,
 }
 
 impl RoundTrip {
-    /// A round with the client's declared `capabilities`, its requested
-    /// `log_level`, and the `answers` known so far.
+    /// A round with the client's declared capabilities (`declared`, the
+    /// JSON text of an object), its requested `log_level`, the `answers`
+    /// known so far, and what its state is bound to.
     pub(crate) fn new(
-        capabilities: Map<String, Value>,
+        declared: String,
         log_level: Option<LogLevel>,
         answers: Map<String, Value>,
+        binding: Binding,
     ) -> Self {
         Self {
-            capabilities,
+            declared,
             log_level,
             answers,
+            binding,
             ..Self::default()
         }
     }
 
-    /// The round, its sealed state bound to `binding`.
-    pub(crate) fn bound_to(mut self, binding: Vec<u8>) -> Self {
-        self.binding = binding;
-        self
-    }
-
     /// What the round's sealed state is bound to.
-    pub(crate) fn binding(&self) -> &[u8] {
+    pub(crate) fn binding(&self) -> &Binding {
         &self.binding
     }
 
     /// The capabilities the client declared with this request.
     pub(crate) fn capabilities(&self) -> &Map<String, Value> {
-        &self.capabilities
+        self.capabilities
+            .get_or_init(|| serde_json::from_str(&self.declared).unwrap_or_default())
     }
 
     /// Whether a log line at `level` goes to the client.
@@ -94,7 +162,7 @@ impl RoundTrip {
     /// Whether the client declared `capability`; when not, it is recorded
     /// as missing (the request then fails with `-32021`).
     pub(crate) fn declares(&self, capability: &'static str) -> bool {
-        if self.capabilities.contains_key(capability) {
+        if self.capabilities().contains_key(capability) {
             return true;
         }
         let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);

@@ -419,8 +419,7 @@ impl ServerBuilder {
     }
 
     /// How long a 2026-07-28 client may cache the lists and the
-    /// `server/discover` result (`ttlMs`; default: 1 minute). A list that
-    /// changes at run time is also announced on listen streams.
+    /// `server/discover` result (`ttlMs`; default: 1 minute).
     pub fn list_ttl(mut self, ttl: Duration) -> Self {
         self.cache.lists = ttl;
         self

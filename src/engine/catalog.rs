@@ -31,6 +31,7 @@ pub(crate) struct CompiledTool {
     pub(crate) in_v1: bool,
     /// The arguments its input schema marks `x-mcp-header`: the header's
     /// name (after `Mcp-Param-`) and the property (2026-07-28 over HTTP).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) mirrored: Vec<(String, String)>,
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) time_limit: Option<Duration>,

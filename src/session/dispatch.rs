@@ -15,7 +15,6 @@ use super::job::{Job, Run};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
-#[cfg(feature = "http")]
 use crate::dialect::model_context::methods;
 use crate::dialect::{Admission, Change, Control, Dialect, Phase, Step, TraceLevel};
 use crate::engine::operation;

@@ -135,7 +135,6 @@ impl Job {
                 tool,
                 arguments: Arguments::Text(text),
             } if job.cause.is_none()
-                && job.info.round.is_none()
                 && !may_block
                 && server
                     .catalog
@@ -306,10 +305,24 @@ impl Job {
         };
         let mut cx = Context::from_waker(Waker::noop());
         let span = self.span(server);
+        let round = self.info.round.clone();
+        let round_source;
+        let source: &dyn ContextSource = match &round {
+            Some(round) => {
+                round_source = RoundSource {
+                    shared: shared.clone(),
+                    round: round.clone(),
+                };
+                &round_source
+            }
+            None => shared,
+        };
+        // A round whose work asked what it cannot answer ends now.
+        let waits = || round.as_ref().is_some_and(|r| r.waits_for_input());
         let ctx = LazyContext::of_parts(
             &self.id,
             &mut self.cancel,
-            shared,
+            source,
             &span,
             &mut progress,
             &self.caller,
@@ -326,7 +339,8 @@ impl Job {
                 let mut running = running(call, None);
                 return match running.as_mut().poll(&mut cx) {
                     Poll::Ready(outcome) => Ok(outcome),
-                    Poll::Pending => Err(running),
+                    Poll::Pending if waits() => Ok(Ok(Err(Failure::InputRequired))),
+                    Poll::Pending => Err(self.gated(running)),
                 };
             }
             Err(payload) => return Ok(Err(panic_message(&*payload))),
@@ -340,6 +354,7 @@ impl Job {
         }));
         match polled {
             Ok(Poll::Ready(result)) => Ok(Ok(result.map(Done::Tool))),
+            Ok(Poll::Pending) if waits() => Ok(Ok(Err(Failure::InputRequired))),
             Ok(Poll::Pending) => {
                 let server = server.clone();
                 let call = async move {
@@ -349,7 +364,7 @@ impl Job {
                         None => Err(operation::tool_out_of_range()),
                     }
                 };
-                Err(running(call, None))
+                Err(self.gated(running(call, None)))
             }
             Err(payload) => Ok(Err(panic_message(&*payload))),
         }

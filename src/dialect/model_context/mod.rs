@@ -51,7 +51,7 @@ pub(crate) mod methods {
     pub const INITIALIZED: &str = "notifications/initialized";
     /// Liveness check, served in every phase.
     pub const PING: &str = "ping";
-    /// The 2026-07-28 revision's discovery, not served yet (`-32601`).
+    /// The 2026-07-28 revision's discovery (`dialect::stateless`).
     pub const DISCOVER: &str = "server/discover";
     pub const TOOLS_LIST: &str = "tools/list";
     pub const TOOLS_CALL: &str = "tools/call";

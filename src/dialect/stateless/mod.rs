@@ -37,7 +37,7 @@ use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, RequestMeta, ToolCall, encode_error_with};
 use crate::principal::Principal;
-use crate::round_trip::RoundTrip;
+use crate::round_trip::{Binding, RoundTrip};
 use seal::StateKeys;
 
 /// This revision.
@@ -103,8 +103,19 @@ pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&Tool
             .as_ref()
             .is_some_and(|m| m.protocol_version.is_some());
     }
+    // A quick look for the key first; then `_meta` itself must name it (an
+    // argument that merely holds the text does not count).
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(keys::PROTOCOL_VERSION));
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(default, borrow, rename = "_meta")]
+        meta: Option<RequestMeta<'a>>,
+    }
     params.is_some_and(|raw| {
-        memchr::memmem::find(raw.get().as_bytes(), keys::PROTOCOL_VERSION.as_bytes()).is_some()
+        KEY.find(raw.get().as_bytes()).is_some()
+            && serde_json::from_str::<Params<'_>>(raw.get())
+                .is_ok_and(|p| p.meta.is_some_and(|m| m.protocol_version.is_some()))
     })
 }
 
@@ -136,9 +147,10 @@ struct Envelope<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// What a request's `_meta` declares.
+/// What a request's `_meta` declares: its capabilities (the JSON text of
+/// an object) and the log level it asks for.
 struct Declared {
-    capabilities: Map<String, Value>,
+    capabilities: String,
     log_level: Option<LogLevel>,
 }
 
@@ -186,7 +198,7 @@ fn prepare(
         let answers = answers(server, &binding, &envelope).map_err(|e| error(Some(id), &e))?;
         (answers, binding)
     } else {
-        (Map::new(), Vec::new())
+        (Map::new(), Binding::default())
     };
     let cache = cache_for(server, method, principal);
     let step = model_context::route_in(
@@ -203,8 +215,7 @@ fn prepare(
         // (The table has no listen.)
         Step::Listen(filter) => Step::Listen(filter),
         Step::Run { work, progress } | Step::Round { work, progress, .. } => {
-            let round = RoundTrip::new(declared.capabilities, declared.log_level, answers)
-                .bound_to(binding);
+            let round = RoundTrip::new(declared.capabilities, declared.log_level, answers, binding);
             Step::Round {
                 work,
                 progress,
@@ -314,12 +325,8 @@ fn envelope<'a>(
             request_state: p.request_state,
             name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
             uri: None,
-            arguments: p
-                .arguments
-                .map(|a| serde_json::from_str(a.get()))
-                .transpose()
-                .ok()
-                .flatten(),
+            // (The binding reads the call's own arguments.)
+            arguments: None,
         });
     }
     match params {
@@ -342,33 +349,28 @@ fn declared(id: &RequestId, meta: Option<&RequestMeta<'_>>) -> Result<Declared, 
             keys::CLIENT_CAPABILITIES
         )));
     };
-    let version = match meta
-        .protocol_version
-        .map(|v| serde_json::from_str::<String>(v.get()))
-    {
-        Some(Ok(version)) => version,
-        Some(Err(_)) => {
-            return Err(refuse(format!(
-                "_meta[\"{}\"] must be a string",
-                keys::PROTOCOL_VERSION
-            )));
-        }
-        None => {
-            return Err(refuse(format!(
-                "_meta[\"{}\"] is required",
-                keys::PROTOCOL_VERSION
-            )));
-        }
+    let Some(version) = meta.protocol_version else {
+        return Err(refuse(format!(
+            "_meta[\"{}\"] is required",
+            keys::PROTOCOL_VERSION
+        )));
     };
-    if version != VERSION {
-        return Err(unsupported_version(Some(id), &version));
+    // (Compared as written first: the usual spelling needs no reading.)
+    if version.get() != concat!('"', "2026-07-28", '"') {
+        match serde_json::from_str::<String>(version.get()) {
+            Ok(version) if version == VERSION => {}
+            Ok(version) => return Err(unsupported_version(Some(id), &version)),
+            Err(_) => {
+                return Err(refuse(format!(
+                    "_meta[\"{}\"] must be a string",
+                    keys::PROTOCOL_VERSION
+                )));
+            }
+        }
     }
-    let capabilities = match meta
-        .client_capabilities
-        .map(|c| serde_json::from_str::<Map<String, Value>>(c.get()))
-    {
-        Some(Ok(capabilities)) => capabilities,
-        Some(Err(_)) => {
+    let capabilities = match meta.client_capabilities {
+        Some(raw) if raw.get().starts_with('{') => raw.get().to_owned(),
+        Some(_) => {
             return Err(refuse(format!(
                 "_meta[\"{}\"] must be an object",
                 keys::CLIENT_CAPABILITIES
@@ -416,21 +418,21 @@ fn binding(
     envelope: &Envelope<'_>,
     call: Option<&ToolCall<'_>>,
     principal: Option<&Principal>,
-) -> Vec<u8> {
-    let item = match call {
-        Some(ToolCall::ModelContext(p)) => p.name.as_ref(),
-        _ => envelope
-            .name
-            .as_deref()
-            .or(envelope.uri.as_deref())
-            .unwrap_or_default(),
+) -> Binding {
+    let (item, arguments) = match call {
+        Some(ToolCall::ModelContext(p)) => (
+            p.name.as_ref(),
+            p.arguments.map(|a| a.get()).unwrap_or_default(),
+        ),
+        _ => (
+            envelope
+                .name
+                .as_deref()
+                .or(envelope.uri.as_deref())
+                .unwrap_or_default(),
+            envelope.arguments.map(RawValue::get).unwrap_or_default(),
+        ),
     };
-    // Canonical: serde_json's maps are ordered by key.
-    let arguments = envelope
-        .arguments
-        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-        .map(|value| value.to_string())
-        .unwrap_or_default();
     let owner = principal.map_or_else(String::new, |p| {
         format!(
             "{}\u{0}{}\u{0}{}",
@@ -439,7 +441,12 @@ fn binding(
             p.client_id().unwrap_or_default()
         )
     });
-    format!("clawmcp-state-v1\u{0}{method}\u{0}{item}\u{0}{arguments}\u{0}{owner}").into_bytes()
+    Binding {
+        method: method.to_owned(),
+        item: item.to_owned(),
+        arguments: arguments.to_owned(),
+        owner,
+    }
 }
 
 /// A sealed state's plaintext.
@@ -461,7 +468,7 @@ fn now_secs() -> u64 {
 /// `inputResponses` (which win).
 fn answers(
     server: &ServerInner,
-    binding: &[u8],
+    binding: &Binding,
     envelope: &Envelope<'_>,
 ) -> Result<Map<String, Value>, RpcError> {
     let mut answers = Map::new();
@@ -471,7 +478,7 @@ fn answers(
         let plain = server
             .stateless
             .keys
-            .open(binding, &state)
+            .open(&binding.bytes(), &state)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let sealed: Sealed = serde_json::from_slice(&plain)
             .map_err(|_| RpcError::invalid_params(seal::Unsealed::Invalid.to_string()))?;
@@ -535,7 +542,9 @@ fn finish_as(
     subscription: Option<&RequestId>,
 ) -> Vec<u8> {
     const RESULT: &[u8] = br#","result":{"#;
-    let Some(at) = memchr::memmem::find(&reply, RESULT) else {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(RESULT));
+    let Some(at) = FINDER.find(&reply) else {
         return reply;
     };
     let open = at + RESULT.len();
@@ -661,61 +670,77 @@ fn missing_capability(id: &RequestId, missing: &[&str]) -> Vec<u8> {
 /// The `InputRequiredResult` of a round whose work asked questions: the
 /// questions, and the state that carries every answer so far to the retry.
 fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Vec<u8> {
+    /// The sealed plaintext, answers borrowed.
+    #[derive(Serialize)]
+    struct Sealing<'a> {
+        exp: u64,
+        answers: &'a Map<String, Value>,
+    }
     #[derive(Serialize)]
     struct Request<'a> {
         method: &'a str,
         params: &'a RawValue,
     }
+    /// The questions, in the order they were asked.
+    struct Requests<'a>(&'a [crate::round_trip::Question]);
+    impl Serialize for Requests<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for q in self.0 {
+                let request = Request {
+                    method: q.method,
+                    params: &q.params,
+                };
+                map.serialize_entry(&q.key, &request)?;
+            }
+            map.end()
+        }
+    }
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
-    struct InputRequired {
+    struct InputRequired<'a> {
         result_type: &'static str,
-        input_requests: Map<String, Value>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        request_state: Option<String>,
-        #[serde(rename = "_meta")]
-        meta: Map<String, Value>,
+        input_requests: Requests<'a>,
+        request_state: &'a str,
     }
     let questions = round.take_questions();
-    let input_requests = questions
-        .iter()
-        .map(|q| {
-            let request = Request {
-                method: q.method,
-                params: &q.params,
-            };
-            (
-                q.key.clone(),
-                serde_json::to_value(request).unwrap_or(Value::Null),
-            )
-        })
-        .collect();
-    let sealed = Sealed {
+    let sealing = Sealing {
         exp: now_secs().saturating_add(server.stateless.state_ttl.as_secs()),
-        answers: round.answers().clone(),
+        answers: round.answers(),
     };
-    let request_state = serde_json::to_vec(&sealed)
+    let Some(request_state) = serde_json::to_vec(&sealing)
         .ok()
-        .and_then(|plain| server.stateless.keys.seal(round.binding(), &plain));
-    if request_state.is_none() {
+        .and_then(|plain| server.stateless.keys.seal(&round.binding().bytes(), &plain))
+    else {
         return error(
             Some(id),
             &RpcError::internal("the request's state could not be sealed"),
         );
-    }
-    let server_info: Value =
-        serde_json::from_str(server.model_context.server_info().get()).unwrap_or(Value::Null);
-    let mut meta = Map::new();
-    meta.insert(keys::SERVER_INFO.into(), server_info);
-    crate::jsonrpc::encode_result(
+    };
+    let reply = crate::jsonrpc::encode_result(
         id,
         &InputRequired {
             result_type: "input_required",
-            input_requests,
-            request_state,
-            meta,
+            input_requests: Requests(&questions),
+            request_state: &request_state,
         },
-    )
+    );
+    // The server's identity, as every result of the revision carries it
+    // (after the result's own `resultType`).
+    const TYPE: &[u8] = br#""resultType":"input_required","#;
+    match memchr::memmem::find(&reply, TYPE) {
+        Some(at) => {
+            let end = at + TYPE.len();
+            let mut out = Vec::with_capacity(reply.len() + 96);
+            out.extend_from_slice(&reply[..end]);
+            write_meta(&mut out, server, None);
+            out.push(b',');
+            out.extend_from_slice(&reply[end..]);
+            out
+        }
+        None => reply,
+    }
 }
 
 /// An error response (the Model Context Protocol's table).

@@ -446,7 +446,9 @@ fn is_reply(message: &Outgoing) -> bool {
 /// The HTTP status of a reply: its error's, by this revision's table.
 fn status_of(reply: &[u8]) -> StatusCode {
     const ERROR: &[u8] = br#","error":{"code":"#;
-    let Some(at) = memchr::memmem::find(reply, ERROR) else {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(ERROR));
+    let Some(at) = FINDER.find(reply) else {
         return StatusCode::OK;
     };
     let digits = &reply[at + ERROR.len()..];
