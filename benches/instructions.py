@@ -14,7 +14,19 @@ Cells (64-byte echo messages):
     http-c1, http-c32      MCP v1.0 over HTTP single exchanges, 1 or 32 connections
     mcp-stdio-d1, mcp-stdio-d64   the Model Context Protocol on stdio (tools/call)
     mcp-http-c1, mcp-http-c32     the Model Context Protocol over Streamable HTTP
+    mcp26-stdio-d1, mcp26-http-c1, mcp26-http-c32
+                           the same call as a 2026-07-28 request (per-request _meta,
+                           no session; over HTTP with its mirrored headers)
+    ask26-stdio, ask26-http-c1
+                           a 2026-07-28 round trip: the reference example's ask tool
+                           answers InputRequiredResult with a sealed requestState,
+                           the retry carries the answer and the state (one "request"
+                           here is the two calls)
 Prints one line per cell: `cell  instructions/request`.
+
+`--cpu` runs the server natively instead and prints the CPU time (user +
+system, from the kernel's accounting of the child) per request: noisier
+than instructions, but in microseconds.
 
 OAuth (HTTP cells): `--server-args "--oauth-issuer URL"` starts the server
 behind OAuth, and `--bearer TOKEN` sends that token on every request
@@ -62,8 +74,44 @@ def mcp_call(i):
             "params": {"name": "echo", "arguments": {"message": MESSAGE}}}
 
 
+META26 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+
+
+def mcp26_call(i):
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": MESSAGE}, "_meta": META26}}
+
+
+def ask26_call(i, state=None):
+    params = {"name": "ask", "arguments": {"question": "Go on?"}, "_meta": META26}
+    if state is not None:
+        params["inputResponses"] = {"input-0": {"action": "accept", "content": {"yes": True}}}
+        params["requestState"] = state
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+
+
+CPU = False
+
+
 def callgrind(binary, args, out):
+    if CPU:
+        return [binary, *args]
     return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, *args]
+
+
+def expect_state(reply):
+    """The requestState of an input_required result."""
+    result = reply.get("result", {})
+    if result.get("resultType") != "input_required":
+        raise RuntimeError(f"expected input_required: {reply}")
+    return result["requestState"]
+
+
+def expect_answer(reply):
+    result = reply.get("result", {})
+    if result.get("resultType") != "complete" or result.get("structuredContent", {}).get("yes") is not True:
+        raise RuntimeError(f"expected the answer: {reply}")
 
 
 def total(out):
@@ -107,6 +155,28 @@ def run_stdio(binary, calls, depth, mcp, out):
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     enc = line if mcp else frame
     reader = FrameReader(proc.stdout, mcp)
+    if mcp in ("mcp26", "ask26"):
+        proc.stdin.write(enc({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                              "params": {"_meta": META26}}))
+        proc.stdin.flush()
+        reader.next()
+        for i in range(calls):
+            if mcp == "mcp26":
+                proc.stdin.write(enc(mcp26_call(1000 + i)))
+                proc.stdin.flush()
+                reply = reader.next()
+                if "error" in reply:
+                    raise RuntimeError(f"an error reply: {reply}")
+            else:
+                proc.stdin.write(enc(ask26_call(1000 + i)))
+                proc.stdin.flush()
+                state = expect_state(reader.next())
+                proc.stdin.write(enc(ask26_call(1000 + i, state)))
+                proc.stdin.flush()
+                expect_answer(reader.next())
+        proc.stdin.close()
+        proc.wait(timeout=120)
+        return
     if mcp:
         proc.stdin.write(enc({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -157,6 +227,28 @@ def http_worker(port, calls, mcp, errors):
     headers = {"Content-Type": "application/json", "Host": f"127.0.0.1:{port}"}
     if BEARER:
         headers["Authorization"] = f"Bearer {BEARER}"
+    if mcp in ("mcp26", "ask26"):
+        headers["Accept"] = "application/json, text/event-stream"
+        headers["MCP-Protocol-Version"] = "2026-07-28"
+        headers["Mcp-Method"] = "tools/call"
+        headers["Mcp-Name"] = "echo" if mcp == "mcp26" else "ask"
+
+        def post(message):
+            conn.request("POST", "/mcp", json.dumps(message), headers)
+            reply = conn.getresponse()
+            data = reply.read()
+            if reply.status != 200 or b'"error"' in data:
+                errors.append(data)
+                return {}
+            return json.loads(data)
+        for i in range(calls):
+            if mcp == "mcp26":
+                post(mcp26_call(1000 + i))
+            else:
+                state = expect_state(post(ask26_call(1000 + i)))
+                expect_answer(post(ask26_call(1000 + i, state)))
+        conn.close()
+        return
     if mcp:
         headers["Accept"] = "application/json, text/event-stream"
         body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -209,7 +301,18 @@ CELLS = {
     "mcp-stdio-d64": lambda b, n, o: run_stdio(b, n, 64, True, o),
     "mcp-http-c1": lambda b, n, o: run_http(b, n, 1, True, o),
     "mcp-http-c32": lambda b, n, o: run_http(b, n, 32, True, o),
+    "mcp26-stdio-d1": lambda b, n, o: run_stdio(b, n, 1, "mcp26", o),
+    "mcp26-http-c1": lambda b, n, o: run_http(b, n, 1, "mcp26", o),
+    "mcp26-http-c32": lambda b, n, o: run_http(b, n, 32, "mcp26", o),
+    "ask26-stdio": lambda b, n, o: run_stdio(b, n, 1, "ask26", o),
+    "ask26-http-c1": lambda b, n, o: run_http(b, n, 1, "ask26", o),
 }
+
+
+def cpu_seconds():
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main():
@@ -223,8 +326,11 @@ def main():
                         help="keep the callgrind outputs in DIR (for callgrind_annotate)")
     parser.add_argument("--server-args", default="", help="more arguments for the server (HTTP cells)")
     parser.add_argument("--bearer", help="an access token to send on every HTTP request")
+    parser.add_argument("--cpu", action="store_true",
+                        help="run natively and report CPU microseconds per request instead")
     args = parser.parse_args()
-    global BEARER, SERVER_ARGS
+    global BEARER, SERVER_ARGS, CPU
+    CPU = args.cpu
     BEARER = args.bearer
     SERVER_ARGS = args.server_args.split()
     if args.binary is None:
@@ -239,10 +345,14 @@ def main():
             counts = []
             for n in (args.calls, 3 * args.calls):
                 out = os.path.join(tmp, f"{cell}-{n}.out")
+                before = cpu_seconds()
                 CELLS[cell](args.binary, n, out)
-                counts.append(total(out))
+                counts.append(cpu_seconds() - before if CPU else total(out))
             per = (counts[1] - counts[0]) / (2 * args.calls)
-            print(f"{cell:15} {per:10.0f} instructions/request", flush=True)
+            if CPU:
+                print(f"{cell:15} {per * 1e6:10.2f} CPU µs/request", flush=True)
+            else:
+                print(f"{cell:15} {per:10.0f} instructions/request", flush=True)
 
 
 if __name__ == "__main__":
