@@ -186,19 +186,15 @@ fn serve(
             shared.record(change);
             Dispatched::Reply(answered(shared, id, method, started, reply))
         }
-        Step::Run { work, progress } => {
-            let catalog = &shared.server.catalog;
-            if let Some(needed) = operation::refused(catalog, &work, principal) {
-                return forbidden(shared, dialect, id, method, started, needed);
-            }
-            let run = Run {
-                dialect,
-                progress,
-                started,
-                round: None,
-            };
-            Dispatched::Run(Job::new(shared, id, work, run, caller))
-        }
+        Step::Run { work, progress } => run(
+            shared,
+            dialect,
+            id,
+            method,
+            started,
+            caller,
+            (work, progress, None),
+        ),
         Step::Listen(filter) => {
             Dispatched::Run(Job::listening(shared, id, filter, started, caller))
         }
@@ -206,20 +202,45 @@ fn serve(
             work,
             progress,
             round,
-        } => {
-            let catalog = &shared.server.catalog;
-            if let Some(needed) = operation::refused(catalog, &work, principal) {
-                return forbidden(shared, dialect, id, method, started, needed);
-            }
-            let run = Run {
-                dialect,
-                progress,
-                started,
-                round: Some(round),
-            };
-            Dispatched::Run(Job::new(shared, id, work, run, caller))
-        }
+        } => run(
+            shared,
+            dialect,
+            id,
+            method,
+            started,
+            caller,
+            (work, progress, Some(round)),
+        ),
     }
+}
+
+/// The job of a request whose reply needs work (one place makes jobs, so
+/// that making one is inlined here), or its refusal for want of scopes.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    shared: &Arc<Shared>,
+    dialect: Dialect,
+    id: RequestId,
+    method: &str,
+    started: Option<Instant>,
+    caller: &Caller,
+    (work, progress, round): (
+        crate::engine::Work,
+        Option<Box<RawValue>>,
+        Option<Arc<crate::round_trip::RoundTrip>>,
+    ),
+) -> Dispatched {
+    let catalog = &shared.server.catalog;
+    if let Some(needed) = operation::refused(catalog, &work, caller.principal.as_deref()) {
+        return forbidden(shared, dialect, id, method, started, needed);
+    }
+    let run = Run {
+        dialect,
+        progress,
+        started,
+        round,
+    };
+    Dispatched::Run(Job::new(shared, id, work, run, caller))
 }
 
 /// A request refused for want of `needed` scopes: its `-32007` reply, with
