@@ -225,17 +225,8 @@ impl Job {
         mut progress: Option<Box<RawValue>>,
     ) -> ToolContext {
         let span = self.span(&shared.server);
-        let round_source;
-        let source: &dyn ContextSource = match &self.info.round {
-            Some(round) => {
-                round_source = RoundSource {
-                    shared: shared.clone(),
-                    round: round.clone(),
-                };
-                &round_source
-            }
-            None => shared,
-        };
+        let mut round_source = None;
+        let source = source(shared, self.info.round.as_ref(), &mut round_source);
         LazyContext::of_parts(
             &self.id,
             &mut self.cancel,
@@ -306,17 +297,8 @@ impl Job {
         let mut cx = Context::from_waker(Waker::noop());
         let span = self.span(server);
         let round = self.info.round.clone();
-        let round_source;
-        let source: &dyn ContextSource = match &round {
-            Some(round) => {
-                round_source = RoundSource {
-                    shared: shared.clone(),
-                    round: round.clone(),
-                };
-                &round_source
-            }
-            None => shared,
-        };
+        let mut round_source = None;
+        let source = source(shared, round.as_ref(), &mut round_source);
         // A round whose work asked what it cannot answer ends now.
         let waits = || round.as_ref().is_some_and(|r| r.waits_for_input());
         let ctx = LazyContext::of_parts(
@@ -482,6 +464,22 @@ where
             inner: cause.scope(work),
         }),
         None => Box::pin(CatchUnwind { inner: work }),
+    }
+}
+
+/// What a job's context is made from: its session, or, in a round of a
+/// 2026-07-28 request, the round's source (kept in `slot`).
+fn source<'s>(
+    shared: &'s Arc<Shared>,
+    round: Option<&Arc<RoundTrip>>,
+    slot: &'s mut Option<RoundSource>,
+) -> &'s dyn ContextSource {
+    match round {
+        Some(round) => slot.insert(RoundSource {
+            shared: shared.clone(),
+            round: round.clone(),
+        }),
+        None => shared,
     }
 }
 

@@ -449,13 +449,13 @@ fn binding(
     }
 }
 
-/// A sealed state's plaintext.
+/// A sealed state's plaintext (its answers borrowed when it is written).
 #[derive(Serialize, Deserialize)]
-struct Sealed {
+struct Sealed<'a> {
     /// When it expires, in seconds since the Unix epoch.
     exp: u64,
     /// Every answer the earlier rounds brought, by key.
-    answers: Map<String, Value>,
+    answers: std::borrow::Cow<'a, Map<String, Value>>,
 }
 
 fn now_secs() -> u64 {
@@ -480,14 +480,14 @@ fn answers(
             .keys
             .open(&binding.bytes(), &state)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let sealed: Sealed = serde_json::from_slice(&plain)
+        let sealed: Sealed<'_> = serde_json::from_slice(&plain)
             .map_err(|_| RpcError::invalid_params(seal::Unsealed::Invalid.to_string()))?;
         if sealed.exp < now_secs() {
             return Err(RpcError::invalid_params(
                 seal::Unsealed::Expired.to_string(),
             ));
         }
-        answers = sealed.answers;
+        answers = sealed.answers.into_owned();
     }
     if let Some(raw) = envelope.input_responses {
         let responses: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| {
@@ -670,12 +670,6 @@ fn missing_capability(id: &RequestId, missing: &[&str]) -> Vec<u8> {
 /// The `InputRequiredResult` of a round whose work asked questions: the
 /// questions, and the state that carries every answer so far to the retry.
 fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Vec<u8> {
-    /// The sealed plaintext, answers borrowed.
-    #[derive(Serialize)]
-    struct Sealing<'a> {
-        exp: u64,
-        answers: &'a Map<String, Value>,
-    }
     #[derive(Serialize)]
     struct Request<'a> {
         method: &'a str,
@@ -705,9 +699,9 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Ve
         request_state: &'a str,
     }
     let questions = round.take_questions();
-    let sealing = Sealing {
+    let sealing = Sealed {
         exp: now_secs().saturating_add(server.stateless.state_ttl.as_secs()),
-        answers: round.answers(),
+        answers: std::borrow::Cow::Borrowed(round.answers()),
     };
     let Some(request_state) = serde_json::to_vec(&sealing)
         .ok()
