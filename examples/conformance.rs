@@ -254,6 +254,26 @@ fn describe(answer: &ElicitResult) -> String {
 }
 
 /// Every fixture of the suite.
+/// The tool `test_trigger_tool_change` adds and removes.
+const DYNAMIC_TOOL: &str = "test_dynamic_tool";
+/// The prompt `test_trigger_prompt_change` adds and removes.
+const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
+
+fn dynamic_tool() -> impl clawmcp::Tool {
+    rich_tool_fn(
+        tool(DYNAMIC_TOOL, "A tool added at run time", no_arguments()),
+        |_args: Value, _ctx: ToolContext| async move { Ok(ToolOutput::text("dynamic")) },
+    )
+}
+
+fn dynamic_prompt() -> impl clawmcp::prompt::Prompt {
+    prompt_fn(
+        prompt(DYNAMIC_PROMPT, "A prompt added at run time", "Dynamic."),
+        [],
+        |_args| async move { Ok(vec![PromptMessage::user("Dynamic.")]) },
+    )
+}
+
 fn build() -> Result<Server, clawmcp::BuildError> {
     let template = resource_template(
         "test://template/{id}/data",
@@ -604,6 +624,42 @@ fn build() -> Result<Server, clawmcp::BuildError> {
             |_args: Value, ctx: ToolContext| async move {
                 let answer = ctx.sample(Sampling::new("Say hello", 20)).await?;
                 Ok(ToolOutput::text(answer.text()))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_trigger_tool_change",
+                "Adds the tool test_dynamic_tool, or removes it if it is there: the tool \
+                 list changes",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let handle = ctx.server();
+                let removed = handle.remove_tool(DYNAMIC_TOOL).map_err(|e| ToolError::new(e.to_string()))?;
+                if !removed {
+                    handle
+                        .add_tool(dynamic_tool())
+                        .map_err(|e| ToolError::new(e.to_string()))?;
+                }
+                Ok(ToolOutput::text(if removed { "removed" } else { "added" }))
+            },
+        ))
+        .tool(rich_tool_fn(
+            tool(
+                "test_trigger_prompt_change",
+                "Adds the prompt test_dynamic_prompt, or removes it if it is there: the \
+                 prompt list changes",
+                no_arguments(),
+            ),
+            |_args: Value, ctx: ToolContext| async move {
+                let handle = ctx.server();
+                let removed = (handle.remove_prompt(DYNAMIC_PROMPT)).map_err(|e| ToolError::new(e.to_string()))?;
+                if !removed {
+                    handle
+                        .add_prompt(dynamic_prompt())
+                        .map_err(|e| ToolError::new(e.to_string()))?;
+                }
+                Ok(ToolOutput::text(if removed { "removed" } else { "added" }))
             },
         ))
         .tool(rich_tool_fn(

@@ -339,6 +339,11 @@ pub enum BuildError {
         "extension {0:?}: the identifier needs a prefix (vendor/name) and the settings must be an object"
     )]
     InvalidExtension(String),
+    /// An item was added to or removed from a server through its
+    /// [`ServerHandle`](crate::ServerHandle) before the server was built
+    /// (or after it was dropped).
+    #[error("the server is not built: register items on the ServerBuilder")]
+    NotBuilt,
     /// A required field (name, description, …) is empty.
     #[error("{kind} {mcp_id}: {field} must not be empty")]
     EmptyField {

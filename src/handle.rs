@@ -1,20 +1,50 @@
-//! The [`ServerHandle`]: a server's state values, its shutdown signal, and
-//! the registry of per-session change queues that announcements fill. Each
-//! ready session drains its queue and encodes what it finds in its own
-//! dialect (the session layer's `push` forwarder); nothing here knows a
-//! dialect or a session's output.
+//! The [`ServerHandle`]: a server's state values, its shutdown signal, its
+//! items' edits at run time, and the registry of per-session change queues
+//! that announcements fill. Each ready session drains its queue and
+//! encodes what it finds in its own dialect (the session layer's `push`
+//! forwarder); nothing here knows a dialect or a session's output.
 //!
 //! A session's queue coalesces: a change already waiting to be sent is not
 //! queued twice, so a client that reads slowly gets one notification per
-//! resource, never an unbounded backlog.
+//! resource or list, never an unbounded backlog.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::error::BuildError;
+
+/// A list whose items changed at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+/// A change announced to sessions: one resource's content, or a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// The content of the resource with this URI (mcpId) changed.
+    Updated(Arc<str>),
+    /// The items of a list changed.
+    ListChanged(ListKind),
+}
+
+/// The built server, as the handle sees it (weakly: the server holds
+/// the handle). Implemented a layer up, so that the handle knows nothing
+/// of how items are compiled; edits reach the server through
+/// [`ServerHandle::server`].
+pub(crate) trait Served: Send + Sync + std::any::Any {
+    /// Whether the server lists a resource with this URI (mcpId).
+    fn lists_resource(&self, uri: &str) -> bool;
+    /// The server, to downcast.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
 
 /// A cloneable handle to a server, for announcing changes to every ready
 /// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
@@ -28,6 +58,8 @@ struct HandleParts {
     registry: Arc<PushRegistry>,
     stop: Arc<CancellationToken>,
     states: crate::state::SharedStates,
+    /// The built server (weak: the server holds this handle).
+    served: OnceLock<Weak<dyn Served>>,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -44,7 +76,27 @@ impl ServerHandle {
             registry: Arc::new(PushRegistry::default()),
             stop: Arc::new(CancellationToken::new()),
             states: Arc::default(),
+            served: OnceLock::new(),
         }))
+    }
+
+    /// Ties the handle to the server built with it.
+    pub(crate) fn set_served(&self, served: Weak<dyn Served>) {
+        let _ = self.0.served.set(served);
+    }
+
+    /// The server built with this handle, while it lives.
+    pub(crate) fn served(&self) -> Result<Arc<dyn Served>, BuildError> {
+        self.0
+            .served
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or(BuildError::NotBuilt)
+    }
+
+    /// Queues `change` for every ready session.
+    pub(crate) fn announce(&self, change: &Push) {
+        self.0.registry.broadcast(change, None);
     }
 
     /// The state value of type `S` registered with
@@ -113,8 +165,8 @@ impl ServerHandle {
     /// handshake get nothing (docs/mcp-v1.md §5). An id the server does not
     /// list is logged and ignored.
     pub fn resource_changed(&self, mcp_id: &str) {
-        if let Some(known) = self.0.registry.resource_ids.get()
-            && !known.contains(mcp_id)
+        if let Ok(served) = self.served()
+            && !served.lists_resource(mcp_id)
         {
             tracing::warn!(
                 mcp_id,
@@ -132,7 +184,7 @@ impl ServerHandle {
             })
             .ok()
             .flatten();
-        self.0.registry.broadcast(&uri, causing);
+        self.0.registry.broadcast(&Push::Updated(uri), causing);
     }
 
     /// How many sessions currently receive notifications.
@@ -146,14 +198,9 @@ impl ServerHandle {
 pub(crate) struct PushRegistry {
     sessions: Mutex<HashMap<u64, Arc<PushQueue>>>,
     next_session: AtomicU64,
-    resource_ids: OnceLock<HashSet<String>>,
 }
 
 impl PushRegistry {
-    pub(crate) fn set_resource_ids(&self, ids: HashSet<String>) {
-        let _ = self.resource_ids.set(ids);
-    }
-
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<PushQueue>>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -163,10 +210,10 @@ impl PushRegistry {
     }
 
     /// Queues a change for every ready session but `skip`.
-    fn broadcast(&self, uri: &Arc<str>, skip: Option<u64>) {
+    fn broadcast(&self, change: &Push, skip: Option<u64>) {
         for (number, queue) in self.sessions().iter() {
             if Some(*number) != skip {
-                queue.push(uri);
+                queue.push(change);
             }
         }
     }
@@ -186,10 +233,10 @@ impl PushRegistry {
     }
 }
 
-/// A ready session's pending changes (resource URIs).
+/// A ready session's pending changes.
 #[derive(Default)]
 pub(crate) struct PushQueue {
-    pending: Mutex<Vec<Arc<str>>>,
+    pending: Mutex<Vec<Push>>,
     wake: Notify,
     closed: AtomicBool,
 }
@@ -197,7 +244,7 @@ pub(crate) struct PushQueue {
 impl PushQueue {
     /// Waits for a change, then takes every pending one; `None` once the
     /// session was unregistered and nothing is left.
-    pub(crate) async fn next_batch(&self) -> Option<Vec<Arc<str>>> {
+    pub(crate) async fn next_batch(&self) -> Option<Vec<Push>> {
         loop {
             let batch = std::mem::take(&mut *self.pending());
             if !batch.is_empty() {
@@ -210,14 +257,14 @@ impl PushQueue {
         }
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Arc<str>>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Push>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, uri: &Arc<str>) {
+    fn push(&self, change: &Push) {
         let mut pending = self.pending();
-        if !pending.iter().any(|u| **u == **uri) {
-            pending.push(uri.clone());
+        if !pending.contains(change) {
+            pending.push(change.clone());
         }
         drop(pending);
         self.wake.notify_one();

@@ -8,11 +8,12 @@ use std::time::Duration;
 use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
+use crate::dialect::listing::{Blueprint, Listings};
 use crate::dialect::stateless::seal::StateKeys;
 use crate::dialect::stateless::{CacheHints, Stateless};
-use crate::dialect::{Dialect, Limits, Providers, ServerInner, model_context, v1};
+use crate::dialect::{Dialect, Limits, Providers, ServerInner};
 use crate::engine::access::AccessRules;
-use crate::engine::catalog::{self, Catalog};
+use crate::engine::catalog;
 use crate::error::BuildError;
 pub use crate::handle::ServerHandle;
 use crate::principal::Caller;
@@ -58,8 +59,8 @@ impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.catalog.tools.len())
-            .field("resources", &self.inner.catalog.resources.len())
+            .field("tools", &self.inner.listing().catalog.tools.len())
+            .field("resources", &self.inner.listing().catalog.resources.len())
             .field("protocols", &self.inner.protocols)
             .finish()
     }
@@ -610,66 +611,63 @@ impl ServerBuilder {
     /// prompt names), compiles the schemas and serialises the fixed lists
     /// of each dialect once.
     pub fn build(self) -> Result<Server, BuildError> {
-        let items = catalog::Items {
-            tools: self.tools,
-            model_context_only: self.model_context_only,
-            resources: self.resources,
-            templates: self.templates,
-            prompts: self.prompts,
-            prompt_completers: self.prompt_completers,
-        };
-        self.handle.states().set(self.states);
-        let catalog = Catalog::build(
-            items,
-            self.limits.tool_time_limit,
-            self.protocols.model_context(),
-            self.handle.states(),
-            self.access,
-        )?;
-        for (_, resource) in &catalog.resources {
-            resource.bind(&self.handle);
-        }
-        let info = ServerInfo {
-            name: self.name,
-            version: self.version,
-        };
         if let Some((name, _)) = self.extensions.iter().find(|(name, settings)| {
             !settings.is_object() || !name.contains('/') || name.starts_with('/')
         }) {
             return Err(BuildError::InvalidExtension(name.clone()));
         }
-        let v1 = v1::Lists::build(&catalog, self.providers, &info);
-        let model_context = model_context::Lists::build(
-            &catalog,
-            self.providers,
-            &info,
-            self.instructions.as_deref(),
-            self.page_size,
-            &self.extensions,
-        );
-        self.handle
-            .registry()
-            .set_resource_ids(catalog.resource_index.keys().cloned().collect());
+        let mut providers = self.providers;
+        providers.tools |= !self.tools.is_empty();
+        providers.resources |= !self.resources.is_empty();
+        providers.prompts |= !self.prompts.is_empty();
+        let blueprint = Blueprint {
+            items: catalog::Items {
+                tools: self.tools,
+                model_context_only: self.model_context_only,
+                resources: self.resources,
+                templates: self.templates,
+                prompts: self.prompts,
+                prompt_completers: self.prompt_completers,
+            },
+            access: self.access,
+            tool_time_limit: self.limits.tool_time_limit,
+            model_context: self.protocols.model_context(),
+            providers,
+            instructions: self.instructions,
+            page_size: self.page_size,
+            extensions: self.extensions,
+        };
+        self.handle.states().set(self.states);
+        let info = ServerInfo {
+            name: self.name,
+            version: self.version,
+        };
+        let listing = blueprint.compile(&info, self.handle.states(), true)?;
+        for (_, resource) in &listing.catalog.resources {
+            resource.bind(&self.handle);
+        }
         let keys = if self.state_keys.is_empty() {
             StateKeys::random().map_err(|e| BuildError::StateKeys(e.to_string()))?
         } else {
             StateKeys::new(&self.state_keys)
                 .ok_or_else(|| BuildError::StateKeys("no key".into()))?
         };
+        let server_info = crate::dialect::raw(&info);
         let inner = Arc::new(ServerInner {
             info,
-            catalog,
-            v1,
-            model_context,
+            listings: Listings::new(listing, blueprint),
             protocols: self.protocols,
             limits: self.limits,
             handle: self.handle,
             stateless: Stateless {
+                server_info,
                 keys,
                 state_ttl: self.state_ttl,
                 cache: self.cache,
             },
         });
+        let served: Arc<dyn crate::handle::Served> = inner.clone();
+        inner.handle.set_served(Arc::downgrade(&served));
         let exchange = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
         let stateless = Arc::new(Shared::detached(inner.clone(), Dialect::Stateless));
         Ok(Server {

@@ -76,7 +76,7 @@ async fn the_acknowledgement_comes_first_and_names_only_what_the_stream_will_car
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "L"
     );
-    // The lists do not change at run time: toolsListChanged is not honoured;
+    // The server has no tools: toolsListChanged is not honoured;
     // an unknown URI is left out.
     assert_eq!(
         ack["params"]["notifications"],

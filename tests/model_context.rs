@@ -122,12 +122,12 @@ async fn initialize_announces_what_is_registered_with_instructions() {
     );
     assert_eq!(result["instructions"], "Use echo to test.");
     let caps = &result["capabilities"];
-    assert_eq!(caps["tools"], json!({"listChanged": false}));
+    assert_eq!(caps["tools"], json!({"listChanged": true}));
     assert_eq!(
         caps["resources"],
-        json!({"subscribe": true, "listChanged": false})
+        json!({"subscribe": true, "listChanged": true})
     );
-    assert_eq!(caps["prompts"], json!({"listChanged": false}));
+    assert_eq!(caps["prompts"], json!({"listChanged": true}));
     assert_eq!(caps["logging"], json!({}));
     assert_eq!(caps["completions"], json!({}));
     // Nothing registered: only logging.

@@ -11,12 +11,13 @@
 //! called it. Adding a dialect means a module here and a variant below.
 
 pub(crate) mod handshake;
+pub(crate) mod listing;
 pub(crate) mod model_context;
 pub(crate) mod stateless;
 pub(crate) mod v1;
 
 use std::collections::HashSet;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -27,7 +28,7 @@ use crate::client::LogLevel;
 use crate::definition::ServerInfo;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
-use crate::handle::ServerHandle;
+use crate::handle::{Push, ServerHandle};
 use crate::jsonrpc::{RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
@@ -44,16 +45,30 @@ pub(crate) struct Limits {
     pub(crate) client_request_timeout: Duration,
 }
 
-/// Everything a session needs, immutable once built (but for the handle's
-/// session registry).
-pub(crate) struct ServerInner {
-    pub(crate) info: ServerInfo,
+/// The items a server serves, compiled, with each dialect's lists: one
+/// immutable value, replaced whole by an edit ([`listing`]).
+pub(crate) struct Listing {
     pub(crate) catalog: Catalog,
     /// MCP v1.0's capabilities and lists, serialised once.
     pub(crate) v1: v1::Lists,
     /// The Model Context Protocol's capabilities and list pages,
     /// serialised once.
     pub(crate) model_context: model_context::Lists,
+}
+
+impl AsRef<Catalog> for Listing {
+    fn as_ref(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
+/// Everything a session needs: fixed once built, but for the items
+/// (replaced whole by an edit, [`listing`](Self::listing)) and the
+/// handle's session registry.
+pub(crate) struct ServerInner {
+    pub(crate) info: ServerInfo,
+    /// The items served now, and how the next listing is compiled.
+    pub(crate) listings: listing::Listings,
     pub(crate) protocols: Protocols,
     pub(crate) limits: Limits,
     pub(crate) handle: ServerHandle,
@@ -69,9 +84,11 @@ pub(crate) struct Providers {
     pub(crate) prompts: bool,
 }
 
-impl AsRef<Catalog> for ServerInner {
-    fn as_ref(&self) -> &Catalog {
-        &self.catalog
+impl ServerInner {
+    /// The items served now, compiled, with each dialect's lists: a
+    /// request reads it once and keeps it.
+    pub(crate) fn listing(&self) -> Arc<Listing> {
+        self.listings.current()
     }
 }
 
@@ -265,7 +282,9 @@ pub(crate) enum Ended {
 
 /// What the encoder of a job's end needs to know besides the outcome.
 pub(crate) struct JobInfo {
-    /// The tool it ran, if any (an index into the catalog).
+    /// The items the request was dispatched with.
+    pub(crate) listing: Arc<Listing>,
+    /// The tool it ran, if any (an index into the listing's catalog).
     pub(crate) tool: Option<usize>,
     /// Its time limit.
     pub(crate) limit: Option<Duration>,
@@ -299,10 +318,13 @@ impl Dialect {
         }
     }
 
-    /// Reads a request through the method table.
+    /// Reads a request through the method table, against the items of
+    /// `listing` (which the request's job then keeps).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn route(
         self,
         session: &impl SessionState,
+        listing: &Listing,
         id: &RequestId,
         method: &str,
         params: Option<&RawValue>,
@@ -310,11 +332,13 @@ impl Dialect {
         principal: Option<&Principal>,
     ) -> Step {
         match self {
-            Self::McpV1 => v1::route(session.server(), id, method, params, call, principal),
+            Self::McpV1 => v1::route(listing, id, method, params, call, principal),
             Self::ModelContext => {
-                model_context::route(session, id, method, params, call, principal)
+                model_context::route(listing, id, method, params, call, principal)
             }
-            Self::Stateless => stateless::route(session, id, method, params, call, principal),
+            Self::Stateless => {
+                stateless::route(session, listing, id, method, params, call, principal)
+            }
         }
     }
 
@@ -336,8 +360,8 @@ impl Dialect {
         job: &JobInfo,
     ) -> Option<Vec<u8>> {
         match self {
-            Self::McpV1 => Some(v1::encode_end(session.server(), id, ended, job)),
-            Self::ModelContext => model_context::encode_end(session.server(), id, ended, job),
+            Self::McpV1 => Some(v1::encode_end(id, ended, job)),
+            Self::ModelContext => model_context::encode_end(id, ended, job),
             Self::Stateless => stateless::encode_end(session.server(), id, ended, job),
         }
     }
@@ -385,17 +409,14 @@ impl Dialect {
         }
     }
 
-    /// The notification announcing that resource `uri` changed, for this
-    /// session, or `None` when it does not want it.
-    pub(crate) fn resource_changed(
-        self,
-        subscriptions: &Subscriptions,
-        uri: &str,
-    ) -> Option<Vec<u8>> {
-        match self {
-            Self::McpV1 => Some(v1::resource_changed(uri)),
-            Self::ModelContext => model_context::resource_changed(subscriptions, uri),
-            Self::Stateless => None,
+    /// The notification announcing `change` to a session of this
+    /// dialect, or `None` when it does not want it (or the dialect has no
+    /// such notification: MCP v1.0 announces no list changes).
+    pub(crate) fn pushed(self, subscriptions: &Subscriptions, change: &Push) -> Option<Vec<u8>> {
+        match (self, change) {
+            (Self::McpV1, Push::Updated(uri)) => Some(v1::resource_changed(uri)),
+            (Self::McpV1, Push::ListChanged(_)) | (Self::Stateless, _) => None,
+            (Self::ModelContext, change) => model_context::pushed(subscriptions, change),
         }
     }
 

@@ -40,7 +40,7 @@ impl std::fmt::Debug for Access {
 }
 
 /// What the builder was told: scopes by item name.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct AccessRules {
     /// `(item, scopes)`: a tool's name or mcpId, a resource's URI, a
     /// template's pattern or name, or a prompt's name or mcpId.

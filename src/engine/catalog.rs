@@ -75,6 +75,7 @@ pub(crate) enum CompletionRef {
 }
 
 /// The items, as registered.
+#[derive(Clone)]
 pub(crate) struct Items {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     /// The indices in `tools` of tools only the Model Context Protocol
@@ -110,12 +111,15 @@ impl Catalog {
     /// schemas, the input schema an object schema; docs/model-context.md §3 when
     /// `model_context` is on: tool names `[A-Za-z0-9_.-]{1,128}`, unique
     /// tool, prompt and template names) and compiles the schemas.
+    /// `strict`: a scope rule or a prompt completer that names no item is
+    /// refused; otherwise it is left out (an item removed at run time).
     pub(crate) fn build(
         items: Items,
         default_time_limit: Option<Duration>,
         model_context: bool,
         states: &crate::state::States,
         access: AccessRules,
+        strict: bool,
     ) -> Result<Self, BuildError> {
         let mut tools = Vec::with_capacity(items.tools.len());
         let mut tool_index = HashMap::default();
@@ -239,6 +243,9 @@ impl Catalog {
                 .get(&prompt_name)
                 .and_then(|&i| prompts.get(i))
                 .is_some_and(|p: &CompiledPrompt| p.arguments.iter().any(|a| a.name == argument));
+            if !declared && !strict {
+                continue;
+            }
             if !declared {
                 return Err(BuildError::UnknownCompletionTarget {
                     target: format!("argument {argument:?} of prompt {prompt_name:?}"),
@@ -260,14 +267,14 @@ impl Catalog {
             completers,
             access: Access::default(),
         };
-        catalog.access = catalog.resolve(access)?;
+        catalog.access = catalog.resolve(access, strict)?;
         Ok(catalog)
     }
 
     /// The scopes table of `rules`: every item a rule names gets its
-    /// scopes (a name that matches nothing is a typo that would leave an
-    /// item open: refused).
-    fn resolve(&self, rules: AccessRules) -> Result<Access, BuildError> {
+    /// scopes (when `strict`, a name that matches nothing is a typo that
+    /// would leave an item open: refused).
+    fn resolve(&self, rules: AccessRules, strict: bool) -> Result<Access, BuildError> {
         let empty = |n: usize| vec![Box::<[String]>::default(); n];
         let mut table = [
             empty(self.tools.len()),
@@ -302,7 +309,7 @@ impl Catalog {
                     .map(|(i, _)| i)
                     .collect(),
             ];
-            if named.iter().all(Vec::is_empty) {
+            if strict && named.iter().all(Vec::is_empty) {
                 return Err(BuildError::UnknownItem { item: item.clone() });
             }
             for (kind, indexes) in table.iter_mut().zip(named) {

@@ -16,7 +16,7 @@ use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
 use crate::dialect::model_context::methods;
-use crate::dialect::{Admission, Change, Control, Dialect, Phase, Step, TraceLevel};
+use crate::dialect::{Admission, Change, Control, Dialect, Listing, Phase, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -172,10 +172,11 @@ fn serve(
         let reply = dialect.error(Some(&id), &error);
         return Dispatched::Reply(answered(shared, id, method, started, reply));
     }
-    match dialect.route(&**shared, &id, method, params, call, principal) {
+    let listing = shared.server.listing();
+    match dialect.route(&**shared, &listing, &id, method, params, call, principal) {
         Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
         Step::Record(reply, change) => {
-            let catalog = &shared.server.catalog;
+            let catalog = &listing.catalog;
             // A subscription tells of a resource's changes: it needs what
             // reading it needs.
             if let Change::Subscription { uri, on: true } = &change
@@ -193,10 +194,10 @@ fn serve(
             method,
             started,
             caller,
-            (work, progress, None),
+            (listing, work, progress, None),
         ),
         Step::Listen(filter) => {
-            Dispatched::Run(Job::listening(shared, id, filter, started, caller))
+            Dispatched::Run(Job::listening(shared, listing, id, filter, started, caller))
         }
         Step::Round {
             work,
@@ -209,10 +210,19 @@ fn serve(
             method,
             started,
             caller,
-            (work, progress, Some(round)),
+            (listing, work, progress, Some(round)),
         ),
     }
 }
+
+/// What a request's job is made of: the items it was dispatched with,
+/// its work, its progress token and its round (2026-07-28).
+type Planned = (
+    Arc<Listing>,
+    crate::engine::Work,
+    Option<Box<RawValue>>,
+    Option<Arc<crate::round_trip::RoundTrip>>,
+);
 
 /// The job of a request whose reply needs work (one place makes jobs, so
 /// that making one is inlined here), or its refusal for want of scopes.
@@ -224,13 +234,9 @@ fn run(
     method: &str,
     started: Option<Instant>,
     caller: &Caller,
-    (work, progress, round): (
-        crate::engine::Work,
-        Option<Box<RawValue>>,
-        Option<Arc<crate::round_trip::RoundTrip>>,
-    ),
+    (listing, work, progress, round): Planned,
 ) -> Dispatched {
-    let catalog = &shared.server.catalog;
+    let catalog = &listing.catalog;
     if let Some(needed) = operation::refused(catalog, &work, caller.principal.as_deref()) {
         return forbidden(shared, dialect, id, method, started, needed);
     }
@@ -240,7 +246,7 @@ fn run(
         started,
         round,
     };
-    Dispatched::Run(Job::new(shared, id, work, run, caller))
+    Dispatched::Run(Job::new(shared, listing, id, work, run, caller))
 }
 
 /// A request refused for want of `needed` scopes: its `-32007` reply, with

@@ -18,7 +18,7 @@ use tracing::Instrument;
 use super::link::RoundSource;
 use super::outbox::Handled;
 use super::shared::Shared;
-use crate::dialect::ServerInner;
+use crate::dialect::Listing;
 use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
@@ -89,9 +89,11 @@ enum Stage {
 }
 
 impl Job {
-    /// The job for `work`, not started yet (futures do nothing until polled).
+    /// The job for `work`, not started yet (futures do nothing until polled):
+    /// its indices are into `listing`'s catalog, which it keeps.
     pub(crate) fn new(
         shared: &Arc<Shared>,
+        listing: Arc<Listing>,
         id: RequestId,
         work: Work,
         run: Run,
@@ -103,15 +105,23 @@ impl Job {
             started,
             round,
         } = run;
-        let server = &shared.server;
+        let catalog = &listing.catalog;
+        let limit = work.time_limit(catalog);
+        let may_block = work.may_block(catalog);
+        let quick = |tool: usize| {
+            catalog
+                .tools
+                .get(tool)
+                .is_some_and(|t| t.quick_input.is_some())
+        };
         let info = JobInfo {
             tool: work.tool_index(),
-            limit: work.time_limit(&server.catalog),
+            limit,
             round,
             private: caller.principal.is_some(),
+            listing: listing.clone(),
         };
         let method = shared.dialect.trace_name(&work);
-        let may_block = work.may_block(&server.catalog);
         // A change a tool of this session fires goes on the request's
         // stream (docs/model-context.md §5): capture it, when the session could
         // want it at all.
@@ -134,20 +144,11 @@ impl Job {
             Work::CallTool {
                 tool,
                 arguments: Arguments::Text(text),
-            } if job.cause.is_none()
-                && !may_block
-                && server
-                    .catalog
-                    .tools
-                    .get(tool)
-                    .is_some_and(|t| t.quick_input.is_some()) =>
-            {
-                Stage::Call {
-                    tool,
-                    text,
-                    progress,
-                }
-            }
+            } if job.cause.is_none() && !may_block && quick(tool) => Stage::Call {
+                tool,
+                text,
+                progress,
+            },
             // A tool call boxes a future of its own size (a few hundred
             // bytes fewer to write and copy than `perform`'s largest
             // branch).
@@ -156,7 +157,7 @@ impl Job {
             }
             work => {
                 let ctx = job.context(shared, progress);
-                let perform = operation::perform(server.clone(), work, ctx);
+                let perform = operation::perform(listing, work, ctx);
                 Stage::Running(job.gated(running(perform, job.cause.as_ref())))
             }
         };
@@ -168,6 +169,7 @@ impl Job {
     /// result when the server shuts down.
     pub(crate) fn listening(
         shared: &Arc<Shared>,
+        listing: Arc<Listing>,
         id: RequestId,
         filter: crate::dialect::stateless::Filter,
         started: Option<Instant>,
@@ -185,6 +187,7 @@ impl Job {
                 limit: None,
                 round: None,
                 private: caller.principal.is_some(),
+                listing,
             },
             id,
             cancel: None,
@@ -203,7 +206,7 @@ impl Job {
         progress: Option<Box<RawValue>>,
     ) -> Running {
         let ctx = self.context(shared, progress);
-        let call = operation::call_tool(shared.server.clone(), tool, arguments, ctx, false);
+        let call = operation::call_tool(self.info.listing.clone(), tool, arguments, ctx, false);
         self.gated(running(call, self.cause.as_ref()))
     }
 
@@ -224,7 +227,7 @@ impl Job {
         shared: &Arc<Shared>,
         mut progress: Option<Box<RawValue>>,
     ) -> ToolContext {
-        let span = self.span(&shared.server);
+        let span = self.span();
         let mut round_source = None;
         let source = source(shared, self.info.round.as_ref(), &mut round_source);
         LazyContext::of_parts(
@@ -240,8 +243,8 @@ impl Job {
 
     /// The tracing span of the request's work: `tool` at debug level, for
     /// a tool call.
-    fn span(&self, server: &ServerInner) -> tracing::Span {
-        match self.info.tool.and_then(|i| server.catalog.tools.get(i)) {
+    fn span(&self) -> tracing::Span {
+        match (self.info.tool).and_then(|i| self.info.listing.catalog.tools.get(i)) {
             Some(tool) => {
                 tracing::debug_span!("tool", request_id = %self.id, tool = %tool.mcp_id())
             }
@@ -290,12 +293,12 @@ impl Job {
         text: Box<str>,
         mut progress: Option<Box<RawValue>>,
     ) -> Result<Outcome, Running> {
-        let server = &shared.server;
-        let Some(tool) = server.catalog.tools.get(index) else {
+        let listing = self.info.listing.clone();
+        let Some(tool) = listing.catalog.tools.get(index) else {
             return Ok(Ok(Err(operation::tool_out_of_range())));
         };
         let mut cx = Context::from_waker(Waker::noop());
-        let span = self.span(server);
+        let span = self.span();
         let round = self.info.round.clone();
         let mut round_source = None;
         let source = source(shared, round.as_ref(), &mut round_source);
@@ -317,7 +320,7 @@ impl Job {
             Ok(Err(ctx)) => {
                 let ctx = ctx.get();
                 let call =
-                    operation::call_tool(server.clone(), index, Arguments::Text(text), ctx, true);
+                    operation::call_tool(listing.clone(), index, Arguments::Text(text), ctx, true);
                 let mut running = running(call, None);
                 return match running.as_mut().poll(&mut cx) {
                     Poll::Ready(outcome) => Ok(outcome),
@@ -338,10 +341,10 @@ impl Job {
             Ok(Poll::Ready(result)) => Ok(Ok(result.map(Done::Tool))),
             Ok(Poll::Pending) if waits() => Ok(Ok(Err(Failure::InputRequired))),
             Ok(Poll::Pending) => {
-                let server = server.clone();
+                let listing = listing.clone();
                 let call = async move {
                     let ended = calling.instrument(span).await;
-                    match server.catalog.tools.get(index) {
+                    match listing.catalog.tools.get(index) {
                         Some(tool) => operation::finish_json_call(tool, ended).map(Done::Tool),
                         None => Err(operation::tool_out_of_range()),
                     }
@@ -420,7 +423,10 @@ impl Job {
             .map(|cause| cause.take())
             .unwrap_or_default()
             .iter()
-            .filter_map(|uri| shared.dialect.resource_changed(&shared.subscriptions, uri))
+            .filter_map(|uri| {
+                let change = crate::handle::Push::Updated(uri.clone());
+                shared.dialect.pushed(&shared.subscriptions, &change)
+            })
             .collect();
         Handled {
             id: self.id,

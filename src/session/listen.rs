@@ -36,10 +36,10 @@ pub(crate) async fn listen(
             () = shared.streams_end.cancelled() => break,
         };
         let Some(batch) = batch else { break };
-        for uri in batch.iter().filter(|uri| filter.wants(uri)) {
+        for change in batch.iter().filter(|change| filter.wants(change)) {
             shared
                 .send(Outgoing {
-                    bytes: stateless::updated(&id, uri),
+                    bytes: stateless::pushed(&id, change),
                     about: about(),
                 })
                 .await;

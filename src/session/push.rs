@@ -22,8 +22,8 @@ pub(crate) fn subscribe(
     let (subscription, queue) = registry.register();
     tokio::spawn(async move {
         while let Some(batch) = queue.next_batch().await {
-            for uri in batch {
-                let Some(bytes) = dialect.resource_changed(&subscriptions, &uri) else {
+            for change in batch {
+                let Some(bytes) = dialect.pushed(&subscriptions, &change) else {
                     continue;
                 };
                 let message = Outgoing {

@@ -10,6 +10,8 @@ mod cursor;
 mod schema;
 pub(crate) mod to_client;
 
+use crate::dialect::Listing;
+use crate::handle::{ListKind, Push};
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -18,8 +20,8 @@ use serde_json::value::RawValue;
 
 use super::Phase;
 use super::{
-    Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, ServerInner, SessionState,
-    Step, Subscriptions,
+    Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, SessionState, Step,
+    Subscriptions,
 };
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
@@ -68,6 +70,9 @@ pub(crate) mod methods {
     pub const PROGRESS: &str = "notifications/progress";
     pub const MESSAGE: &str = "notifications/message";
     pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
     pub const ELICIT: &str = "elicitation/create";
     pub const CREATE_MESSAGE: &str = "sampling/createMessage";
     pub const LIST_ROOTS: &str = "roots/list";
@@ -109,16 +114,16 @@ pub(crate) fn is_method(method: &str) -> bool {
 
 /// What the server offers, from what is registered.
 #[derive(Debug, Clone, Copy)]
-struct Provides {
-    tools: bool,
-    resources: bool,
-    prompts: bool,
-    completions: bool,
+pub(crate) struct Provides {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+    pub(crate) completions: bool,
 }
 
 /// The capabilities and the pages of every list, serialised once at build.
 pub(crate) struct Lists {
-    provides: Provides,
+    pub(crate) provides: Provides,
     capabilities: Box<RawValue>,
     /// The capabilities `server/discover` lists (2026-07-28).
     stateless_capabilities: Box<RawValue>,
@@ -133,14 +138,14 @@ pub(crate) struct Lists {
 
 /// Which list a method pages through.
 #[derive(Debug, Clone, Copy)]
-enum ListKind {
+enum PagedList {
     Tools,
     Resources,
     Templates,
     Prompts,
 }
 
-impl ListKind {
+impl PagedList {
     fn key(self) -> &'static str {
         match self {
             Self::Tools => "tools",
@@ -152,11 +157,6 @@ impl ListKind {
 }
 
 impl Lists {
-    /// The server's `serverInfo`, serialised.
-    pub(crate) fn server_info(&self) -> &RawValue {
-        &self.server_info
-    }
-
     /// The capabilities `server/discover` lists.
     pub(crate) fn stateless_capabilities(&self) -> &RawValue {
         &self.stateless_capabilities
@@ -175,21 +175,21 @@ fn seen<'a>(
     lists: &'a Lists,
     catalog: &Catalog,
     principal: Option<&Principal>,
-    kind: ListKind,
+    kind: PagedList,
 ) -> Cow<'a, [Box<RawValue>]> {
     let access = &catalog.access;
     let Some(principal) = principal.filter(|_| access.hide_unusable) else {
         return Cow::Borrowed(match kind {
-            ListKind::Tools => &lists.tools,
-            ListKind::Resources => &lists.resources,
-            ListKind::Templates => &lists.templates,
-            ListKind::Prompts => &lists.prompts,
+            PagedList::Tools => &lists.tools,
+            PagedList::Resources => &lists.resources,
+            PagedList::Templates => &lists.templates,
+            PagedList::Prompts => &lists.prompts,
         });
     };
     let shows = |item| access.shows(Some(principal), item);
     let (key, size) = (kind.key(), lists.page_size);
     Cow::Owned(match kind {
-        ListKind::Tools => {
+        PagedList::Tools => {
             let items: Vec<_> = catalog
                 .tools
                 .iter()
@@ -199,7 +199,7 @@ fn seen<'a>(
                 .collect();
             pages(key, &items, size)
         }
-        ListKind::Resources => {
+        PagedList::Resources => {
             let items: Vec<_> = catalog
                 .resources
                 .iter()
@@ -209,7 +209,7 @@ fn seen<'a>(
                 .collect();
             pages(key, &items, size)
         }
-        ListKind::Templates => {
+        PagedList::Templates => {
             let items: Vec<_> = catalog
                 .templates
                 .iter()
@@ -219,7 +219,7 @@ fn seen<'a>(
                 .collect();
             pages(key, &items, size)
         }
-        ListKind::Prompts => {
+        PagedList::Prompts => {
             let items: Vec<_> = catalog
                 .prompts
                 .iter()
@@ -300,16 +300,16 @@ impl Lists {
             capabilities.insert("completions".into(), json!({}));
         }
         if provides.prompts {
-            capabilities.insert("prompts".into(), json!({"listChanged": false}));
+            capabilities.insert("prompts".into(), json!({"listChanged": true}));
         }
         if provides.resources {
             capabilities.insert(
                 "resources".into(),
-                json!({"subscribe": true, "listChanged": false}),
+                json!({"subscribe": true, "listChanged": true}),
             );
         }
         if provides.tools {
-            capabilities.insert("tools".into(), json!({"listChanged": false}));
+            capabilities.insert("tools".into(), json!({"listChanged": true}));
         }
         if !extensions.is_empty() {
             capabilities.insert(
@@ -325,8 +325,8 @@ impl Lists {
             .collect();
         let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
-        // 2026-07-28 subscribes through `subscriptions/listen` streams
-        // (resource updates; the lists do not change while the server runs).
+        // 2026-07-28 hears of the same changes through
+        // `subscriptions/listen` streams.
         let stateless = capabilities.clone();
         Self {
             provides,
@@ -425,7 +425,8 @@ pub(crate) fn initialize(
         .chain((!session.over_http()).then_some(STDIO_ONLY_VERSION))
         .find(|v| *v == asked)
         .unwrap_or(VERSIONS[0]);
-    let lists = &session.server().model_context;
+    let listing = session.server().listing();
+    let lists = &listing.model_context;
     let reply = encode_result(
         id,
         &InitializeResult {
@@ -482,7 +483,7 @@ pub(crate) enum Revision {
 
 /// Reads a request through the method table.
 pub(crate) fn route(
-    session: &impl SessionState,
+    listing: &Listing,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
@@ -491,7 +492,7 @@ pub(crate) fn route(
 ) -> Step {
     route_in(
         Revision::Session,
-        session,
+        listing,
         id,
         method,
         params,
@@ -503,16 +504,15 @@ pub(crate) fn route(
 /// [`route`], for a request of `revision`.
 pub(crate) fn route_in(
     revision: Revision,
-    session: &impl SessionState,
+    listing: &Listing,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
     principal: Option<&Principal>,
 ) -> Step {
-    let server = session.server();
-    let catalog = &server.catalog;
-    let lists = &server.model_context;
+    let catalog = &listing.catalog;
+    let lists = &listing.model_context;
     let provides = lists.provides;
     let outcome = match method {
         methods::PING => Ok(Step::Reply(empty(id))),
@@ -523,29 +523,29 @@ pub(crate) fn route_in(
             method,
             params,
             "tools",
-            &seen(lists, catalog, principal, ListKind::Tools),
+            &seen(lists, catalog, principal, PagedList::Tools),
         ),
         methods::TOOLS_CALL if provides.tools => match call {
-            Some(ToolCall::ModelContext(read)) => call_tool_with(&server.catalog, read),
+            Some(ToolCall::ModelContext(read)) => call_tool_with(catalog, read),
             _ => read(method, params)
                 .or_else(|e| {
                     // Refused where the value reading refuses (tested in
                     // `dialect::arguments`), and worded by it.
                     read::<schema::CallToolParamsShape<'_>>(method, params).and(Err(e))
                 })
-                .and_then(|p| call_tool_with(&server.catalog, p)),
+                .and_then(|p| call_tool_with(catalog, p)),
         },
         methods::RESOURCES_LIST if provides.resources => {
-            let pages = seen(lists, catalog, principal, ListKind::Resources);
+            let pages = seen(lists, catalog, principal, PagedList::Resources);
             page(id, method, params, "resources", &pages)
         }
         methods::RESOURCES_TEMPLATES_LIST if provides.resources => {
-            let pages = seen(lists, catalog, principal, ListKind::Templates);
+            let pages = seen(lists, catalog, principal, PagedList::Templates);
             page(id, method, params, "resourceTemplates", &pages)
         }
         methods::RESOURCES_READ if provides.resources => {
             read::<UriParams<'_>>(method, params).map(|p| {
-                if server.catalog.knows_uri(&p.uri) {
+                if catalog.knows_uri(&p.uri) {
                     Step::Run {
                         work: Work::ReadResource {
                             uri: p.uri.into_owned(),
@@ -560,7 +560,7 @@ pub(crate) fn route_in(
         methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if provides.resources => {
             read::<UriParams<'_>>(method, params).map(|p| {
                 let on = method == methods::RESOURCES_SUBSCRIBE;
-                if on && !server.catalog.knows_uri(&p.uri) {
+                if on && !catalog.knows_uri(&p.uri) {
                     return Step::Reply(not_found(revision, id, &p.uri));
                 }
                 let uri = p.uri.into_owned();
@@ -568,11 +568,11 @@ pub(crate) fn route_in(
             })
         }
         methods::PROMPTS_LIST if provides.prompts => {
-            let pages = seen(lists, catalog, principal, ListKind::Prompts);
+            let pages = seen(lists, catalog, principal, PagedList::Prompts);
             page(id, method, params, "prompts", &pages)
         }
-        methods::PROMPTS_GET if provides.prompts => get_prompt(&server.catalog, method, params),
-        methods::COMPLETE if provides.completions => complete(&server.catalog, id, method, params),
+        methods::PROMPTS_GET if provides.prompts => get_prompt(catalog, method, params),
+        methods::COMPLETE if provides.completions => complete(catalog, id, method, params),
         _ => Err(RpcError::method_not_found(method)),
     };
     outcome.unwrap_or_else(|e| Step::Reply(error(Some(id), &e)))
@@ -770,24 +770,18 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
 
 /// The reply to a request whose work ended (docs/model-context.md §3), or none
 /// for a cancelled one.
-pub(crate) fn encode_end(
-    server: &ServerInner,
-    id: &RequestId,
-    ended: Ended,
-    job: &JobInfo,
-) -> Option<Vec<u8>> {
-    encode_end_in(Revision::Session, server, id, ended, job)
+pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Option<Vec<u8>> {
+    encode_end_in(Revision::Session, id, ended, job)
 }
 
 /// [`encode_end`], for a request of `revision`.
 pub(crate) fn encode_end_in(
     revision: Revision,
-    server: &ServerInner,
     id: &RequestId,
     ended: Ended,
     job: &JobInfo,
 ) -> Option<Vec<u8>> {
-    let tool = || job.tool.and_then(|i| server.catalog.tools.get(i));
+    let tool = || job.tool.and_then(|i| job.listing.catalog.tools.get(i));
     Some(match ended {
         Ended::Finished(Ok(done)) => match done {
             Done::Tool(output) => tool_result(id, &output, tool().is_some_and(|t| t.lists_output)),
@@ -979,10 +973,24 @@ pub(crate) fn allows_batches(session: &impl SessionState) -> bool {
 }
 
 /// `notifications/resources/updated`, to a session subscribed to `uri`.
-pub(crate) fn resource_changed(subscriptions: &Subscriptions, uri: &str) -> Option<Vec<u8>> {
-    subscriptions
-        .contains(uri)
-        .then(|| encode_notification(methods::RESOURCE_UPDATED, &json!({ "uri": uri })))
+pub(crate) fn pushed(subscriptions: &Subscriptions, change: &Push) -> Option<Vec<u8>> {
+    match change {
+        Push::Updated(uri) => subscriptions
+            .contains(uri)
+            .then(|| encode_notification(methods::RESOURCE_UPDATED, &json!({ "uri": &**uri }))),
+        Push::ListChanged(kind) => {
+            Some(encode_notification(list_changed_method(*kind), &json!({})))
+        }
+    }
+}
+
+/// The notification announcing that a list changed.
+pub(crate) fn list_changed_method(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => methods::TOOLS_LIST_CHANGED,
+        ListKind::Prompts => methods::PROMPTS_LIST_CHANGED,
+        ListKind::Resources => methods::RESOURCES_LIST_CHANGED,
+    }
 }
 
 #[cfg(test)]

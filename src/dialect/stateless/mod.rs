@@ -23,6 +23,8 @@
 
 pub(crate) mod seal;
 
+use crate::dialect::Listing;
+use crate::handle::{ListKind, Push};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -88,6 +90,9 @@ pub(crate) struct Stateless {
     pub(crate) state_ttl: Duration,
     /// The caching hints of results.
     pub(crate) cache: CacheHints,
+    /// The server's name and version, as each result's `_meta` carries
+    /// them.
+    pub(crate) server_info: Box<RawValue>,
 }
 
 /// Whether a request on a Model Context Protocol connection is this
@@ -157,13 +162,14 @@ struct Declared {
 /// Reads a request through the method table, by this revision's rules.
 pub(crate) fn route(
     session: &impl SessionState,
+    listing: &Listing,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
     principal: Option<&Principal>,
 ) -> Step {
-    match prepare(session, id, method, params, call, principal) {
+    match prepare(session, listing, id, method, params, call, principal) {
         Ok(step) => step,
         Err(reply) => Step::Reply(reply),
     }
@@ -171,6 +177,7 @@ pub(crate) fn route(
 
 fn prepare(
     session: &impl SessionState,
+    listing: &Listing,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
@@ -181,9 +188,9 @@ fn prepare(
     let envelope = envelope(method, params, call.as_ref()).map_err(|e| error(Some(id), &e))?;
     let declared = declared(id, envelope.meta.as_ref())?;
     match method {
-        methods::DISCOVER => return Ok(Step::Reply(discover(server, id))),
+        methods::DISCOVER => return Ok(Step::Reply(discover(server, listing, id))),
         LISTEN => {
-            return filter(server, params, principal)
+            return filter(listing, params, principal)
                 .map(Step::Listen)
                 .map_err(|e| error(Some(id), &e));
         }
@@ -200,10 +207,10 @@ fn prepare(
     } else {
         (Map::new(), Binding::default())
     };
-    let cache = cache_for(server, method, principal);
+    let cache = cache_for(server, listing, method, principal);
     let step = model_context::route_in(
         Revision::Stateless,
-        session,
+        listing,
         id,
         method,
         params,
@@ -229,24 +236,35 @@ fn prepare(
 /// it opted in to that this server honours.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Filter {
+    /// `notifications/tools/list_changed`.
+    pub(crate) tools: bool,
+    /// `notifications/prompts/list_changed`.
+    pub(crate) prompts: bool,
+    /// `notifications/resources/list_changed`.
+    pub(crate) resources_list: bool,
     /// The resources whose `notifications/resources/updated` it wants
     /// (ones this server has, and the caller may read).
     pub(crate) resources: Vec<String>,
 }
 
 impl Filter {
-    /// Whether the stream wants to hear that `uri` changed.
-    pub(crate) fn wants(&self, uri: &str) -> bool {
-        self.resources.iter().any(|r| r == uri)
+    /// Whether the stream wants to hear of `change`.
+    pub(crate) fn wants(&self, change: &Push) -> bool {
+        match change {
+            Push::Updated(uri) => self.resources.iter().any(|r| **r == **uri),
+            Push::ListChanged(ListKind::Tools) => self.tools,
+            Push::ListChanged(ListKind::Prompts) => self.prompts,
+            Push::ListChanged(ListKind::Resources) => self.resources_list,
+        }
     }
 }
 
-/// The filter of a `subscriptions/listen`. This server's lists do not
-/// change while it runs, so the list-changed types are never honoured
-/// (the acknowledgement leaves them out); `resourceSubscriptions` keeps
-/// the URIs the server has and the caller may read.
+/// The filter of a `subscriptions/listen`: the list-changed types asked
+/// for, of the lists this server has (its capabilities), and of
+/// `resourceSubscriptions` the URIs the server has and the caller may
+/// read.
 fn filter(
-    server: &ServerInner,
+    listing: &Listing,
     params: Option<&RawValue>,
     principal: Option<&Principal>,
 ) -> Result<Filter, RpcError> {
@@ -258,6 +276,12 @@ fn filter(
     #[derive(Deserialize, Default)]
     #[serde(rename_all = "camelCase")]
     struct Requested {
+        #[serde(default)]
+        tools_list_changed: bool,
+        #[serde(default)]
+        prompts_list_changed: bool,
+        #[serde(default)]
+        resources_list_changed: bool,
         #[serde(default)]
         resource_subscriptions: Vec<String>,
     }
@@ -271,7 +295,7 @@ fn filter(
             "{LISTEN} params.notifications is required: the notification types to receive"
         )));
     };
-    let catalog = &server.catalog;
+    let catalog = &listing.catalog;
     let resources = requested
         .resource_subscriptions
         .into_iter()
@@ -280,13 +304,28 @@ fn filter(
                 && crate::engine::operation::refused_uri(catalog, uri, principal).is_none()
         })
         .collect();
-    Ok(Filter { resources })
+    let provides = listing.model_context.provides;
+    Ok(Filter {
+        tools: requested.tools_list_changed && provides.tools,
+        prompts: requested.prompts_list_changed && provides.prompts,
+        resources_list: requested.resources_list_changed && provides.resources,
+        resources,
+    })
 }
 
 /// `notifications/subscriptions/acknowledged` for stream `id`: what it
 /// will carry.
 pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
     let mut notifications = Map::new();
+    for (on, name) in [
+        (filter.tools, "toolsListChanged"),
+        (filter.prompts, "promptsListChanged"),
+        (filter.resources_list, "resourcesListChanged"),
+    ] {
+        if on {
+            notifications.insert(name.into(), Value::Bool(true));
+        }
+    }
     if !filter.resources.is_empty() {
         notifications.insert("resourceSubscriptions".into(), json!(filter.resources));
     }
@@ -299,12 +338,19 @@ pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
     )
 }
 
-/// `notifications/resources/updated` on stream `id`.
-pub(crate) fn updated(id: &RequestId, uri: &str) -> Vec<u8> {
-    crate::jsonrpc::encode_notification(
-        methods::RESOURCE_UPDATED,
-        &json!({"uri": uri, "_meta": {keys::SUBSCRIPTION_ID: id}}),
-    )
+/// The notification of `change` on stream `id`.
+pub(crate) fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
+    let tag = json!({keys::SUBSCRIPTION_ID: id});
+    match change {
+        Push::Updated(uri) => crate::jsonrpc::encode_notification(
+            methods::RESOURCE_UPDATED,
+            &json!({"uri": &**uri, "_meta": tag}),
+        ),
+        Push::ListChanged(kind) => crate::jsonrpc::encode_notification(
+            model_context::list_changed_method(*kind),
+            &json!({"_meta": tag}),
+        ),
+    }
 }
 
 /// The members of a request's params this revision reads.
@@ -513,7 +559,12 @@ struct Cache {
 /// The caching hint of `method`'s result, if it is cacheable. A result is
 /// private when it may depend on who asked: a list that hides what the
 /// token cannot use, or a read with a token.
-fn cache_for(server: &ServerInner, method: &str, principal: Option<&Principal>) -> Option<Cache> {
+fn cache_for(
+    server: &ServerInner,
+    listing: &Listing,
+    method: &str,
+    principal: Option<&Principal>,
+) -> Option<Cache> {
     let hints = &server.stateless.cache;
     match method {
         methods::TOOLS_LIST
@@ -521,7 +572,7 @@ fn cache_for(server: &ServerInner, method: &str, principal: Option<&Principal>) 
         | methods::RESOURCES_TEMPLATES_LIST
         | methods::PROMPTS_LIST => Some(Cache {
             ttl: hints.lists,
-            private: principal.is_some() && server.catalog.access.hide_unusable,
+            private: principal.is_some() && listing.catalog.access.hide_unusable,
         }),
         _ => None,
     }
@@ -583,12 +634,12 @@ fn write_meta(out: &mut Vec<u8>, server: &ServerInner, subscription: Option<&Req
     }
     out.extend_from_slice(keys::SERVER_INFO.as_bytes());
     out.extend_from_slice(br#"":"#);
-    out.extend_from_slice(server.model_context.server_info().get().as_bytes());
+    out.extend_from_slice(server.stateless.server_info.get().as_bytes());
     out.push(b'}');
 }
 
 /// The `server/discover` result.
-fn discover(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Discovered<'a> {
@@ -597,7 +648,7 @@ fn discover(server: &ServerInner, id: &RequestId) -> Vec<u8> {
         #[serde(skip_serializing_if = "Option::is_none")]
         instructions: Option<&'a str>,
     }
-    let lists = &server.model_context;
+    let lists = &listing.model_context;
     let reply = crate::jsonrpc::encode_result(
         id,
         &Discovered {
@@ -649,7 +700,7 @@ pub(crate) fn encode_end(
         }
         _ => None,
     };
-    let reply = model_context::encode_end_in(Revision::Stateless, server, id, ended, job)?;
+    let reply = model_context::encode_end_in(Revision::Stateless, id, ended, job)?;
     Some(finish(server, reply, cache))
 }
 

@@ -6,6 +6,7 @@
 
 pub(crate) mod schema;
 
+use crate::dialect::Listing;
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::Phase;
 use super::{Admission, Control, Ended, JobInfo, Step, TraceLevel};
-use super::{Change, ServerInner, SessionState};
+use super::{Change, SessionState};
 use crate::content::StructuredJson;
 use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
 use crate::engine::access::Item;
@@ -113,7 +114,7 @@ pub(crate) fn initialize(
         });
     match parsed {
         Ok(params) => Ok((
-            encode_result(id, &*session.server().v1.initialize_result),
+            encode_result(id, &*session.server().listing().v1.initialize_result),
             Change::Trace(params.trace.map_or(TraceLevel::Off, TraceValue::level)),
         )),
         Err(why) => Err(encode_error(id, &RpcError::invalid_params(why))),
@@ -153,15 +154,15 @@ fn provides(caps: &ServerCapabilities, op: Operation) -> bool {
 
 /// Reads a request through the method table.
 pub(crate) fn route(
-    server: &ServerInner,
+    listing: &Listing,
     id: &RequestId,
     method: &str,
     params: Option<&RawValue>,
     call: Option<ToolCall<'_>>,
     principal: Option<&Principal>,
 ) -> Step {
-    let lists = &server.v1;
-    let catalog = &server.catalog;
+    let lists = &listing.v1;
+    let catalog = &listing.catalog;
     // Lists that hide what a token cannot use are made for it (docs/oauth.md §4).
     let hiding = principal.filter(|_| catalog.access.hide_unusable);
     let Some(op) = operation(method).filter(|op| provides(&lists.capabilities, *op)) else {
@@ -203,8 +204,8 @@ pub(crate) fn route(
             progress: None,
         }),
         Operation::ExecuteTool => match call {
-            Some(ToolCall::V1(read)) => execute(&server.catalog, read),
-            _ => execute_params(&server.catalog, params),
+            Some(ToolCall::V1(read)) => execute(catalog, read),
+            _ => execute_params(catalog, params),
         },
     };
     outcome.unwrap_or_else(|e| Step::Reply(encode_error(id, &e)))
@@ -307,12 +308,7 @@ struct ExecuteResult<T> {
 }
 
 /// The reply to a request whose work ended (docs/mcp-v1.md §2).
-pub(crate) fn encode_end(
-    server: &ServerInner,
-    id: &RequestId,
-    ended: Ended,
-    job: &JobInfo,
-) -> Vec<u8> {
+pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Vec<u8> {
     let error = match ended {
         Ended::Finished(Ok(Done::Resources(list))) => return encode_result(id, &list),
         Ended::Finished(Ok(Done::Tool(output))) => {
@@ -332,7 +328,7 @@ pub(crate) fn encode_end(
         }
         Ended::Finished(Ok(_)) => RpcError::internal("an operation MCP v1.0 does not have"),
         Ended::Finished(Err(failure)) => failure_error(failure),
-        Ended::Stopped(reason) => stopped_error(server, reason, job),
+        Ended::Stopped(reason) => stopped_error(reason, job),
         Ended::Panicked(panic) => {
             tracing::error!(%id, "a tool panicked: {panic}");
             RpcError::internal(format!("the tool panicked: {panic}"))
@@ -356,12 +352,12 @@ fn failure_error(failure: Failure) -> RpcError {
 }
 
 /// The error for work stopped before it ended, by the reason it was.
-fn stopped_error(server: &ServerInner, reason: CancelReason, job: &JobInfo) -> RpcError {
+fn stopped_error(reason: CancelReason, job: &JobInfo) -> RpcError {
     match reason {
         CancelReason::TimeLimit => {
             let tool = job
                 .tool
-                .and_then(|i| server.catalog.tools.get(i))
+                .and_then(|i| job.listing.catalog.tools.get(i))
                 .map_or("?", |t| t.mcp_id());
             RpcError::new(
                 ErrorCode::REQUEST_TIMED_OUT,

@@ -38,12 +38,16 @@ pub(super) struct Gate {
 impl Gate {
     pub(super) fn new(mut oauth: OAuth, server: &Server) -> Self {
         let inner = server.inner();
+        // The scopes the items need now (the metadata is made once: scopes
+        // of items added later are not in it), and the rules that grant
+        // scopes, which no edit changes.
+        let listing = inner.listing();
         // Each endpoint remembers the tokens it verified for its own
         // audience: clones of one `OAuth` share nothing.
         oauth.verified = Default::default();
         let scopes_supported = oauth.scopes_supported.clone().unwrap_or_else(|| {
             let mut all = oauth.required.clone();
-            for scope in inner.catalog.access.all_scopes() {
+            for scope in listing.catalog.access.all_scopes() {
                 if !all.contains(&scope) {
                     all.push(scope);
                 }
@@ -62,7 +66,7 @@ impl Gate {
             metadata_paths: [oauth.metadata_path(), crate::oauth::WELL_KNOWN.to_owned()],
             metadata_url,
             no_token,
-            access: inner.catalog.access.clone(),
+            access: listing.catalog.access.clone(),
             oauth,
         }
     }

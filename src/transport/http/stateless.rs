@@ -344,7 +344,8 @@ impl McpService {
         tool: &str,
         arguments: Option<&RawValue>,
     ) -> Result<(), String> {
-        let catalog = &self.0.server.inner().catalog;
+        let listing = self.0.server.inner().listing();
+        let catalog = &listing.catalog;
         let Some(tool) = catalog
             .tool_names
             .get(tool)
