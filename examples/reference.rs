@@ -9,7 +9,14 @@
 //! cargo run --example reference -- --http 127.0.0.1:8080 [--root DIR]   # HTTP instead of stdio
 //! cargo run --features oauth --example reference -- --http 127.0.0.1:8080 \
 //!     --oauth-issuer http://127.0.0.1:9400 [--public-url URL] [--oauth-introspect]
+//! cargo run --features redis --example reference -- --http 127.0.0.1:8081 \
+//!     --redis redis://127.0.0.1:6379/   # one of several processes of a deployment
 //! ```
+//! With `--redis URL` (feature `redis`) the processes that share that Redis
+//! server are one deployment: a change made on one (the last-write
+//! resource, a list change) reaches every stream on every process, and the
+//! last-write resource reads the same on all of them. Give them the same
+//! `CLAWMCP_STATE_KEYS` so that a 2026-07-28 retry can reach any of them.
 //! With `--oauth-issuer` (feature `oauth`) the HTTP endpoint is an OAuth
 //! resource server: every request needs a token of that issuer for the
 //! endpoint's public URL (default `http://ADDR/mcp`) with scope `mcp`, and
@@ -126,7 +133,16 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         Ok(list) => clawmcp::server::state_keys_from_hex(&list)?,
         Err(_) => Vec::new(),
     };
-    let server = build(root, options.max_message_size, state_keys)?;
+    let builder = build(root, options.max_message_size, state_keys);
+    #[cfg(feature = "redis")]
+    let builder = match &options.redis {
+        Some(url) => {
+            tracing::info!(%url, "sharing announcements and contents through Redis");
+            builder.bus(clawmcp::bus::RedisBus::connect(url, "reference")?)
+        }
+        None => builder,
+    };
+    let server = builder.build()?;
     match options.http {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -232,6 +248,9 @@ struct Options {
     http: Option<std::net::SocketAddr>,
     max_message_size: Option<usize>,
     oauth: OAuthOptions,
+    /// The deployment's Redis (feature `redis`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    redis: Option<String>,
 }
 
 /// The OAuth flags (HTTP only).
@@ -250,6 +269,7 @@ impl Options {
             http: None,
             max_message_size: None,
             oauth: OAuthOptions::default(),
+            redis: None,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -283,12 +303,22 @@ impl Options {
                     options.oauth.public_url = Some(url);
                 }
                 "--oauth-introspect" => options.oauth.introspect = true,
+                "--redis" => {
+                    let url = args
+                        .next()
+                        .ok_or("--redis needs a URL, e.g. redis://127.0.0.1:6379/")?;
+                    if !cfg!(feature = "redis") {
+                        return Err("--redis needs the example built with --features redis".into());
+                    }
+                    options.redis = Some(url);
+                }
                 "--help" | "-h" => {
                     use std::io::Write;
                     let _ = writeln!(
                         std::io::stderr(),
                         "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
-                         \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)"
+                         \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
+                         \x20      [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);
                 }
@@ -317,7 +347,7 @@ fn build(
     root: sandbox::Root,
     max_message_size: Option<usize>,
     state_keys: Vec<[u8; 32]>,
-) -> Result<Server, clawmcp::BuildError> {
+) -> clawmcp::ServerBuilder {
     let last_write = SharedResource::new(
         LAST_WRITE,
         "last-write",
@@ -470,7 +500,6 @@ fn build(
         .state_keys(state_keys)
         // Behind OAuth (--oauth-issuer), writing needs more than calling.
         .require_scopes("file-writer", ["files:write"])
-        .build()
 }
 
 /// The echo tool's arguments, and its output.

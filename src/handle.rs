@@ -18,13 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::BuildError;
 
-/// A list whose items changed at run time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKind {
-    Tools,
-    Prompts,
-    Resources,
-}
+pub(crate) use crate::bus::ListKind;
+use crate::bus::{Bus, BusMessage, Delivery, Inbox, LocalBus};
 
 /// A change announced to sessions: one resource's content, or a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +37,11 @@ pub(crate) enum Push {
 pub(crate) trait Served: Send + Sync + std::any::Any {
     /// Whether the server lists a resource with this URI (mcpId).
     fn lists_resource(&self, uri: &str) -> bool;
+    /// The URIs of the resources the server lists.
+    fn resource_uris(&self) -> Vec<String>;
+    /// Gives resource `uri` the content another process set: whether that
+    /// changed its content.
+    fn mirror(&self, uri: &str, content: &str) -> bool;
     /// The server, to downcast.
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
@@ -60,6 +60,8 @@ struct HandleParts {
     states: crate::state::SharedStates,
     /// The built server (weak: the server holds this handle).
     served: OnceLock<Weak<dyn Served>>,
+    /// How announcements reach the deployment's other processes.
+    bus: OnceLock<Arc<dyn Bus>>,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -77,7 +79,39 @@ impl ServerHandle {
             stop: Arc::new(CancellationToken::new()),
             states: Arc::default(),
             served: OnceLock::new(),
+            bus: OnceLock::new(),
         }))
+    }
+
+    /// Sets the bus (before the server is built; the first one set stays).
+    pub(crate) fn set_bus(&self, bus: Arc<dyn Bus>) {
+        let _ = self.0.bus.set(bus);
+    }
+
+    /// Starts the bus's deliveries into this handle (when the server is
+    /// built).
+    pub(crate) fn start_bus(&self) {
+        let bus = self.0.bus.get_or_init(|| Arc::new(LocalBus));
+        bus.start(Inbox::new(Arc::new(Delivered(Arc::downgrade(&self.0)))));
+    }
+
+    /// Hands `message` to the other processes.
+    fn publish(&self, message: BusMessage) {
+        if let Some(bus) = self.0.bus.get() {
+            bus.publish(message);
+        }
+    }
+
+    /// Announces that a [`SharedResource`](crate::SharedResource)'s content
+    /// changed to `content`: here as [`resource_changed`](Self::resource_changed)
+    /// does, and to the other processes with the content.
+    pub(crate) fn content_changed(&self, mcp_id: &str, content: &str) {
+        if self.announce_update(mcp_id) {
+            self.publish(BusMessage::ResourceContent {
+                uri: mcp_id.to_owned(),
+                content: content.to_owned(),
+            });
+        }
     }
 
     /// Ties the handle to the server built with it.
@@ -94,9 +128,11 @@ impl ServerHandle {
             .ok_or(BuildError::NotBuilt)
     }
 
-    /// Queues `change` for every ready session.
-    pub(crate) fn announce(&self, change: &Push) {
-        self.0.registry.broadcast(change, None);
+    /// Queues a list's change for every ready session, and tells the
+    /// other processes.
+    pub(crate) fn announce_list(&self, list: ListKind) {
+        self.0.registry.broadcast(&Push::ListChanged(list), None);
+        self.publish(BusMessage::ListChanged { list });
     }
 
     /// The state value of type `S` registered with
@@ -165,6 +201,16 @@ impl ServerHandle {
     /// handshake get nothing (docs/mcp-v1.md §5). An id the server does not
     /// list is logged and ignored.
     pub fn resource_changed(&self, mcp_id: &str) {
+        if self.announce_update(mcp_id) {
+            self.publish(BusMessage::ResourceUpdated {
+                uri: mcp_id.to_owned(),
+            });
+        }
+    }
+
+    /// Queues resource `mcp_id`'s update for this process's sessions:
+    /// whether the server lists it.
+    fn announce_update(&self, mcp_id: &str) -> bool {
         if let Ok(served) = self.served()
             && !served.lists_resource(mcp_id)
         {
@@ -172,7 +218,7 @@ impl ServerHandle {
                 mcp_id,
                 "resource_changed for a resource the server does not list"
             );
-            return;
+            return false;
         }
         let uri: Arc<str> = mcp_id.into();
         // Fired by a request of a session that captures what its requests
@@ -185,11 +231,54 @@ impl ServerHandle {
             .ok()
             .flatten();
         self.0.registry.broadcast(&Push::Updated(uri), causing);
+        true
     }
 
     /// How many sessions currently receive notifications.
     pub fn ready_sessions(&self) -> usize {
         self.0.registry.session_count()
+    }
+}
+
+/// Delivers the other processes' announcements to this process's
+/// sessions (weakly: the bus that holds it is the handle's).
+struct Delivered(Weak<HandleParts>);
+
+impl Delivery for Delivered {
+    fn deliver(&self, message: BusMessage) {
+        let Some(parts) = self.0.upgrade() else {
+            return;
+        };
+        let served = parts.served.get().and_then(Weak::upgrade);
+        let change = match message {
+            BusMessage::ResourceUpdated { uri } => {
+                if !served.is_some_and(|s| s.lists_resource(&uri)) {
+                    return;
+                }
+                Push::Updated(uri.into())
+            }
+            BusMessage::ResourceContent { uri, content } => {
+                if !served.is_some_and(|s| s.mirror(&uri, &content)) {
+                    return;
+                }
+                Push::Updated(uri.into())
+            }
+            BusMessage::ListChanged { list } => Push::ListChanged(list),
+        };
+        parts.registry.broadcast(&change, None);
+    }
+
+    fn gap(&self) {
+        let Some(parts) = self.0.upgrade() else {
+            return;
+        };
+        for list in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
+            parts.registry.broadcast(&Push::ListChanged(list), None);
+        }
+        let uris = (parts.served.get().and_then(Weak::upgrade)).map(|s| s.resource_uris());
+        for uri in uris.unwrap_or_default() {
+            parts.registry.broadcast(&Push::Updated(uri.into()), None);
+        }
     }
 }
 

@@ -73,9 +73,10 @@
 //!    whoever speaks them, who sent a request, and one round of a
 //!    2026-07-28 request.
 //! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
-//!    `completion`, `handle`): what a server author implements or builds —
-//!    tools and their [`ToolContext`], typed tools, resources, prompts —
-//!    and the [`ServerHandle`] they announce changes through.
+//!    `completion`, `bus`, `handle`): what a server author implements or
+//!    builds — tools and their [`ToolContext`], typed tools, resources,
+//!    prompts — the [`ServerHandle`] they announce changes through, and
+//!    the bus that carries those to the deployment's other processes.
 //! 4. **engine** (`engine`): the registry of compiled items, schema
 //!    validation, and the neutral operations every dialect maps onto.
 //! 5. **dialect** (`dialect`): each protocol as a table of params readers
@@ -100,6 +101,7 @@
 #![warn(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod bus;
 pub mod client;
 pub mod completion;
 pub mod content;

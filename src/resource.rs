@@ -79,6 +79,14 @@ pub trait Resource: Send + Sync + 'static {
     /// resource that changes keeps it to announce its changes. Does nothing
     /// by default.
     fn bind(&self, _server: &ServerHandle) {}
+
+    /// Takes the content another process of the deployment set (a
+    /// [`SharedResource`]'s, carried by the [bus](crate::bus)), without
+    /// announcing it again: whether the content changed. Does nothing by
+    /// default.
+    fn mirror(&self, _content: &str) -> bool {
+        false
+    }
 }
 
 /// A resource whose content never changes.
@@ -290,14 +298,23 @@ impl SharedResource {
     /// Replaces the content and announces the change (once the resource is
     /// registered on a built server).
     pub fn set(&self, content: impl Into<String>) {
+        let content = content.into();
+        match self.shared.server.get() {
+            // Replaced before it is announced: whoever hears of it reads it.
+            Some(server) => {
+                self.replace(content.clone());
+                server.content_changed(&self.shared.info.mcp_id, &content);
+            }
+            None => self.replace(content),
+        }
+    }
+
+    fn replace(&self, content: String) {
         *self
             .shared
             .content
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = content.into();
-        if let Some(server) = self.shared.server.get() {
-            server.resource_changed(&self.shared.info.mcp_id);
-        }
+            .unwrap_or_else(PoisonError::into_inner) = content;
     }
 
     /// A resource of JSON content (`application/json`): `initial`
@@ -363,6 +380,15 @@ impl Resource for SharedResource {
 
     fn bind(&self, server: &ServerHandle) {
         let _ = self.shared.server.set(server.clone());
+    }
+
+    fn mirror(&self, content: &str) -> bool {
+        let mut current = (self.shared.content.lock()).unwrap_or_else(PoisonError::into_inner);
+        if *current == content {
+            return false;
+        }
+        content.clone_into(&mut current);
+        true
     }
 }
 

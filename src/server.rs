@@ -523,6 +523,17 @@ impl ServerBuilder {
         self
     }
 
+    /// The bus that carries this server's announcements (resource
+    /// updates, shared content, list changes) to the other processes of
+    /// its deployment, and theirs to it (default: [`LocalBus`](crate::bus::LocalBus),
+    /// one process). With [`RedisBus`](crate::bus::RedisBus) (feature
+    /// `redis`), a change made on any process reaches every stream on
+    /// every process; see the README's "Running several processes".
+    pub fn bus(self, bus: impl crate::bus::Bus) -> Self {
+        self.handle.set_bus(Arc::new(bus));
+        self
+    }
+
     /// The handle the built server will have, for code that needs it
     /// before the server exists.
     pub fn handle(&self) -> ServerHandle {
@@ -668,6 +679,7 @@ impl ServerBuilder {
         });
         let served: Arc<dyn crate::handle::Served> = inner.clone();
         inner.handle.set_served(Arc::downgrade(&served));
+        inner.handle.start_bus();
         let exchange = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
         let stateless = Arc::new(Shared::detached(inner.clone(), Dialect::Stateless));
         Ok(Server {

@@ -24,7 +24,7 @@ use crate::engine::Catalog;
 use crate::engine::access::AccessRules;
 use crate::engine::catalog::Items;
 use crate::error::BuildError;
-use crate::handle::{ListKind, Push, Served, ServerHandle};
+use crate::handle::{ListKind, Served, ServerHandle};
 use crate::prompt::Prompt;
 use crate::resource::Resource;
 use crate::state::States;
@@ -57,8 +57,8 @@ impl ServerHandle {
             .downcast::<ServerInner>()
             .map_err(|_| BuildError::NotBuilt)?;
         let changed = server.apply(edit)?;
-        if let Some(kind) = changed {
-            self.announce(&Push::ListChanged(kind));
+        if let Some(list) = changed {
+            self.announce_list(list);
         }
         Ok(changed.is_some())
     }
@@ -317,6 +317,26 @@ impl Served for ServerInner {
             .catalog
             .resource_index
             .contains_key(uri)
+    }
+
+    fn resource_uris(&self) -> Vec<String> {
+        self.listing()
+            .catalog
+            .resource_index
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn mirror(&self, uri: &str, content: &str) -> bool {
+        let listing = self.listing();
+        let catalog = &listing.catalog;
+        let Some((_, resource)) =
+            (catalog.resource_index.get(uri)).and_then(|&i| catalog.resources.get(i))
+        else {
+            return false;
+        };
+        resource.mirror(content)
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {

@@ -1,0 +1,140 @@
+//! The bus: how the processes of one deployment tell each other what
+//! changed, so that a change made on one process reaches every stream,
+//! whichever process holds it.
+//!
+//! Every announcement a server makes crosses it: a resource's update
+//! ([`ServerHandle::resource_changed`](crate::ServerHandle::resource_changed)),
+//! a [`SharedResource`](crate::SharedResource)'s new content, and a list
+//! change ([`ServerHandle::add_tool`](crate::ServerHandle::add_tool) and the
+//! like). The process that makes a change delivers it to its own streams at
+//! once; the bus carries it to the others, each of which delivers it to its
+//! own. So each stream hears of a change exactly once.
+//!
+//! A server without a bus ([`LocalBus`], the default) is one process.
+//! [`RedisBus`] (feature `redis`) connects the processes through Redis
+//! pub/sub. A [`Bus`] never makes a request wait: publishing hands the
+//! message over and returns.
+
+#[cfg(feature = "redis")]
+mod redis;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisBus, RedisBusError};
+
+/// A list whose items changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ListKind {
+    /// The tools.
+    Tools,
+    /// The prompts.
+    Prompts,
+    /// The resources.
+    Resources,
+}
+
+/// A change one process announces to the others.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum BusMessage {
+    /// The content of the resource with this URI (mcpId) changed.
+    ResourceUpdated {
+        /// The resource's URI.
+        uri: String,
+    },
+    /// A [`SharedResource`](crate::SharedResource)'s new content: every
+    /// process takes it as its copy's content, then announces the update.
+    ResourceContent {
+        /// The resource's URI.
+        uri: String,
+        /// Its content.
+        content: String,
+    },
+    /// The items of a list changed.
+    ListChanged {
+        /// Which list.
+        list: ListKind,
+    },
+}
+
+/// Where a bus delivers what the other processes announced: the server's
+/// handle, given to [`Bus::start`] when the server is built.
+#[derive(Clone)]
+pub struct Inbox(Arc<dyn Delivery>);
+
+/// What an [`Inbox`] delivers to (the server's handle, a layer up).
+pub(crate) trait Delivery: Send + Sync {
+    fn deliver(&self, message: BusMessage);
+    fn gap(&self);
+}
+
+impl Inbox {
+    pub(crate) fn new(delivery: Arc<dyn Delivery>) -> Self {
+        Self(delivery)
+    }
+
+    /// Delivers another process's announcement to this process's streams.
+    pub fn deliver(&self, message: BusMessage) {
+        self.0.deliver(message);
+    }
+
+    /// Tells every stream of this process that it may have missed
+    /// changes (the bus lost its connection for a while): each hears that
+    /// every list changed and that every resource was updated, so that its
+    /// client fetches them again.
+    pub fn gap(&self) {
+        self.0.gap();
+    }
+}
+
+impl fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Inbox")
+    }
+}
+
+/// How a server's announcements reach the other processes of its
+/// deployment ([`ServerBuilder::bus`](crate::ServerBuilder::bus)).
+///
+/// ```
+/// use clawmcp::bus::{Bus, BusMessage, Inbox};
+///
+/// /// A bus that only logs what it would send.
+/// struct Logged;
+///
+/// impl Bus for Logged {
+///     fn publish(&self, message: BusMessage) {
+///         eprintln!("would publish {message:?}");
+///     }
+///     fn start(&self, _inbox: Inbox) {}
+/// }
+///
+/// let server = clawmcp::Server::builder().bus(Logged).build().unwrap();
+/// # let _ = server;
+/// ```
+pub trait Bus: Send + Sync + 'static {
+    /// Hands `message` to the other processes. Never waits: a bus that
+    /// cannot send now queues the message or drops it (and its peers then
+    /// hear of a [gap](Inbox::gap)).
+    fn publish(&self, message: BusMessage);
+
+    /// Starts delivering the other processes' messages to `inbox`; called
+    /// once, when the server is built.
+    fn start(&self, inbox: Inbox);
+}
+
+/// One process, no peers: publishing sends nothing. The default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalBus;
+
+impl Bus for LocalBus {
+    fn publish(&self, _message: BusMessage) {}
+
+    fn start(&self, _inbox: Inbox) {}
+}

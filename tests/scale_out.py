@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Scale-out, end to end: a real redis-server, a real nginx (round robin,
+its own config on loopback ports) and three reference-server processes
+sharing announcements through Redis (`--redis`).
+
+It shows:
+  1. single exchanges (MCP v1.0) and 2026-07-28 requests, sent through
+     nginx, spread over all three processes (nginx's log names each);
+  2. a stream held by one process hears of a change made through another,
+     on all three stream shapes: an MCP v1.0 streaming session, a
+     2025-11-25 session's GET stream, a 2026-07-28 subscriptions/listen;
+     and the changed resource reads the same on every process;
+  3. Redis killed: requests go on, nothing hangs; Redis restarted: the
+     streams hear of the gap (a conservative resources/updated) and later
+     changes cross processes again;
+  4. one server process killed: requests through nginx go on.
+
+    tests/scale_out.py --reference target/release/examples/reference
+
+The reference example must be built with `--features redis`. Needs
+redis-server and nginx on PATH (Debian: apt-get install -y redis-server
+nginx): without them the test fails, it never skips.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+LAST_WRITE = "mcp://clawmcp/examples/resources/last-write.txt"
+PATIENCE = 10.0  # a hang guard, never a performance bound
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+KEYS = ",".join(["11" * 32, "22" * 32])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, what):
+    deadline = time.time() + PATIENCE
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"FAIL: {what} did not start on port {port}")
+
+
+def check(ok, what):
+    if not ok:
+        raise SystemExit(f"FAIL: {what}")
+    print(f"ok: {what}")
+
+
+class Deployment:
+    def __init__(self, reference, work):
+        self.reference = reference
+        self.work = work
+        self.redis_port = free_port()
+        self.ports = [free_port() for _ in range(3)]
+        self.nginx_port = free_port()
+        self.redis = None
+        self.servers = []
+        self.nginx = None
+
+    def start_redis(self):
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.work],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.redis_port, "redis-server")
+
+    def stop_redis(self):
+        self.redis.kill()
+        self.redis.wait()
+
+    def start_servers(self):
+        env = dict(os.environ, CLAWMCP_STATE_KEYS=KEYS, RUST_LOG="warn")
+        for i, port in enumerate(self.ports):
+            root = os.path.join(self.work, f"root{i}")
+            os.makedirs(root, exist_ok=True)
+            log = open(os.path.join(self.work, f"server{i}.log"), "wb")
+            self.servers.append(subprocess.Popen(
+                [self.reference, "--http", f"127.0.0.1:{port}", "--root", root,
+                 "--redis", f"redis://127.0.0.1:{self.redis_port}/"],
+                stdout=subprocess.DEVNULL, stderr=log, env=env))
+        for port in self.ports:
+            wait_port(port, "a reference server")
+
+    def start_nginx(self):
+        d = self.work
+        upstreams = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;"
+                              for p in self.ports)
+        conf = f"""
+worker_processes 1;
+error_log {d}/nginx-error.log warn;
+pid {d}/nginx.pid;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+  log_format up '$upstream_addr $request_method $status';
+  access_log {d}/access.log up;
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  upstream mcp {{
+{upstreams}
+    keepalive 16;
+  }}
+  server {{
+    listen 127.0.0.1:{self.nginx_port};
+    location /mcp {{
+      proxy_pass http://mcp;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # The servers check Host (DNS-rebinding defence): pass the client's.
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 300s;
+      proxy_next_upstream error timeout;
+    }}
+  }}
+}}
+"""
+        path = os.path.join(d, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(conf)
+        self.nginx = subprocess.Popen(["nginx", "-p", d, "-c", path],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.nginx_port, "nginx")
+
+    def stop(self):
+        for p in [self.nginx, self.redis, *self.servers]:
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def post(port, body, headers=None, v1=False):
+    """One POST /mcp; the parsed JSON reply (or the first SSE message). An
+    MCP v1.0 request sends no `Accept` (the Model Context Protocol's
+    `text/event-stream` would name that dialect)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+    h = {"Content-Type": "application/json"}
+    if not v1:
+        h["Accept"] = "application/json, text/event-stream"
+    h.update(headers or {})
+    conn.request("POST", "/mcp", json.dumps(body), h)
+    resp = conn.getresponse()
+    data = resp.read().decode()
+    conn.close()
+    if resp.getheader("Content-Type", "").startswith("text/event-stream"):
+        for line in data.splitlines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if "id" in message and "method" not in message:
+                    return resp, message
+        return resp, None
+    try:
+        return resp, (json.loads(data) if data else None)
+    except ValueError:
+        raise SystemExit(f"FAIL: HTTP {resp.status} from :{port}: {data[:200]!r}")
+
+
+def stateless_headers(method, name=None):
+    h = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name:
+        h["Mcp-Name"] = name
+    return h
+
+
+def write(port, content, rid=1):
+    """A file-writer call as a 2026-07-28 request: sets last-write."""
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "file-writer",
+                       "arguments": {"path": "note.txt", "content": content},
+                       "_meta": META}}
+    resp, reply = post(port, body, stateless_headers("tools/call", "file-writer"))
+    check(resp.status == 200 and reply and "result" in reply
+          and not reply["result"].get("isError"), f"a write of {content!r} on :{port}")
+
+
+def read_last_write(port):
+    body = {"jsonrpc": "2.0", "id": 9, "method": "resources/read",
+            "params": {"uri": LAST_WRITE, "_meta": META}}
+    _, reply = post(port, body, stateless_headers("resources/read", LAST_WRITE))
+    return reply["result"]["contents"][0]["text"]
+
+
+class Stream:
+    """A long response read on a thread: each JSON message (a line, or an
+    SSE data line) goes to a queue."""
+
+    def __init__(self, sock_file):
+        self.messages = queue.Queue()
+        self.file = sock_file
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for raw in self.file:
+                line = raw.decode(errors="replace").strip()
+                if line.startswith("data:"):
+                    line = line[5:].strip()
+                if line.startswith("{"):
+                    try:
+                        self.messages.put(json.loads(line))
+                    except ValueError:
+                        pass
+        except (OSError, ValueError):
+            pass
+        self.messages.put(None)
+
+    def wait_for(self, pred, what, patience=PATIENCE):
+        deadline = time.time() + patience
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                raise SystemExit(f"FAIL: {what}: nothing arrived in {patience}s")
+            try:
+                message = self.messages.get(timeout=left)
+            except queue.Empty:
+                continue
+            if message is None:
+                raise SystemExit(f"FAIL: {what}: the stream ended")
+            if pred(message):
+                print(f"ok: {what}")
+                return message
+
+    def drain(self):
+        while not self.messages.empty():
+            self.messages.get_nowait()
+
+
+def raw_request(port, head, first_body=b"", chunked=False):
+    """A raw HTTP/1.1 request on a socket; its response as a Stream (the
+    response's chunk-size lines are not JSON, so they are skipped)."""
+    sock = socket.create_connection(("127.0.0.1", port), PATIENCE)
+    sock.settimeout(None)
+    sock.sendall(head + first_body)
+    return sock, Stream(sock.makefile("rb"))
+
+
+def v1_stream(port):
+    """An MCP v1.0 streaming session (docs: §8.7), handshake done."""
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    lines = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"clientCapabilities": {}}}) + "\n"
+             + json.dumps({"jsonrpc": "2.0", "method": "initialized", "params": {}}) + "\n"
+             + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "mcp/listTools"}) + "\n").encode()
+    chunk = b"%x\r\n" % len(lines) + lines + b"\r\n"
+    sock, stream = raw_request(port, head, chunk)
+    stream.wait_for(lambda m: m.get("id") == 2, "the v1.0 session is ready")
+    return sock, stream
+
+
+def listen_stream(port):
+    """A 2026-07-28 subscriptions/listen for last-write."""
+    body = json.dumps({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+                       "params": {"_meta": META,
+                                  "notifications": {"resourceSubscriptions": [LAST_WRITE]}}}).encode()
+    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    sock, stream = raw_request(port, head, body)
+    stream.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged",
+                    "the listen stream is acknowledged")
+    return sock, stream
+
+
+def session_stream(port):
+    """A 2025-11-25 session subscribed to last-write, with its GET stream."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "scale-out", "version": "1"}}}
+    resp, _ = post(port, init)
+    sid = resp.getheader("Mcp-Session-Id")
+    check(resp.status == 200 and sid, "a 2025-11-25 session is created")
+    h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+    post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
+    resp, reply = post(port, {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                              "params": {"uri": LAST_WRITE}}, h)
+    check(reply and "result" in reply, "the session subscribes to last-write")
+    head = (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n").encode()
+    sock, stream = raw_request(port, head)
+    time.sleep(0.2)  # the GET stream is registered once its head is read
+    return sock, stream
+
+
+def updated_on_stream(m):
+    return (m.get("method") in ("notifications/resources/updated", "mcp/resourceDidChange")
+            and (m.get("params", {}).get("uri") == LAST_WRITE
+                 or m.get("params", {}).get("mcpId") == LAST_WRITE))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reference", required=True)
+    args = parser.parse_args()
+    for tool in ("redis-server", "nginx"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"FAIL: {tool} is not on PATH "
+                             "(Debian: apt-get install -y redis-server nginx)")
+    work = tempfile.mkdtemp(prefix="clawmcp-scale-out-")
+    d = Deployment(os.path.abspath(args.reference), work)
+    try:
+        d.start_redis()
+        d.start_servers()
+        d.start_nginx()
+        a, b, c = d.ports
+
+        # 1. Spread: single exchanges and 2026-07-28 requests through nginx.
+        for i in range(12):
+            resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": i, "method": "mcp/listTools"},
+                               v1=True)
+            if resp.status != 200 or "result" not in reply:
+                raise SystemExit(f"FAIL: a v1.0 single exchange through nginx: {reply}")
+            resp, reply = post(d.nginx_port,
+                               {"jsonrpc": "2.0", "id": i, "method": "tools/list",
+                                "params": {"_meta": META}}, stateless_headers("tools/list"))
+            if resp.status != 200 or "result" not in reply:
+                raise SystemExit(f"FAIL: a 2026-07-28 tools/list through nginx: {reply}")
+        time.sleep(0.2)
+        with open(os.path.join(work, "access.log")) as f:
+            served = {line.split()[0] for line in f if line.strip()}
+        check(served >= {f"127.0.0.1:{p}" for p in d.ports},
+              f"requests through nginx reached all three processes ({sorted(served)})")
+
+        # 2. Streams on process A hear of a change made on B (and C).
+        _, v1 = v1_stream(a)
+        _, listen = listen_stream(a)
+        _, session = session_stream(a)
+        write(b, "from B")
+        v1.wait_for(updated_on_stream, "the v1.0 stream on A hears of B's write")
+        listen.wait_for(lambda m: updated_on_stream(m) and m["params"]["_meta"].get(
+            "io.modelcontextprotocol/subscriptionId") == "L",
+            "the listen stream on A hears of B's write, tagged")
+        session.wait_for(updated_on_stream, "the 2025-11-25 GET stream on A hears of B's write")
+        deadline = time.time() + PATIENCE
+        while time.time() < deadline and any(read_last_write(p) != "from B" for p in d.ports):
+            time.sleep(0.05)
+        check(all(read_last_write(p) == "from B" for p in d.ports),
+              "last-write reads the same on every process")
+        # A 2026-07-28 retry needs the shared keys: the sealed state of a
+        # round opened on one process is accepted by another (ask tool).
+        ask = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+               "params": {"name": "ask", "arguments": {"question": "Go on?"},
+                          "_meta": dict(META, **{"io.modelcontextprotocol/clientCapabilities":
+                                                 {"elicitation": {}}})}}
+        _, first = post(b, ask, stateless_headers("tools/call", "ask"))
+        state = first["result"].get("requestState")
+        check(first["result"].get("resultType") == "input_required" and state,
+              "the ask tool's first round on B asks for input")
+        key = next(iter(first["result"]["inputRequests"]))
+        ask["params"]["inputResponses"] = {key: {"action": "accept", "content": {"yes": True}}}
+        ask["params"]["requestState"] = state
+        _, second = post(c, ask, stateless_headers("tools/call", "ask"))
+        check(second and second.get("result", {}).get("resultType") == "complete",
+              f"its retry is served by C ({second})")
+
+        # 3. Redis down: requests go on; back: the gap is told, pushes resume.
+        d.stop_redis()
+        started = time.time()
+        write(b, "while Redis is down")
+        write(a, "on A while Redis is down")
+        check(time.time() - started < PATIENCE, "writes do not wait for Redis")
+        listen.wait_for(updated_on_stream, "A's own write reaches A's stream without Redis")
+        d.start_redis()
+        listen.drain()
+        v1.drain()
+        listen.wait_for(updated_on_stream,
+                        "after Redis is back, A's listen stream hears of the gap", patience=15)
+        time.sleep(0.5)
+        listen.drain()
+        v1.drain()
+        write(c, "from C after the restart")
+        listen.wait_for(updated_on_stream, "a write on C reaches A's listen stream again")
+        v1.wait_for(updated_on_stream, "a write on C reaches A's v1.0 stream again")
+
+        # 4. A process dies: everything else goes on.
+        d.servers[2].kill()
+        d.servers[2].wait()
+        for i in range(9):
+            resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": 100 + i,
+                                              "method": "tools/list", "params": {"_meta": META}},
+                               stateless_headers("tools/list"))
+            if resp.status != 200 or "result" not in reply:
+                raise SystemExit(f"FAIL: with C dead, a request through nginx got {resp.status}")
+        print("ok: with C dead, requests through nginx go on")
+        write(b, "after C died")
+        listen.wait_for(updated_on_stream, "with C dead, B's write reaches A")
+        print("PASS: scale-out")
+    finally:
+        d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
