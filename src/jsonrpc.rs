@@ -23,7 +23,7 @@ pub(crate) mod differential;
 mod tool_call;
 
 pub(crate) use crate::fast::arguments::ArgumentsText;
-pub(crate) use tool_call::{CallToolParams, ExecuteParams, RequestMeta, ToolCall};
+pub(crate) use tool_call::{CallToolParams, ExecuteParams, RawText, RequestMeta, ToolCall};
 
 /// The id of a request: a string, an integer or `null`.
 ///
@@ -255,10 +255,12 @@ fn from_plain(plain: PlainCall<'_>) -> Option<Incoming<'_>> {
         CallMethod::ExecuteTool => ToolCall::V1(ExecuteParams::new(plain.tool, plain.arguments)),
         CallMethod::CallTool => {
             let mut params = CallToolParams::new(plain.tool, plain.arguments);
-            params.meta = match plain.meta {
-                Some(text) => Some(serde_json::from_str(text).ok()?),
-                None => None,
-            };
+            params.meta = plain.meta.map(|m| RequestMeta {
+                progress_token: m.progress_token.map(RawText::checked),
+                protocol_version: m.protocol_version.map(RawText::checked),
+                client_capabilities: m.client_capabilities.map(RawText::checked),
+                log_level: m.log_level.map(RawText::checked),
+            });
             ToolCall::ModelContext(params)
         }
     };

@@ -30,10 +30,27 @@ pub(crate) struct PlainCall<'a> {
     pub(crate) tool: &'a str,
     /// Its arguments.
     pub(crate) arguments: ArgumentsText<'a>,
-    /// The text of its params' `_meta` object, if any (checked as the
-    /// arguments are).
-    pub(crate) meta: Option<&'a str>,
+    /// Its params' `_meta` object, if any: the members this crate reads.
+    pub(crate) meta: Option<PlainMeta<'a>>,
 }
+
+/// The members of a `_meta` object this crate reads, each as its JSON text
+/// (checked as the arguments are); other members are skipped.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PlainMeta<'a> {
+    pub(crate) progress_token: Option<&'a str>,
+    pub(crate) protocol_version: Option<&'a str>,
+    pub(crate) client_capabilities: Option<&'a str>,
+    pub(crate) log_level: Option<&'a str>,
+}
+
+/// The names of [`PlainMeta`]'s members, with their quotes, in its order.
+const META_NAMES: [&[u8]; 4] = [
+    b"\"progressToken\"",
+    b"\"io.modelcontextprotocol/protocolVersion\"",
+    b"\"io.modelcontextprotocol/clientCapabilities\"",
+    b"\"io.modelcontextprotocol/logLevel\"",
+];
 
 /// A request id as written: its digits or its string's contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,8 +154,8 @@ struct Params<'a> {
     /// `name` (Model Context Protocol).
     name: Option<&'a str>,
     arguments: Option<ArgumentsText<'a>>,
-    /// `_meta`, as text.
-    meta: Option<&'a str>,
+    /// `_meta`'s members.
+    meta: Option<PlainMeta<'a>>,
 }
 
 struct Reader<'t> {
@@ -201,6 +218,47 @@ impl<'t> Reader<'t> {
         }
     }
 
+    /// A `_meta` object: the members [`PlainMeta`] has, as text. A name
+    /// with an escape, or one of its members twice, is left to serde (which
+    /// reads the escape, and refuses the repeat).
+    fn meta(&mut self) -> Option<PlainMeta<'t>> {
+        let mut meta = PlainMeta::default();
+        self.cursor.eat(b'{')?;
+        if self.cursor.eat(b'}').is_some() {
+            return Some(meta);
+        }
+        loop {
+            self.cursor.peek()?;
+            let rest = self.cursor.text.get(self.cursor.at..)?;
+            let known = META_NAMES.iter().position(|name| rest.starts_with(name));
+            match known {
+                Some(i) => self.cursor.at += META_NAMES.get(i)?.len(),
+                None => {
+                    self.cursor.string()?.plain()?;
+                }
+            }
+            self.cursor.eat(b':')?;
+            self.cursor.peek()?;
+            let start = self.cursor.at;
+            // Checked: the text is the client's. (`_meta` is one level.)
+            self.cursor.skip_value::<true>(1, MAX_NESTING)?;
+            let text = self.source.get(start..self.cursor.at)?;
+            let slot = match known {
+                Some(0) => &mut meta.progress_token,
+                Some(1) => &mut meta.protocol_version,
+                Some(2) => &mut meta.client_capabilities,
+                Some(3) => &mut meta.log_level,
+                _ => &mut None,
+            };
+            if slot.replace(text).is_some() {
+                return None;
+            }
+            if self.cursor.closes(b'}')? {
+                return Some(meta);
+            }
+        }
+    }
+
     fn params(&mut self) -> Option<Params<'t>> {
         let mut params = Params {
             tool_id: None,
@@ -224,14 +282,7 @@ impl<'t> Reader<'t> {
                     let text = self.source.get(start..self.cursor.at)?;
                     params.arguments = Some(ArgumentsText::checked(text));
                 }
-                3 if params.meta.is_none() => {
-                    if self.cursor.peek()? != b'{' {
-                        return None;
-                    }
-                    let start = self.cursor.at;
-                    self.cursor.skip_value::<true>(0, MAX_NESTING)?;
-                    params.meta = Some(self.source.get(start..self.cursor.at)?);
-                }
+                3 if params.meta.is_none() => params.meta = Some(self.meta()?),
                 _ => return None,
             }
             if self.cursor.closes(b'}')? {

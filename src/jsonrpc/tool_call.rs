@@ -73,11 +73,45 @@ impl<'a> CallToolParams<'a> {
 #[derive(Debug, Deserialize, Default)]
 pub(crate) struct RequestMeta<'a> {
     #[serde(default, borrow, rename = "progressToken")]
-    pub(crate) progress_token: Option<&'a RawValue>,
+    pub(crate) progress_token: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    pub(crate) protocol_version: Option<&'a RawValue>,
+    pub(crate) protocol_version: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub(crate) client_capabilities: Option<&'a RawValue>,
+    pub(crate) client_capabilities: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
-    pub(crate) log_level: Option<&'a RawValue>,
+    pub(crate) log_level: Option<RawText<'a>>,
+}
+
+/// A value's JSON text as written (what a borrowed `RawValue` holds): read
+/// by serde, or by the plain reader, which checked it as serde would.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawText<'a>(&'a str);
+
+impl<'a> RawText<'a> {
+    /// Text the plain reader checked reads as a value.
+    pub(crate) fn checked(text: &'a str) -> Self {
+        Self(text)
+    }
+
+    /// The text.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+
+    /// The value, owned.
+    pub(crate) fn to_raw_value(self) -> Option<Box<RawValue>> {
+        RawValue::from_string(self.0.to_owned()).ok()
+    }
+}
+
+impl std::fmt::Debug for RawText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(deserializer).map(|raw| Self(raw.get()))
+    }
 }

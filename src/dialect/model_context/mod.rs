@@ -12,6 +12,7 @@ pub(crate) mod to_client;
 
 use crate::dialect::Listing;
 use crate::handle::{ListKind, Push};
+use crate::jsonrpc::RawText;
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -640,7 +641,7 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
     }
     Ok(Step::Run {
         work: Work::CallTool { tool, arguments },
-        progress: progress.map(ToOwned::to_owned),
+        progress: progress.and_then(RawText::to_raw_value),
     })
 }
 

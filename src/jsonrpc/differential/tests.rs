@@ -14,6 +14,8 @@ fn the_usual_calls_are_read_here() {
         // (a progress token; a 2026-07-28 request's version and capabilities).
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1}}}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        // Members it does not read are skipped.
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}, "io.modelcontextprotocol/protocolVersion" : "2026-07-28"}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041 \ud83d\ude00"}}}"#,
         " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
     ] {
@@ -32,6 +34,9 @@ fn what_it_does_not_take_is_left_to_serde() {
         r#"{"json\u0072pc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         // Members it does not read, repeated ones, other ids.
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":1}}"#,
+        // A `_meta` member repeated, or named with an escape.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1,"progressToken":2}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progress\u0054oken":1}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"requestState":"s"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":-1,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
@@ -125,6 +130,32 @@ fn arguments(rng: &mut Rng, depth: u32) -> String {
     format!("{{{}}}", members.join(","))
 }
 
+/// A `_meta` object: the members the plain reader reads, others, names
+/// with escapes (one of which spells a member it reads), repeats.
+fn meta(rng: &mut Rng) -> String {
+    const NAMES: &[&str] = &[
+        "progressToken",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+        "io.modelcontextprotocol/clientInfo",
+        "progress\\u0054oken",
+        "x\\n",
+    ];
+    let n = rng.below(5);
+    let members: Vec<String> = (0..n)
+        .map(|_| {
+            let value = match rng.below(3) {
+                0 => arguments(rng, 2),
+                1 => "\"2026-07-28\"".to_owned(),
+                _ => rng.pick(VALUES).to_owned(),
+            };
+            format!("\"{}\" : {value}", rng.pick(NAMES))
+        })
+        .collect();
+    format!("{{ {} }}", members.join(" , "))
+}
+
 fn message(rng: &mut Rng) -> String {
     let v1 = rng.below(2) == 0;
     let mut params = vec![
@@ -150,6 +181,9 @@ fn message(rng: &mut Rng) -> String {
             rng.pick(&["\"_meta\":{}", "\"extra\":1", "\"arguments\":{}"])
                 .to_owned(),
         );
+    }
+    if rng.below(3) == 0 {
+        params.push(format!("\"_meta\":{}", meta(rng)));
     }
     let mut members = vec![
         format!(

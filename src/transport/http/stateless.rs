@@ -16,6 +16,7 @@
 //!   a request to the client. Closing it cancels the request.
 //! - `GET` and `DELETE` are `405`: the revision has neither.
 
+use crate::jsonrpc::RawText;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
@@ -123,11 +124,11 @@ struct Mirrored<'a> {
 #[derive(Deserialize, Default)]
 struct MetaVersion<'a> {
     #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    version: Option<&'a RawValue>,
+    version: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "progressToken")]
-    progress: Option<&'a RawValue>,
+    progress: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
-    log_level: Option<&'a RawValue>,
+    log_level: Option<RawText<'a>>,
 }
 
 impl McpService {
