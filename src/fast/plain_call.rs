@@ -223,6 +223,7 @@ impl<'t> Reader<'t> {
     /// reads the escape, and refuses the repeat).
     fn meta(&mut self) -> Option<PlainMeta<'t>> {
         let mut meta = PlainMeta::default();
+        let mut seen = [false; META_NAMES.len()];
         self.cursor.eat(b'{')?;
         if self.cursor.eat(b'}').is_some() {
             return Some(meta);
@@ -243,15 +244,20 @@ impl<'t> Reader<'t> {
             // Checked: the text is the client's. (`_meta` is one level.)
             self.cursor.skip_value::<true>(1, MAX_NESTING)?;
             let text = self.source.get(start..self.cursor.at)?;
-            let slot = match known {
-                Some(0) => &mut meta.progress_token,
-                Some(1) => &mut meta.protocol_version,
-                Some(2) => &mut meta.client_capabilities,
-                Some(3) => &mut meta.log_level,
-                _ => &mut None,
-            };
-            if slot.replace(text).is_some() {
-                return None;
+            if let Some(i) = known {
+                // Seen twice: refused (as serde refuses a repeated field,
+                // even after a `null`).
+                if std::mem::replace(seen.get_mut(i)?, true) {
+                    return None;
+                }
+                let slot = match i {
+                    0 => &mut meta.progress_token,
+                    1 => &mut meta.protocol_version,
+                    2 => &mut meta.client_capabilities,
+                    _ => &mut meta.log_level,
+                };
+                // `null` is no value (as an `Option` reads it).
+                *slot = (text != "null").then_some(text);
             }
             if self.cursor.closes(b'}')? {
                 return Some(meta);

@@ -16,6 +16,8 @@ fn the_usual_calls_are_read_here() {
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
         // Members it does not read are skipped.
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}, "io.modelcontextprotocol/protocolVersion" : "2026-07-28"}}}"#,
+        // A `null` member is none (as serde reads an `Option`).
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":null}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041 \ud83d\ude00"}}}"#,
         " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
     ] {
@@ -36,6 +38,7 @@ fn what_it_does_not_take_is_left_to_serde() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":1}}"#,
         // A `_meta` member repeated, or named with an escape.
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":1,"progressToken":2}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":null,"progressToken":2}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progress\u0054oken":1}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"requestState":"s"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"e","arguments":{}}}"#,
