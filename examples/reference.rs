@@ -147,7 +147,10 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             let local = listener.local_addr()?;
-            let config = http_config(&options.oauth, local)?;
+            let mut config = http_config(&options.oauth, local)?;
+            if let Some(streams) = options.max_streams {
+                config = config.max_streams(streams);
+            }
             tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server
                 .serve_http_on(listener, config, shutdown_signal())
@@ -247,6 +250,8 @@ struct Options {
     root: Option<PathBuf>,
     http: Option<std::net::SocketAddr>,
     max_message_size: Option<usize>,
+    /// How many long-lived HTTP streams may be open at once.
+    max_streams: Option<usize>,
     oauth: OAuthOptions,
     /// The deployment's Redis (feature `redis`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -268,6 +273,7 @@ impl Options {
             root: None,
             http: None,
             max_message_size: None,
+            max_streams: None,
             oauth: OAuthOptions::default(),
             redis: None,
         };
@@ -284,6 +290,11 @@ impl Options {
                         .parse()
                         .map_err(|e| format!("--max-message-size {bytes:?}: {e}"))?;
                     options.max_message_size = Some(bytes);
+                }
+                "--max-streams" => {
+                    let n = args.next().ok_or("--max-streams needs a number")?;
+                    let n = n.parse().map_err(|e| format!("--max-streams {n:?}: {e}"))?;
+                    options.max_streams = Some(n);
                 }
                 "--http" => {
                     let addr = args
@@ -318,7 +329,7 @@ impl Options {
                         std::io::stderr(),
                         "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
-                         \x20      [--redis URL]  (feature redis)"
+                         \x20      [--max-streams N] [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);
                 }

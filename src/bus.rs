@@ -61,6 +61,47 @@ pub enum BusMessage {
         /// Which list.
         list: ListKind,
     },
+    /// A Streamable HTTP session's state changed (its [`SessionRecord`]
+    /// was saved again): a process serving it reads it anew.
+    SessionChanged {
+        /// The session's id.
+        id: String,
+    },
+    /// A Streamable HTTP session ended (`DELETE`): every process drops it.
+    SessionEnded {
+        /// The session's id.
+        id: String,
+    },
+    /// The client's response to a request the server sent in a session
+    /// (elicitation, sampling, roots), received by a process whose copy of
+    /// the session did not send that request: the one that did takes it.
+    ClientResponse {
+        /// The session's id.
+        session: String,
+        /// The response, as the client wrote it (one JSON-RPC response).
+        message: String,
+    },
+}
+
+/// What a Streamable HTTP session (2025-11-25 family) is, for a process
+/// that did not create it: enough to serve its requests and its `GET`
+/// stream as the process that created it would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionRecord {
+    /// The negotiated protocol version.
+    pub version: String,
+    /// The client's declared capabilities.
+    pub capabilities: serde_json::Value,
+    /// Who opened it, when its endpoint verifies tokens: (issuer,
+    /// subject, client); the only principal it serves.
+    pub owner: Option<(String, Option<String>, Option<String>)>,
+    /// The client sent `initialized`: server notifications may flow.
+    pub ready: bool,
+    /// The least severe log level sent (`logging/setLevel`).
+    pub log_level: crate::client::LogLevel,
+    /// The resource URIs it subscribed to.
+    pub subscriptions: Vec<String>,
 }
 
 /// Where a bus delivers what the other processes announced: the server's
@@ -127,6 +168,33 @@ pub trait Bus: Send + Sync + 'static {
     /// Starts delivering the other processes' messages to `inbox`; called
     /// once, when the server is built.
     fn start(&self, inbox: Inbox);
+
+    /// Whether the deployment keeps Streamable HTTP sessions where every
+    /// process can read them ([`save_session`](Self::save_session),
+    /// [`load_session`](Self::load_session)): then a session's requests
+    /// may go to any process (default: `false`, each session lives on
+    /// the process that created it).
+    fn shares_sessions(&self) -> bool {
+        false
+    }
+
+    /// Keeps session `id`'s state for `ttl` from now (each save renews
+    /// it). Never waits: the write is queued.
+    fn save_session(&self, _id: &str, _record: &SessionRecord, _ttl: std::time::Duration) {}
+
+    /// Forgets session `id`. Never waits.
+    fn remove_session(&self, _id: &str) {}
+
+    /// Session `id`'s state, if the deployment keeps it: read when a
+    /// request names a session this process does not have (the one place
+    /// a request waits for the bus).
+    fn load_session<'a>(
+        &'a self,
+        _id: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>>
+    {
+        Box::pin(async { None })
+    }
 }
 
 /// One process, no peers: publishing sends nothing. The default.

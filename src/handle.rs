@@ -46,6 +46,19 @@ pub(crate) trait Served: Send + Sync + std::any::Any {
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
+/// What the transport that holds Streamable HTTP sessions hears of the
+/// other processes' sessions (implemented a layer up, by the HTTP
+/// endpoint's session store).
+pub(crate) trait SessionEvents: Send + Sync {
+    /// Session `id`'s saved state changed.
+    fn changed(&self, id: &str);
+    /// Session `id` ended.
+    fn ended(&self, id: &str);
+    /// A client's response in session `session`, for whichever copy sent
+    /// the request.
+    fn client_response(&self, session: &str, message: &str);
+}
+
 /// A cloneable handle to a server, for announcing changes to every ready
 /// session — from inside a tool ([`ToolContext::server`](crate::ToolContext::server))
 /// or from anywhere else in the program ([`Server::handle`](crate::Server::handle)).
@@ -62,6 +75,9 @@ struct HandleParts {
     served: OnceLock<Weak<dyn Served>>,
     /// How announcements reach the deployment's other processes.
     bus: OnceLock<Arc<dyn Bus>>,
+    /// The HTTP endpoints' session stores, told of other processes'
+    /// sessions.
+    session_events: Mutex<Vec<Weak<dyn SessionEvents>>>,
 }
 
 impl fmt::Debug for ServerHandle {
@@ -80,7 +96,23 @@ impl ServerHandle {
             states: Arc::default(),
             served: OnceLock::new(),
             bus: OnceLock::new(),
+            session_events: Mutex::default(),
         }))
+    }
+
+    /// The bus, once the server is built.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn bus(&self) -> Option<&Arc<dyn Bus>> {
+        self.0.bus.get()
+    }
+
+    /// Lets an HTTP endpoint's session store hear of other processes'
+    /// sessions (while it lives).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn add_session_events(&self, events: Weak<dyn SessionEvents>) {
+        let mut all = (self.0.session_events.lock()).unwrap_or_else(PoisonError::into_inner);
+        all.retain(|e| e.strong_count() > 0);
+        all.push(events);
     }
 
     /// Sets the bus (before the server is built; the first one set stays).
@@ -96,7 +128,7 @@ impl ServerHandle {
     }
 
     /// Hands `message` to the other processes.
-    fn publish(&self, message: BusMessage) {
+    pub(crate) fn publish(&self, message: BusMessage) {
         if let Some(bus) = self.0.bus.get() {
             bus.publish(message);
         }
@@ -250,7 +282,25 @@ impl Delivery for Delivered {
             return;
         };
         let served = parts.served.get().and_then(Weak::upgrade);
+        let sessions = || {
+            let all = (parts.session_events.lock()).unwrap_or_else(PoisonError::into_inner);
+            all.iter().filter_map(Weak::upgrade).collect::<Vec<_>>()
+        };
         let change = match message {
+            BusMessage::SessionChanged { id } => {
+                sessions().iter().for_each(|s| s.changed(&id));
+                return;
+            }
+            BusMessage::SessionEnded { id } => {
+                sessions().iter().for_each(|s| s.ended(&id));
+                return;
+            }
+            BusMessage::ClientResponse { session, message } => {
+                sessions()
+                    .iter()
+                    .for_each(|s| s.client_response(&session, &message));
+                return;
+            }
             BusMessage::ResourceUpdated { uri } => {
                 if !served.is_some_and(|s| s.lists_resource(&uri)) {
                     return;

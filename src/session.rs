@@ -23,6 +23,8 @@ pub(crate) use dispatch::{Beside, beside};
 #[cfg(feature = "http")]
 pub(crate) use outbox::About;
 pub(crate) use outbox::Outgoing;
+#[cfg(feature = "http")]
+pub(crate) use reader::Resumed;
 pub(crate) use reader::Session;
 pub use reader::{Input, MAX_PARKED};
 pub(crate) use shared::Shared;

@@ -13,7 +13,12 @@ It shows:
   3. Redis killed: requests go on, nothing hangs; Redis restarted: the
      streams hear of the gap (a conservative resources/updated) and later
      changes cross processes again;
-  4. one server process killed: requests through nginx go on.
+  4. a 2025-11-25 session through nginx, round robin (no affinity): served
+     by all three processes in turn, its GET stream hears of writes, an
+     elicitation is answered through another process than the tool's;
+  5. the process holding its GET stream killed: the stream ends, a new one
+     opened through nginx works, the session goes on; another process
+     killed: requests through nginx go on.
 
     tests/scale_out.py --reference target/release/examples/reference
 
@@ -76,6 +81,7 @@ class Deployment:
         self.redis = None
         self.servers = []
         self.nginx = None
+        self.extra_args = []
 
     def start_redis(self):
         self.redis = subprocess.Popen(
@@ -96,7 +102,7 @@ class Deployment:
             log = open(os.path.join(self.work, f"server{i}.log"), "wb")
             self.servers.append(subprocess.Popen(
                 [self.reference, "--http", f"127.0.0.1:{port}", "--root", root,
-                 "--redis", f"redis://127.0.0.1:{self.redis_port}/"],
+                 "--redis", f"redis://127.0.0.1:{self.redis_port}/", *self.extra_args],
                 stdout=subprocess.DEVNULL, stderr=log, env=env))
         for port in self.ports:
             wait_port(port, "a reference server")
@@ -135,6 +141,7 @@ http {{
       proxy_request_buffering off;
       proxy_read_timeout 300s;
       proxy_next_upstream error timeout;
+      add_header X-Upstream $upstream_addr always;
     }}
   }}
 }}
@@ -211,12 +218,28 @@ class Stream:
     def __init__(self, sock_file):
         self.messages = queue.Queue()
         self.file = sock_file
+        self.head = []  # the response's head lines
+        self.head_read = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
+
+    def header(self, name):
+        self.head_read.wait(PATIENCE)
+        for line in self.head:
+            key, _, value = line.partition(":")
+            if key.strip().lower() == name.lower():
+                return value.strip()
+        return None
 
     def _read(self):
         try:
             for raw in self.file:
                 line = raw.decode(errors="replace").strip()
+                if not self.head_read.is_set():
+                    if line:
+                        self.head.append(line)
+                    else:
+                        self.head_read.set()
+                    continue
                 if line.startswith("data:"):
                     line = line[5:].strip()
                 if line.startswith("{"):
@@ -226,6 +249,7 @@ class Stream:
                         pass
         except (OSError, ValueError):
             pass
+        self.head_read.set()
         self.messages.put(None)
 
     def wait_for(self, pred, what, patience=PATIENCE):
@@ -305,6 +329,12 @@ def session_stream(port):
     sock, stream = raw_request(port, head)
     time.sleep(0.2)  # the GET stream is registered once its head is read
     return sock, stream
+
+
+def get_head(port, sid):
+    """A session's GET stream request."""
+    return (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n"
+            f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n").encode()
 
 
 def updated_on_stream(m):
@@ -397,18 +427,107 @@ def main():
         listen.wait_for(updated_on_stream, "a write on C reaches A's listen stream again")
         v1.wait_for(updated_on_stream, "a write on C reaches A's v1.0 stream again")
 
-        # 4. A process dies: everything else goes on.
-        d.servers[2].kill()
-        d.servers[2].wait()
+        # 4. A 2025-11-25 session through nginx, round robin: no affinity.
+        with open(os.path.join(work, "access.log")) as f:
+            seen = len(f.readlines())
+        n = d.nginx_port
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                           "clientInfo": {"name": "scale-out", "version": "1"}}}
+        resp, _ = post(n, init)
+        sid = resp.getheader("Mcp-Session-Id")
+        check(resp.status == 200 and sid, "a session is created through nginx")
+        h = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        resp, _ = post(n, {"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
+        check(resp.status == 202, f"its initialized is taken ({resp.status})")
+        for i in range(4):
+            resp, reply = post(n, {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/list"}, h)
+            check(resp.status == 200 and "result" in reply, f"its tools/list {i} is served")
+        resp, reply = post(n, {"jsonrpc": "2.0", "id": 20, "method": "resources/subscribe",
+                               "params": {"uri": LAST_WRITE}}, h)
+        check(reply and "result" in reply, "it subscribes to last-write through nginx")
+        _, get_stream = raw_request(n, get_head(n, sid))
+        time.sleep(0.3)
+        write(a, "for the roaming session")
+        get_stream.wait_for(updated_on_stream, "its GET stream hears of a write")
+        # An elicitation answered through another process than the tool's
+        # (round robin sends the answer elsewhere; tried until it does).
+        crossed = False
+        for attempt in range(4):
+            call = json.dumps({"jsonrpc": "2.0", "id": 30 + attempt, "method": "tools/call",
+                               "params": {"name": "ask",
+                                          "arguments": {"question": "Go on?"}}}).encode()
+            head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{n}\r\n"
+                    "Content-Type: application/json\r\n"
+                    "Accept: application/json, text/event-stream\r\n"
+                    f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+                    f"Content-Length: {len(call)}\r\n\r\n").encode()
+            _, asking = raw_request(n, head, call)
+            question = asking.wait_for(lambda m: m.get("method") == "elicitation/create",
+                                       "the ask tool's elicitation arrives")
+            answer = {"jsonrpc": "2.0", "id": question["id"],
+                      "result": {"action": "accept", "content": {"yes": True}}}
+            resp, _ = post(n, answer, h)
+            check(resp.status == 202, f"the answer is taken ({resp.status})")
+            result = asking.wait_for(lambda m, i=30 + attempt: m.get("id") == i,
+                                     "the tool call ends")
+            check(result.get("result", {}).get("structuredContent", {}).get("yes") is True,
+                  f"the answer reached the waiting tool ({result})")
+            tool_at, answer_at = asking.header("X-Upstream"), resp.getheader("X-Upstream")
+            if tool_at and answer_at and tool_at != answer_at:
+                crossed = True
+                break
+        check(crossed, "an answer POSTed to another process reached the tool")
+        with open(os.path.join(work, "access.log")) as f:
+            lines = f.readlines()[seen:]
+        session_upstreams = {line.split()[0] for line in lines if line.strip()}
+        check(session_upstreams >= {f"127.0.0.1:{p}" for p in d.ports},
+              f"the session was served by all three processes ({sorted(session_upstreams)})")
+        get_upstream = get_stream.header("X-Upstream")
+        check(get_upstream is not None, f"nginx names the GET stream's process ({get_upstream})")
+        holder = d.ports.index(int(get_upstream.rsplit(":", 1)[1]))
+
+        # 5. The process holding the GET stream dies: the stream ends, the
+        # session goes on elsewhere, everything else too.
+        d.servers[holder].kill()
+        d.servers[holder].wait()
+        deadline = time.time() + PATIENCE
+        ended = False
+        while time.time() < deadline and not ended:
+            try:
+                ended = get_stream.messages.get(timeout=0.2) is None
+            except queue.Empty:
+                pass
+        check(ended, "the GET stream ends with its process")
+        _, get_stream = raw_request(n, get_head(n, sid))
+        time.sleep(0.3)
+        alive = [p for i, p in enumerate(d.ports) if i != holder]
+        write(alive[0], "after the holder died")
+        get_stream.wait_for(updated_on_stream, "a new GET stream on another process hears of writes")
+        resp, reply = post(n, {"jsonrpc": "2.0", "id": 40, "method": "tools/list"}, h)
+        check(resp.status == 200 and "result" in reply, "the session goes on")
+        started = time.time()
+        resp, _ = post(n, {"jsonrpc": "2.0", "id": 41, "method": "tools/list"},
+                       {"Mcp-Session-Id": "0" * 32, "MCP-Protocol-Version": "2025-11-25"})
+        check(resp.status == 404 and time.time() - started < PATIENCE,
+              f"a session no process knows gets a clean 404 ({resp.status})")
+
+        # 6. Everything else goes on.
+        for server in d.servers:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+                break  # a second process dies: one is left
         for i in range(9):
             resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": 100 + i,
                                               "method": "tools/list", "params": {"_meta": META}},
                                stateless_headers("tools/list"))
             if resp.status != 200 or "result" not in reply:
                 raise SystemExit(f"FAIL: with C dead, a request through nginx got {resp.status}")
-        print("ok: with C dead, requests through nginx go on")
-        write(b, "after C died")
-        listen.wait_for(updated_on_stream, "with C dead, B's write reaches A")
+        print("ok: with processes dead, requests through nginx go on")
+        survivor = next(i for i, p in enumerate(d.servers) if p.poll() is None)
+        write(d.ports[survivor], "with processes dead")
+        print("ok: the surviving process serves writes")
         print("PASS: scale-out")
     finally:
         d.stop()

@@ -14,6 +14,12 @@
 //!   resource the deployment's content; after a lost connection it also
 //!   tells every stream of a [gap](super::Inbox::gap), since messages sent
 //!   meanwhile were lost.
+//!
+//! Sessions are shared: each Streamable HTTP session's state is a key
+//! (`clawmcp:{deployment}:session:{id}`, JSON, expiring after the
+//! endpoint's session idle timeout), written by the publisher in order
+//! with the messages, and read when a process is asked for a session it
+//! does not have.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -25,7 +31,7 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, mpsc};
 
-use super::{Bus, BusMessage, Inbox};
+use super::{Bus, BusMessage, Inbox, SessionRecord};
 
 /// How many messages wait for the publisher at most.
 const QUEUE: usize = 4096;
@@ -45,7 +51,8 @@ pub enum RedisBusError {
 }
 
 /// A [`Bus`] through Redis (feature `redis`): pub/sub for announcements,
-/// a hash for shared contents. Make it inside the tokio runtime the server
+/// a hash for shared contents, a key per Streamable HTTP session (so that
+/// any process serves any session). Make it inside the tokio runtime the server
 /// runs on; it connects, and reconnects, by itself, and never makes a
 /// request wait for Redis. While Redis is down, announcements reach only
 /// the streams of the process that made them; when it is back, every
@@ -66,9 +73,24 @@ pub struct RedisBus(Arc<Shared>);
 struct Shared {
     /// This process's tag on what it publishes.
     origin: u64,
-    queue: mpsc::Sender<BusMessage>,
+    queue: mpsc::Sender<Outbound>,
     inbox: OnceLock<Inbox>,
     started: Notify,
+    client: ::redis::Client,
+    names: Names,
+    /// The connection session states are read on, once made.
+    reader: tokio::sync::OnceCell<::redis::aio::ConnectionManager>,
+}
+
+/// What the publisher sends, in order.
+enum Outbound {
+    Publish(BusMessage),
+    SaveSession {
+        id: String,
+        json: String,
+        ttl: Duration,
+    },
+    RemoveSession(String),
 }
 
 impl std::fmt::Debug for RedisBus {
@@ -98,16 +120,20 @@ impl RedisBus {
         let mut origin = [0u8; 8];
         getrandom::fill(&mut origin).map_err(|e| RedisBusError::Url(e.to_string()))?;
         let (queue, outbound) = mpsc::channel(QUEUE);
+        let names = Names {
+            channel: format!("clawmcp:{deployment}:changes"),
+            contents: format!("clawmcp:{deployment}:contents"),
+            sessions: format!("clawmcp:{deployment}:session:"),
+        };
         let shared = Arc::new(Shared {
             origin: u64::from_le_bytes(origin),
             queue,
             inbox: OnceLock::new(),
             started: Notify::new(),
+            client: client.clone(),
+            names: names.clone(),
+            reader: tokio::sync::OnceCell::new(),
         });
-        let names = Names {
-            channel: format!("clawmcp:{deployment}:changes"),
-            contents: format!("clawmcp:{deployment}:contents"),
-        };
         runtime.spawn(publish(
             client.clone(),
             names.clone(),
@@ -119,16 +145,70 @@ impl RedisBus {
     }
 }
 
+impl RedisBus {
+    fn queue(&self, outbound: Outbound) {
+        if self.0.queue.try_send(outbound).is_err() {
+            tracing::warn!("the Redis bus's queue is full: a message is dropped");
+        }
+    }
+}
+
 impl Bus for RedisBus {
     fn publish(&self, message: BusMessage) {
-        if self.0.queue.try_send(message).is_err() {
-            tracing::warn!("the Redis bus's queue is full: an announcement is dropped");
-        }
+        self.queue(Outbound::Publish(message));
     }
 
     fn start(&self, inbox: Inbox) {
         let _ = self.0.inbox.set(inbox);
         self.0.started.notify_one();
+    }
+
+    fn shares_sessions(&self) -> bool {
+        true
+    }
+
+    fn save_session(&self, id: &str, record: &SessionRecord, ttl: Duration) {
+        match serde_json::to_string(record) {
+            Ok(json) => self.queue(Outbound::SaveSession {
+                id: id.to_owned(),
+                json,
+                ttl,
+            }),
+            Err(e) => tracing::warn!("a session's state cannot be written: {e}"),
+        }
+    }
+
+    fn remove_session(&self, id: &str) {
+        self.queue(Outbound::RemoveSession(id.to_owned()));
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
+        Box::pin(async move {
+            let shared = &self.0;
+            let reader = shared
+                .reader
+                .get_or_try_init(|| ::redis::aio::ConnectionManager::new(shared.client.clone()))
+                .await;
+            let mut connection = match reader {
+                Ok(connection) => connection.clone(),
+                Err(e) => {
+                    tracing::warn!("the Redis bus cannot read a session: {e}");
+                    return None;
+                }
+            };
+            let key = format!("{}{id}", shared.names.sessions);
+            let json: Option<String> = match connection.get(&key).await {
+                Ok(json) => json,
+                Err(e) => {
+                    tracing::warn!("the Redis bus cannot read a session: {e}");
+                    return None;
+                }
+            };
+            json.and_then(|json| serde_json::from_str(&json).ok())
+        })
     }
 }
 
@@ -136,6 +216,8 @@ impl Bus for RedisBus {
 struct Names {
     channel: String,
     contents: String,
+    /// The prefix of session keys.
+    sessions: String,
 }
 
 /// The publisher: each queued message, in order, once Redis takes it.
@@ -143,17 +225,38 @@ async fn publish(
     client: ::redis::Client,
     names: Names,
     origin: u64,
-    mut outbound: mpsc::Receiver<BusMessage>,
+    mut outbound: mpsc::Receiver<Outbound>,
 ) {
     let mut connection = None;
     let mut backoff = Duration::from_millis(50);
-    while let Some(message) = outbound.recv().await {
-        let Ok(payload) = serde_json::to_string(&Envelope {
-            origin,
-            message: message.clone(),
-        }) else {
-            continue;
-        };
+    while let Some(next) = outbound.recv().await {
+        let mut pipe = ::redis::pipe();
+        match &next {
+            Outbound::Publish(message) => {
+                let Ok(payload) = serde_json::to_string(&Envelope {
+                    origin,
+                    message: message.clone(),
+                }) else {
+                    continue;
+                };
+                if let BusMessage::ResourceContent { uri, content } = message {
+                    pipe.hset(&names.contents, uri, content).ignore();
+                }
+                pipe.publish(&names.channel, &payload).ignore();
+            }
+            Outbound::SaveSession { id, json, ttl } => {
+                let key = format!("{}{id}", names.sessions);
+                pipe.pset_ex(
+                    key,
+                    json,
+                    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+                )
+                .ignore();
+            }
+            Outbound::RemoveSession(id) => {
+                pipe.del(format!("{}{id}", names.sessions)).ignore();
+            }
+        }
         loop {
             let manager = match &mut connection {
                 Some(manager) => manager,
@@ -167,11 +270,6 @@ async fn publish(
                     }
                 },
             };
-            let mut pipe = ::redis::pipe();
-            if let BusMessage::ResourceContent { uri, content } = &message {
-                pipe.hset(&names.contents, uri, content).ignore();
-            }
-            pipe.publish(&names.channel, &payload).ignore();
             match pipe.query_async::<()>(manager).await {
                 Ok(()) => {
                     backoff = Duration::from_millis(50);

@@ -124,6 +124,13 @@ impl Subscriptions {
         }
     }
 
+    /// Every URI the client subscribed to.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn uris(&self) -> Vec<String> {
+        let uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        uris.iter().cloned().collect()
+    }
+
     /// Whether the client subscribed to `uri`.
     pub(crate) fn contains(&self, uri: &str) -> bool {
         self.0

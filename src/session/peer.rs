@@ -37,6 +37,26 @@ struct Pending {
 }
 
 impl Peer {
+    /// A peer whose requests are numbered from `first` (a copy of a session
+    /// on another process numbers its own apart from the original's).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn numbered_from(first: u64) -> Self {
+        Self {
+            next_id: AtomicU64::new(first),
+            pending: Mutex::default(),
+        }
+    }
+
+    /// Whether request `id` waits for its answer here.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn waits_for(&self, id: Option<&RequestId>) -> bool {
+        let number = match id {
+            Some(RequestId::Number(digits)) => digits.parse::<u64>().ok(),
+            _ => None,
+        };
+        number.is_some_and(|n| self.pending().waiting.contains_key(&n))
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -31,6 +31,8 @@ use super::job::Job;
 use super::outbox::{Handled, Outbox};
 use super::shared::{Shared, Waiting};
 use super::slots::{Slot, Slots};
+#[cfg(feature = "http")]
+use crate::dialect::Change;
 use crate::dialect::{Dialect, Phase, ServerInner};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
@@ -106,6 +108,17 @@ enum Ending {
     Stopped,
 }
 
+/// What a session created by another process is past its handshake.
+#[cfg(feature = "http")]
+pub(crate) struct Resumed {
+    pub(crate) client: crate::dialect::ClientInfo,
+    pub(crate) ready: bool,
+    pub(crate) log_level: crate::client::LogLevel,
+    pub(crate) subscriptions: Vec<String>,
+    /// The id of its first request to the client.
+    pub(crate) first_request_id: u64,
+}
+
 /// A session's reader side. See the module docs.
 pub(crate) struct Session {
     shared: Arc<Shared>,
@@ -150,6 +163,48 @@ impl Session {
         stop: Arc<CancellationToken>,
     ) -> Self {
         Self::with_phase(server, dialect, out, stop, Phase::AwaitingInitialize, true)
+    }
+
+    /// A Model Context Protocol session over HTTP that another process
+    /// created: past its handshake as `resumed` says, with its client, log
+    /// level and subscriptions, and its requests to the client numbered
+    /// apart from the original's.
+    #[cfg(feature = "http")]
+    pub(crate) fn resumed_over_http(
+        server: &Arc<ServerInner>,
+        out: impl Into<Outbox>,
+        stop: Arc<CancellationToken>,
+        resumed: Resumed,
+    ) -> Self {
+        let phase = if resumed.ready {
+            Phase::Ready
+        } else {
+            Phase::InitializedSent
+        };
+        let mut shared = Shared::new(server.clone(), out.into(), Dialect::ModelContext);
+        shared.over_http = true;
+        shared.peer = super::peer::Peer::numbered_from(resumed.first_request_id);
+        shared.record(Change::Client(resumed.client));
+        shared.record(Change::LogLevel(resumed.log_level));
+        for uri in resumed.subscriptions {
+            shared.record(Change::Subscription { uri, on: true });
+        }
+        let shared = Arc::new(shared);
+        let session = Self {
+            slots: shared.slots.clone(),
+            shared,
+            phase,
+            stop,
+            not_json: false,
+            draining: false,
+            parked: VecDeque::new(),
+            parked_bytes: 0,
+            caller: Caller::default(),
+        };
+        if resumed.ready {
+            session.become_ready();
+        }
+        session
     }
 
     /// An implicit, already-initialized MCP v1.0 session that never

@@ -66,7 +66,13 @@ pub(crate) struct Shared {
     /// Cancelled when the session's input ends or it begins to shut down:
     /// its `subscriptions/listen` streams then end with their result.
     pub(crate) streams_end: tokio_util::sync::CancellationToken,
+    /// Told after each change of what the session records of its client
+    /// (the transport keeps it where other processes can read it).
+    observer: OnceLock<Observer>,
 }
+
+/// What is told of a session's recorded state after each change.
+pub(crate) type Observer = Box<dyn Fn(&Shared) + Send + Sync>;
 
 /// Requests in flight by id.
 type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
@@ -96,8 +102,39 @@ impl Shared {
             parked: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
             streams_end: tokio_util::sync::CancellationToken::new(),
+            observer: OnceLock::new(),
             server,
         }
+    }
+
+    /// Tells `observer` of every later change of the session's recorded
+    /// state (its client, log level, subscriptions, readiness).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn observe(&self, observer: Observer) {
+        let _ = self.observer.set(observer);
+    }
+
+    fn observed(&self) {
+        if let Some(observer) = self.observer.get() {
+            observer(self);
+        }
+    }
+
+    /// The least severe level sent as `notifications/message`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn log_level(&self) -> LogLevel {
+        const LEVELS: [LogLevel; 8] = [
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Notice,
+            LogLevel::Warning,
+            LogLevel::Error,
+            LogLevel::Critical,
+            LogLevel::Alert,
+            LogLevel::Emergency,
+        ];
+        let level = usize::from(self.log_level.load(Ordering::Relaxed));
+        LEVELS.get(level).copied().unwrap_or(LogLevel::Info)
     }
 
     /// Records how many requests the reader holds parked.
@@ -302,6 +339,7 @@ impl Shared {
 
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
+        self.observed();
     }
 
     /// Past the handshake: notifications of the server's own may be sent.
@@ -364,6 +402,13 @@ impl SessionState for Shared {
 impl Shared {
     /// Records what a dialect asked for with a reply.
     pub(crate) fn record(&self, change: Change) {
+        self.restore(change);
+        self.observed();
+    }
+
+    /// Applies `change` as [`record`](Self::record) does, but tells the
+    /// observer nothing: a change another copy of the session made.
+    pub(crate) fn restore(&self, change: Change) {
         match change {
             Change::Client(client) => {
                 let _ = self.client.set(client);

@@ -333,10 +333,7 @@ impl Server {
             gate,
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
-            sessions: Arc::new(Sessions::new(
-                config.max_sessions,
-                config.session_idle_timeout,
-            )),
+            sessions: Sessions::new(config.max_sessions, config.session_idle_timeout, self),
             accepted: Arc::default(),
             config: Arc::new(config),
             host_rule,
@@ -530,14 +527,17 @@ impl McpService {
                 return (stateless::not_allowed(), Leftover::Unread(body));
             }
             Method::GET if streamable => {
-                return (self.streamable_get(parts, &caller), Leftover::Unread(body));
+                return (
+                    self.streamable_get(parts, &caller).await,
+                    Leftover::Unread(body),
+                );
             }
             Method::DELETE
                 if dialects.model_context()
                     && parts.headers.contains_key(streamable::SESSION_ID) =>
             {
                 return (
-                    self.streamable_delete(parts, &caller),
+                    self.streamable_delete(parts, &caller).await,
                     Leftover::Unread(body),
                 );
             }

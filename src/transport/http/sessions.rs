@@ -5,6 +5,15 @@
 //! request's response, messages of no request on the `GET` stream, or
 //! nowhere. The store bounds how many sessions live at once and ends those
 //! idle for too long.
+//!
+//! With a bus that shares sessions ([`Bus::shares_sessions`]), every
+//! session's state is saved where every process reads it, after each
+//! change (and again while it is used, so it does not expire): a request
+//! or a `GET` naming a session this process does not have adopts it — a
+//! local copy past its handshake with the saved client, log level and
+//! subscriptions — so any process serves any session. Copies hear of each
+//! other's changes through the bus, and a client's response to a request
+//! another copy sent goes to that copy.
 
 use std::collections::HashMap;
 use std::io;
@@ -17,12 +26,17 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::dialect::Dialect;
-use crate::jsonrpc::RequestId;
+use crate::bus::{Bus, BusMessage, SessionRecord};
+use crate::dialect::{Change, ClientInfo, Dialect};
+use crate::handle::SessionEvents;
+use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::{Caller, Principal};
 use crate::server::{Input, Server};
-use crate::session::{About, Outgoing, Session, Shared};
+use crate::session::{About, Outgoing, Resumed, Session, Shared};
 use crate::tool::CancelReason;
+
+/// How long a request waits for a session's saved state.
+const LOAD_PATIENCE: Duration = Duration::from_secs(2);
 
 /// Messages waiting for the router before the session's tasks wait.
 const OUTBOX: usize = 256;
@@ -75,6 +89,49 @@ pub(super) struct HttpSession {
     stop: Arc<CancellationToken>,
     routes: Mutex<Routes>,
     last_active: Mutex<Instant>,
+    /// Saves the session's state for the other processes (a bus that
+    /// shares sessions).
+    saver: Option<Arc<Saver>>,
+}
+
+/// Saves one session's state through the bus, and tells the other
+/// processes it changed.
+struct Saver {
+    id: String,
+    owner: Option<(String, Option<String>, Option<String>)>,
+    bus: Arc<dyn Bus>,
+    ttl: Duration,
+    saved: Mutex<Instant>,
+}
+
+impl Saver {
+    fn save(&self, shared: &Shared) {
+        let Some(client) = shared.client.get() else {
+            return; // not initialized yet: nothing another process could serve
+        };
+        let record = SessionRecord {
+            version: client.version.to_owned(),
+            capabilities: client.capabilities.clone(),
+            owner: self.owner.clone(),
+            ready: shared.is_ready(),
+            log_level: shared.log_level(),
+            subscriptions: shared.subscriptions.uris(),
+        };
+        self.bus.save_session(&self.id, &record, self.ttl);
+        self.bus.publish(BusMessage::SessionChanged {
+            id: self.id.clone(),
+        });
+        *self.saved.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// Saves again when the last save is a quarter of the time to live
+    /// old: a session in use never expires.
+    fn renew(&self, shared: &Shared) {
+        let saved = *self.saved.lock().unwrap_or_else(PoisonError::into_inner);
+        if saved.elapsed() > self.ttl / 4 {
+            self.save(shared);
+        }
+    }
 }
 
 impl HttpSession {
@@ -87,6 +144,33 @@ impl HttpSession {
             .last_active
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        if let (Some(saver), Some(shared)) = (&self.saver, self.shared()) {
+            saver.renew(&shared);
+        }
+    }
+
+    /// Hands the client's response to a request the server sent: to this
+    /// copy when it sent it, else to the copy on another process that did
+    /// (through the bus). `false` when the session has ended.
+    pub(super) fn answer(
+        &self,
+        id: Option<&RequestId>,
+        outcome: Result<&serde_json::value::RawValue, &serde_json::value::RawValue>,
+        body: &Bytes,
+    ) -> bool {
+        let Some(shared) = self.shared() else {
+            return false;
+        };
+        match &self.saver {
+            Some(saver) if !shared.peer.waits_for(id) => {
+                saver.bus.publish(BusMessage::ClientResponse {
+                    session: self.id.clone(),
+                    message: String::from_utf8_lossy(body).into_owned(),
+                });
+            }
+            _ => shared.peer.answer(id, outcome),
+        }
+        true
     }
 
     /// The core session's state, if it still runs.
@@ -222,6 +306,8 @@ pub(super) struct Sessions {
     idle: Duration,
     /// The sweeper that ends idle sessions runs.
     sweeping: std::sync::atomic::AtomicBool,
+    /// The bus, when it keeps sessions where every process reads them.
+    shared_by: Option<Arc<dyn Bus>>,
 }
 
 /// Why a session could not be created.
@@ -233,13 +319,117 @@ pub(super) enum Refused {
 }
 
 impl Sessions {
-    pub(super) fn new(max: usize, idle: Duration) -> Self {
-        Self {
+    /// The sessions of an endpoint of `server`: shared with the other
+    /// processes when its bus shares sessions.
+    pub(super) fn new(max: usize, idle: Duration, server: &Server) -> Arc<Self> {
+        let handle = server.handle();
+        let shared_by = handle.bus().filter(|bus| bus.shares_sessions()).cloned();
+        let sessions = Arc::new(Self {
             map: Mutex::new(HashMap::new()),
             max,
             idle,
             sweeping: std::sync::atomic::AtomicBool::new(false),
+            shared_by,
+        });
+        if sessions.shared_by.is_some() {
+            let events: Arc<dyn SessionEvents> = sessions.clone();
+            handle.add_session_events(Arc::downgrade(&events));
         }
+        sessions
+    }
+
+    /// Forgets a session everywhere (its saved state, and every process's
+    /// copy); `true` when there was one here or in the saved states that
+    /// `caller` may end.
+    pub(super) async fn end_everywhere(&self, id: &str, caller: &Caller) -> bool {
+        let here = self.get(id);
+        let ours = match (&here, &self.shared_by) {
+            (Some(session), _) => session.serves(caller),
+            (None, Some(bus)) => match load(bus, id).await {
+                Some(record) => owner_of(&record)
+                    .is_none_or(|o| caller.principal.as_deref().is_some_and(|p| o.is(p))),
+                None => false,
+            },
+            (None, None) => false,
+        };
+        if !ours {
+            return false;
+        }
+        self.remove(id);
+        if let Some(bus) = &self.shared_by {
+            bus.remove_session(id);
+            bus.publish(BusMessage::SessionEnded { id: id.to_owned() });
+        }
+        true
+    }
+
+    /// The session with this id: this process's, or one another process
+    /// created, adopted now from its saved state; `None` when there is none
+    /// (or the saved state cannot be read in time).
+    pub(super) async fn find(
+        self: &Arc<Self>,
+        id: &str,
+        server: &Server,
+        stop: &CancellationToken,
+    ) -> Option<Arc<HttpSession>> {
+        if let Some(session) = self.get(id) {
+            return Some(session);
+        }
+        let bus = self.shared_by.as_ref()?;
+        // A session created a moment ago may not be saved yet: a few short
+        // tries before it is unknown.
+        let mut record = None;
+        for wait in [0, 20, 60, 120] {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            record = load(bus, id).await;
+            if record.is_some() {
+                break;
+            }
+        }
+        let record = record?;
+        let Some(version) = crate::dialect::model_context::VERSIONS
+            .into_iter()
+            .find(|v| *v == record.version)
+        else {
+            tracing::warn!(
+                session = id,
+                version = record.version,
+                "a saved session of an unknown version"
+            );
+            return None;
+        };
+        let mut first = [0u8; 4];
+        getrandom::fill(&mut first).ok()?;
+        let resumed = Resumed {
+            client: ClientInfo {
+                version,
+                capabilities: record.capabilities.clone(),
+            },
+            ready: record.ready,
+            log_level: record.log_level,
+            subscriptions: record.subscriptions.clone(),
+            // Apart from the original's ids (from 0) and likely from every
+            // other copy's.
+            first_request_id: u64::from(u32::from_le_bytes(first)) << 20,
+        };
+        let owner = owner_of(&record);
+        let mut map = self.map();
+        if let Some(session) = map.get(id) {
+            return Some(session.clone()); // adopted meanwhile
+        }
+        if map.len() >= self.max {
+            return None;
+        }
+        let (out, outbox) = mpsc::channel(OUTBOX);
+        let (input, inbox) = mpsc::channel(INBOX);
+        let stop = Arc::new(stop.child_token());
+        let session = Session::resumed_over_http(server.inner(), out, stop.clone(), resumed);
+        let http = self.start(id.to_owned(), owner, &session, input, stop, outbox);
+        map.insert(http.id.clone(), http.clone());
+        drop(map);
+        tokio::spawn(session.run(Inbox(inbox)));
+        tracing::debug!(session = id, "adopted a session another process created");
+        Some(http)
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
@@ -281,21 +471,53 @@ impl Sessions {
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
         let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
+        let owner = caller.principal.as_deref().map(Owner::of);
+        let http = self.start(id, owner, &session, input, stop, outbox);
+        map.insert(http.id.clone(), http.clone());
+        drop(map);
+        tokio::spawn(session.run(Inbox(inbox)));
+        Ok(http)
+    }
+
+    /// The HTTP side of core session `session`: its router started, and
+    /// (with a bus that shares sessions) its state saved after each change.
+    fn start(
+        self: &Arc<Self>,
+        id: String,
+        owner: Option<Owner>,
+        session: &Session,
+        input: mpsc::Sender<(Input, Caller)>,
+        stop: Arc<CancellationToken>,
+        outbox: mpsc::Receiver<Outgoing>,
+    ) -> Arc<HttpSession> {
+        let saver = self.shared_by.clone().map(|bus| {
+            Arc::new(Saver {
+                id: id.clone(),
+                owner: owner.as_ref().map(Owner::parts),
+                bus,
+                ttl: self.idle,
+                saved: Mutex::new(Instant::now()),
+            })
+        });
+        if let Some(saver) = &saver {
+            let saver = saver.clone();
+            session
+                .shared()
+                .observe(Box::new(move |shared| saver.save(shared)));
+        }
         let http = Arc::new(HttpSession {
             id,
             input: Mutex::new(Some(input)),
             shared: Arc::downgrade(session.shared()),
-            owner: caller.principal.as_deref().map(Owner::of),
+            owner,
             stop,
             routes: Mutex::new(Routes::default()),
             last_active: Mutex::new(Instant::now()),
+            saver,
         });
-        map.insert(http.id.clone(), http.clone());
-        drop(map);
-        tokio::spawn(session.run(Inbox(inbox)));
         tokio::spawn(route(Arc::downgrade(&http), outbox));
         self.start_sweeper();
-        Ok(http)
+        http
     }
 
     /// Ends the sessions idle for longer than the idle timeout.
@@ -370,6 +592,14 @@ impl Owner {
         }
     }
 
+    fn parts(&self) -> (String, Option<String>, Option<String>) {
+        (
+            self.issuer.clone(),
+            self.subject.clone(),
+            self.client.clone(),
+        )
+    }
+
     fn is(&self, principal: &Principal) -> bool {
         principal.binding()
             == (
@@ -377,6 +607,86 @@ impl Owner {
                 self.subject.as_deref(),
                 self.client.as_deref(),
             )
+    }
+}
+
+/// The owner a saved session names.
+fn owner_of(record: &SessionRecord) -> Option<Owner> {
+    record.owner.clone().map(|(issuer, subject, client)| Owner {
+        issuer,
+        subject,
+        client,
+    })
+}
+
+/// Session `id`'s saved state, if it can be read in time.
+async fn load(bus: &Arc<dyn Bus>, id: &str) -> Option<SessionRecord> {
+    match tokio::time::timeout(LOAD_PATIENCE, bus.load_session(id)).await {
+        Ok(record) => record,
+        Err(_) => {
+            tracing::warn!(session = id, "a saved session could not be read in time");
+            None
+        }
+    }
+}
+
+impl SessionEvents for Sessions {
+    fn changed(&self, id: &str) {
+        let (Some(session), Some(bus)) = (self.get(id), self.shared_by.clone()) else {
+            return;
+        };
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            let Some(record) = load(&bus, &id).await else {
+                return;
+            };
+            let Some(shared) = session.shared() else {
+                return;
+            };
+            // Applied without saving again (the copy that changed saved it).
+            shared.restore(Change::LogLevel(record.log_level));
+            let now: std::collections::HashSet<String> =
+                shared.subscriptions.uris().into_iter().collect();
+            for uri in &record.subscriptions {
+                if !now.contains(uri) {
+                    shared.restore(Change::Subscription {
+                        uri: uri.clone(),
+                        on: true,
+                    });
+                }
+            }
+            for uri in now {
+                if !record.subscriptions.contains(&uri) {
+                    shared.restore(Change::Subscription { uri, on: false });
+                }
+            }
+            if record.ready && !shared.is_ready() {
+                // The client's `initialized` reached another copy: this
+                // one's reader takes it as its own.
+                let initialized = Bytes::from_static(
+                    br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                );
+                session.send(initialized, &Caller::default()).await;
+            }
+        });
+    }
+
+    fn ended(&self, id: &str) {
+        self.remove(id);
+    }
+
+    fn client_response(&self, session: &str, message: &str) {
+        let Some(shared) = self.get(session).and_then(|s| s.shared()) else {
+            return;
+        };
+        let crate::jsonrpc::Parsed::Single(Incoming::Response { id, outcome }) =
+            crate::jsonrpc::parse(message.as_bytes())
+        else {
+            return;
+        };
+        if shared.peer.waits_for(id.as_ref()) {
+            shared.peer.answer(id.as_ref(), outcome);
+        }
     }
 }
 

@@ -126,7 +126,7 @@ impl McpService {
                     "Mcp-Session-Id is required: send initialize first",
                 );
             }
-            (_, Some(id)) => match self.0.sessions.get(id) {
+            (_, Some(id)) => match self.find_session(id).await {
                 Some(session) if session.serves(caller) => session,
                 _ => return unknown_session(),
             },
@@ -154,13 +154,12 @@ impl McpService {
             }
             Incoming::Response { id, outcome } => {
                 // Answers to the server's requests go straight to the
-                // waiting tool: they never wait for an in-flight slot.
-                match session.shared() {
-                    Some(shared) => {
-                        shared.peer.answer(id.as_ref(), outcome);
-                        accepted()
-                    }
-                    None => unknown_session(),
+                // waiting tool (on whichever process it waits): they never
+                // wait for an in-flight slot.
+                if session.answer(id.as_ref(), outcome, body) {
+                    accepted()
+                } else {
+                    unknown_session()
                 }
             }
             Incoming::Invalid { id, reason } => rpc_error(
@@ -299,8 +298,14 @@ impl McpService {
         }
     }
 
+    /// The session with this id, this process's or adopted from its saved
+    /// state (a bus that shares sessions).
+    async fn find_session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.0.sessions.find(id, &self.0.server, &self.0.stop).await
+    }
+
     /// `GET`: the session's stream of messages tied to no request.
-    pub(super) fn streamable_get(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
+    pub(super) async fn streamable_get(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
         if !accepts(parts, "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -308,7 +313,7 @@ impl McpService {
             );
         }
         let session = match session_header(parts) {
-            Ok(Some(id)) => match self.0.sessions.get(id) {
+            Ok(Some(id)) => match self.find_session(id).await {
                 Some(session) if session.serves(caller) => session,
                 _ => return unknown_session(),
             },
@@ -357,15 +362,13 @@ impl McpService {
     }
 
     /// `DELETE`: ends the session; its requests in flight are cancelled.
-    pub(super) fn streamable_delete(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
-        let owned = |id: &str| {
-            self.0
-                .sessions
-                .get(id)
-                .is_some_and(|session| session.serves(caller))
-        };
+    pub(super) async fn streamable_delete(
+        &self,
+        parts: &Parts,
+        caller: &Caller,
+    ) -> Response<McpBody> {
         match session_header(parts) {
-            Ok(Some(id)) if owned(id) && self.0.sessions.remove(id) => Response::builder()
+            Ok(Some(id)) if self.0.sessions.end_everywhere(id, caller).await => Response::builder()
                 .status(StatusCode::NO_CONTENT)
                 .body(McpBody::empty())
                 .unwrap_or_default(),
