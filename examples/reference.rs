@@ -149,7 +149,10 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
             let local = listener.local_addr()?;
             let mut config = http_config(&options.oauth, local)?;
             if let Some(streams) = options.max_streams {
-                config = config.max_streams(streams);
+                // Room for as many streams and the usual connections beside.
+                config = config
+                    .max_streams(streams)
+                    .max_connections(streams.saturating_add(1024));
             }
             tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server

@@ -1,0 +1,282 @@
+//! Streamable HTTP sessions shared between processes (docs/model-context.md
+//! §5, "Sessions across processes"): two servers in one process stand for
+//! two processes, each on its own loopback port, joined by a bus that
+//! shares sessions (an in-memory hub standing for Redis). A session opened
+//! on one is served by the other; a subscription made on one reaches the
+//! `GET` stream held by the other; an elicitation answered to the other
+//! reaches the tool; `DELETE` on one ends it on both.
+
+mod http_support;
+mod model_context_support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawmcp::bus::{Bus, BusMessage, Inbox, SessionRecord};
+use clawmcp::transport::HttpConfig;
+use clawmcp::{Server, SharedResource};
+use http_body_util::BodyExt;
+use http_support::{Client, ReqBody, empty, full, request};
+use hyper::body::Incoming;
+use hyper::{Method, Response, StatusCode};
+use model_context_support::{PATIENCE, Probe, STATUS};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::time::timeout;
+
+const ACCEPT: &str = "application/json, text/event-stream";
+
+/// What the processes share: every inbox, and the saved sessions.
+#[derive(Default)]
+struct Hub {
+    inboxes: Mutex<Vec<(usize, Inbox)>>,
+    sessions: Mutex<HashMap<String, SessionRecord>>,
+}
+
+/// One process's end of the hub.
+struct End {
+    hub: Arc<Hub>,
+    me: usize,
+}
+
+impl Bus for End {
+    fn publish(&self, message: BusMessage) {
+        let inboxes = self.hub.inboxes.lock().unwrap().clone();
+        for (who, inbox) in inboxes {
+            if who != self.me {
+                inbox.deliver(message.clone());
+            }
+        }
+    }
+
+    fn start(&self, inbox: Inbox) {
+        self.hub.inboxes.lock().unwrap().push((self.me, inbox));
+    }
+
+    fn shares_sessions(&self) -> bool {
+        true
+    }
+
+    fn save_session(&self, id: &str, record: &SessionRecord, _ttl: Duration) {
+        let mut sessions = self.hub.sessions.lock().unwrap();
+        sessions.insert(id.to_owned(), record.clone());
+    }
+
+    fn remove_session(&self, id: &str) {
+        self.hub.sessions.lock().unwrap().remove(id);
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
+        let record = self.hub.sessions.lock().unwrap().get(id).cloned();
+        Box::pin(async move { record })
+    }
+}
+
+/// One "process": a server of the test items on a loopback port.
+struct Process {
+    addr: SocketAddr,
+    status: SharedResource,
+    _server: Server,
+}
+
+async fn process(hub: &Arc<Hub>, me: usize) -> Process {
+    let probe = Probe::default();
+    let status = model_context_support::status();
+    let server = model_context_support::builder(&probe, &status)
+        .bus(End {
+            hub: hub.clone(),
+            me,
+        })
+        .build()
+        .expect("builds");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    let serving = server.clone();
+    tokio::spawn(async move {
+        serving
+            .serve_http_on(listener, HttpConfig::default(), std::future::pending())
+            .await
+    });
+    Process {
+        addr,
+        status,
+        _server: server,
+    }
+}
+
+fn post(session: Option<&str>, message: &Value) -> hyper::Request<ReqBody> {
+    let mut headers = vec![("content-type", "application/json"), ("accept", ACCEPT)];
+    if let Some(id) = session {
+        headers.push(("mcp-session-id", id));
+    }
+    let body = full(serde_json::to_vec(message).expect("serialisable"));
+    request(Method::POST, "/mcp", &headers, body)
+}
+
+async fn send(to: &Process, request: hyper::Request<ReqBody>) -> (Client, Response<Incoming>) {
+    let mut client = Client::connect(to.addr).await;
+    let response = client.send(request).await;
+    (client, response)
+}
+
+async fn body_text(response: Response<Incoming>) -> String {
+    let bytes = timeout(PATIENCE, response.into_body().collect())
+        .await
+        .expect("a body in time")
+        .expect("a body")
+        .to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The JSON messages of an SSE or JSON body.
+fn messages(text: &str) -> Vec<Value> {
+    if text.trim_start().starts_with('{') {
+        return vec![serde_json::from_str(text).expect("JSON")];
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+/// Reads an open SSE body until a message satisfies `wanted`.
+async fn until(body: &mut Incoming, buffer: &mut String, wanted: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        if let Some(found) = messages(buffer).into_iter().find(|m| wanted(m)) {
+            buffer.clear();
+            return found;
+        }
+        let frame = timeout(PATIENCE, body.frame())
+            .await
+            .expect("a message in time")
+            .expect("the stream is open")
+            .expect("a frame");
+        if let Some(data) = frame.data_ref() {
+            buffer.push_str(&String::from_utf8_lossy(data));
+        }
+    }
+}
+
+async fn open_session(on: &Process) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25",
+                                 "capabilities": {"elicitation": {}},
+                                 "clientInfo": {"name": "t", "version": "1"}}});
+    let (_c, response) = send(on, post(None, &init)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    body_text(response).await;
+    id
+}
+
+#[tokio::test]
+async fn a_session_opened_on_one_process_is_served_by_another_with_its_state() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    // Its `initialized` and its requests may go to the other process.
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (_c, response) = send(&b, post(Some(&id), &initialized)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (_c, response) = send(&b, post(Some(&id), &list)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let reply = messages(&body_text(response).await).remove(0);
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+
+    // A subscription made on A reaches the GET stream held by B.
+    let (_g, stream) = send(
+        &b,
+        request(
+            Method::GET,
+            "/mcp",
+            &[("accept", "text/event-stream"), ("mcp-session-id", &id)],
+            empty(),
+        ),
+    )
+    .await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut stream = stream.into_body();
+    let subscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+                           "params": {"uri": STATUS}});
+    let (_c, response) = send(&a, post(Some(&id), &subscribe)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    body_text(response).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    a.status.set("changed on A");
+    let mut buffer = String::new();
+    let updated = until(&mut stream, &mut buffer, |m| {
+        m["method"] == "notifications/resources/updated"
+    })
+    .await;
+    assert_eq!(updated["params"]["uri"], STATUS);
+    assert_eq!(b.status.get(), "changed on A", "the content crossed too");
+}
+
+#[tokio::test]
+async fn an_elicitation_answered_to_another_process_reaches_the_waiting_tool() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    send(&a, post(Some(&id), &initialized)).await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {}}});
+    let (_c, response) = send(&a, post(Some(&id), &call)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let question = until(&mut body, &mut buffer, |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+                        "result": {"action": "accept",
+                                   "content": {"name": "Ada", "sure": true}}});
+    let (_c, response) = send(&b, post(Some(&id), &answer)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let reply = until(&mut body, &mut buffer, |m| m["id"] == 7).await;
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Ada"), "{reply}");
+}
+
+#[tokio::test]
+async fn delete_on_one_process_ends_the_session_on_every_process() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (_c, response) = send(&b, post(Some(&id), &list)).await;
+    assert_eq!(response.status(), StatusCode::OK, "B adopted it");
+    let (_c, response) = send(
+        &b,
+        request(Method::DELETE, "/mcp", &[("mcp-session-id", &id)], empty()),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for on in [&a, &b] {
+        let (_c, response) = send(on, post(Some(&id), &list)).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+    // An id no process saved: a clean 404.
+    let (_c, response) = send(&b, post(Some(&"0".repeat(32)), &list)).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
