@@ -10,6 +10,11 @@
 //! once; the bus carries it to the others, each of which delivers it to its
 //! own. So each stream hears of a change exactly once.
 //!
+//! A bus may also keep Streamable HTTP sessions where every process reads
+//! them ([`Bus::shares_sessions`]): then any process serves any session,
+//! and a client's answer to a request a tool sent reaches the process
+//! where the tool waits, whichever process it was posted to.
+//!
 //! A server without a bus ([`LocalBus`], the default) is one process.
 //! [`RedisBus`] (feature `redis`) connects the processes through Redis
 //! pub/sub. A [`Bus`] never makes a request wait: publishing hands the

@@ -189,18 +189,7 @@ impl Session {
         for uri in resumed.subscriptions {
             shared.record(Change::Subscription { uri, on: true });
         }
-        let shared = Arc::new(shared);
-        let session = Self {
-            slots: shared.slots.clone(),
-            shared,
-            phase,
-            stop,
-            not_json: false,
-            draining: false,
-            parked: VecDeque::new(),
-            parked_bytes: 0,
-            caller: Caller::default(),
-        };
+        let session = Self::of(shared, stop, phase);
         if resumed.ready {
             session.become_ready();
         }
@@ -238,6 +227,11 @@ impl Session {
     ) -> Self {
         let mut shared = Shared::new(server.clone(), out.into(), dialect);
         shared.over_http = over_http;
+        Self::of(shared, stop, phase)
+    }
+
+    /// The reader of `shared`, in `phase`.
+    fn of(shared: Shared, stop: Arc<CancellationToken>, phase: Phase) -> Self {
         let shared = Arc::new(shared);
         Self {
             slots: shared.slots.clone(),
