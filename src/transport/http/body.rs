@@ -109,11 +109,37 @@ enum BodyKind {
 /// server stops.
 struct Events {
     first: Option<Vec<u8>>,
-    messages: mpsc::Receiver<Vec<u8>>,
+    messages: Feed,
     keep_alive: tokio::time::Interval,
     stop: Pin<Box<WaitForCancellationFutureOwned>>,
     /// The stream slot it holds (a `GET` stream), freed when it ends.
     _slot: Option<OwnedSemaphorePermit>,
+}
+
+/// Where an event stream's messages come from.
+pub(super) enum Feed {
+    /// Messages a router put there (a session's `GET` stream, a request's
+    /// stream in a session).
+    Routed(mpsc::Receiver<Vec<u8>>),
+    /// A request's own session's output (a 2026-07-28 request): the body
+    /// is the output's one reader, so dropping it (the client closed the
+    /// stream) closes the output, which stops the request's work.
+    Output(mpsc::Receiver<crate::session::Outgoing>),
+}
+
+impl Feed {
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+        match self {
+            Self::Routed(messages) => messages.poll_recv(cx),
+            Self::Output(output) => output.poll_recv(cx).map(|m| m.map(|m| m.bytes)),
+        }
+    }
+}
+
+impl From<mpsc::Receiver<Vec<u8>>> for Feed {
+    fn from(messages: mpsc::Receiver<Vec<u8>>) -> Self {
+        Self::Routed(messages)
+    }
 }
 
 /// Appends one SSE `message` event carrying `json` (compact JSON: one line).
@@ -163,7 +189,7 @@ impl McpBody {
     /// `messages` ends or `stop` fires.
     pub(super) fn sse(
         first: Option<Vec<u8>>,
-        messages: mpsc::Receiver<Vec<u8>>,
+        messages: impl Into<Feed>,
         keep_alive: Duration,
         stop: CancellationToken,
         slot: Option<OwnedSemaphorePermit>,
@@ -175,7 +201,7 @@ impl McpBody {
         Self {
             kind: BodyKind::Events(Box::new(Events {
                 first,
-                messages,
+                messages: messages.into(),
                 keep_alive,
                 stop: Box::pin(stop.cancelled_owned()),
                 _slot: slot,

@@ -28,7 +28,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::body::McpBody;
+use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::model_context::methods;
 use crate::dialect::stateless::keys;
@@ -210,8 +210,9 @@ impl McpService {
 
     /// The response to request `id` from what its session writes: JSON when
     /// the reply comes first, else a stream of its notifications ending
-    /// with the reply. When the client closes the stream, the forwarder
-    /// stops, the session's output closes, and the work is cancelled.
+    /// with the reply. When the client closes the stream, the body (the
+    /// output's one reader) is dropped, the session's output closes, and
+    /// the work is cancelled.
     async fn respond_from(
         &self,
         id: &RequestId,
@@ -227,24 +228,11 @@ impl McpService {
         if is_reply(&first) {
             return json(status_of(&first.bytes), first.bytes);
         }
-        let (events, messages) = mpsc::channel(OUTBOX);
-        tokio::spawn(async move {
-            loop {
-                // A stream the client closed is seen even while the work
-                // sends nothing.
-                let message = tokio::select! {
-                    message = outbox.recv() => message,
-                    () = events.closed() => None,
-                };
-                let Some(message) = message else { break };
-                if events.send(message.bytes).await.is_err() {
-                    break;
-                }
-            }
-        });
+        // The body reads the session's output itself: a stream the client
+        // closes drops it, which the work sees at once (its output closed).
         sse(McpBody::sse(
             Some(first.bytes),
-            messages,
+            Feed::Output(outbox),
             self.0.config.sse_keep_alive,
             (*self.0.stop).clone(),
             None,
