@@ -33,7 +33,7 @@ SKIPPED = {
     "cargo run --features oauth --example reference -- --http 127.0.0.1:8080 \\":
         "needs an authorization server: .ci/run's OAuth step runs the reference "
         "example with --oauth-issuer against oidc-provider and the official Python client",
-    "redis-server --port 6379 &":
+    "redis-server --port 6379 --bind 127.0.0.1 &":
         "starts a deployment (redis-server and three processes): .ci/run's scale-out "
         "step runs that topology, with nginx, in tests/scale_out.py",
     "claude mcp add --transport http example https://mcp.example.com/mcp   # Claude Code":

@@ -39,8 +39,9 @@ pub(crate) trait Served: Send + Sync + std::any::Any {
     fn lists_resource(&self, uri: &str) -> bool;
     /// The URIs of the resources the server lists.
     fn resource_uris(&self) -> Vec<String>;
-    /// Gives resource `uri` the content another process set: whether that
-    /// changed its content.
+    /// Gives resource `uri` the content another process set: whether the
+    /// server lists it (then the change is announced, as the process that
+    /// set it announced it, even when the content is the same).
     fn mirror(&self, uri: &str, content: &str) -> bool;
     /// The server, to downcast.
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;

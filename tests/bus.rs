@@ -141,7 +141,7 @@ async fn after_a_gap_every_stream_hears_that_everything_may_have_changed() {
 }
 
 #[tokio::test]
-async fn content_for_a_resource_this_process_does_not_have_is_ignored() {
+async fn an_unknown_resource_is_ignored_and_an_unchanged_content_still_announced() {
     let (a_bus, b_bus) = pair();
     let (_a, _) = process(a_bus.clone());
     let (b, b_status) = process(b_bus);
@@ -150,13 +150,16 @@ async fn content_for_a_resource_this_process_does_not_have_is_ignored() {
     inbox.deliver(BusMessage::ResourceUpdated {
         uri: "mcp://test/resources/unknown".into(),
     });
-    // The same content again changes nothing and announces nothing.
+    let quiet = on_b.collect(Duration::from_millis(100)).await;
+    assert!(quiet.is_empty(), "{quiet:?}");
+    // A set with the content it already had is announced on the process
+    // that made it, so on every other too.
     let message: BusMessage = serde_json::from_value(json!({
         "kind": "resourceContent", "uri": STATUS, "content": "starting"
     }))
     .expect("a bus message");
     inbox.deliver(message);
-    let quiet = on_b.collect(Duration::from_millis(100)).await;
-    assert!(quiet.is_empty(), "{quiet:?}");
+    let updated = next_of(&mut on_b, "notifications/resources/updated").await;
+    assert_eq!(updated["uri"], STATUS);
     assert_eq!(b_status.get(), "starting");
 }

@@ -336,7 +336,8 @@ impl Served for ServerInner {
         else {
             return false;
         };
-        resource.mirror(content)
+        resource.mirror(content);
+        true
     }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
