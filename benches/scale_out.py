@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import resource
-import selectors
 import shutil
 import socket
 import statistics
@@ -83,52 +82,40 @@ def quiet_write(port, content, rid):
         raise SystemExit(f"a write failed: {reply}")
 
 
+def fanout_client():
+    """The fan-out client (benches/fanout_client.rs), built where cargo says."""
+    out = subprocess.run(
+        ["cargo", "build", "--release", "--bench", "fanout_client", "--message-format=json"],
+        cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."),
+        capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "fanout_client" \
+                and m.get("executable"):
+            return m["executable"]
+    raise SystemExit("the fan-out client did not build")
+
+
 def bench_fan_out(d, streams):
     before = sum(rss_kib(p.pid) for p in d.servers)
-    sel = selectors.DefaultSelector()
-    socks = []
-    for i in range(streams):
-        port = d.ports[i % 3]
-        s = socket.create_connection(("127.0.0.1", port))
-        s.setblocking(False)
-        s.sendall(listen_request(port))
-        socks.append(s)
-        sel.register(s, selectors.EVENT_READ, {"buf": b"", "acked": False, "at": None})
-    # Every acknowledgement read.
-    acked = 0
-    deadline = time.time() + 120
-    while acked < streams and time.time() < deadline:
-        for key, _ in sel.select(timeout=1):
-            data = key.data
-            chunk = key.fileobj.recv(65536)
-            data["buf"] += chunk
-            if not data["acked"] and b"acknowledged" in data["buf"]:
-                data["acked"] = True
-                data["buf"] = b""
-                acked += 1
-    if acked < streams:
-        raise SystemExit(f"only {acked} of {streams} listen streams were acknowledged")
+    client = subprocess.Popen([fanout_client(), ",".join(map(str, d.ports)), str(streams)],
+                              stdout=subprocess.PIPE, text=True)
+    if client.stdout.readline().strip() != "READY":
+        raise SystemExit("the fan-out client could not open its streams")
     time.sleep(1)
     after = sum(rss_kib(p.pid) for p in d.servers)
     per_stream = (after - before) * 1024 / streams
-    started = time.perf_counter()
+    started = time.time()
     quiet_write(d.ports[1], "fan-out", 1)
-    arrived = 0
     times = []
-    deadline = time.time() + 60
-    while arrived < streams and time.time() < deadline:
-        for key, _ in sel.select(timeout=1):
-            data = key.data
-            chunk = key.fileobj.recv(65536)
-            data["buf"] += chunk
-            if data["at"] is None and b"resources/updated" in data["buf"]:
-                data["at"] = time.perf_counter()
-                times.append((data["at"] - started) * 1000)
-                arrived += 1
-    for s in socks:
-        s.close()
-    if arrived < streams:
-        raise SystemExit(f"only {arrived} of {streams} streams heard of the change")
+    for line in client.stdout:
+        if line.strip() == "DONE":
+            break
+        times.append((float(line) - started) * 1000)
+    client.kill()
+    client.wait()
+    if len(times) < streams:
+        raise SystemExit(f"only {len(times)} of {streams} streams heard of the change")
     return percentile(times, 50), percentile(times, 99), per_stream
 
 
