@@ -32,8 +32,8 @@ pub(crate) enum Push {
 
 /// The built server, as the handle sees it (weakly: the server holds
 /// the handle). Implemented a layer up, so that the handle knows nothing
-/// of how items are compiled; edits reach the server through
-/// [`ServerHandle::server`].
+/// of how items are compiled; edits reach it (downcast) through the
+/// handle's `served`.
 pub(crate) trait Served: Send + Sync + std::any::Any {
     /// Whether the server lists a resource with this URI (mcpId).
     fn lists_resource(&self, uri: &str) -> bool;
