@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::BuildError;
@@ -373,41 +373,65 @@ impl PushRegistry {
     }
 }
 
-/// A ready session's pending changes.
+/// A ready session's pending changes, and the waker of its one reader.
 #[derive(Default)]
 pub(crate) struct PushQueue {
-    pending: Mutex<Vec<Push>>,
-    wake: Notify,
+    state: Mutex<QueueState>,
     closed: AtomicBool,
+}
+
+/// What a [`PushQueue`] holds under its lock: a change and the reader's
+/// waker are never seen apart, so no change is missed between a reader's
+/// look and its sleep.
+#[derive(Default)]
+struct QueueState {
+    pending: Vec<Push>,
+    reader: Option<Waker>,
 }
 
 impl PushQueue {
     /// Waits for a change, then takes every pending one; `None` once the
     /// session was unregistered and nothing is left.
     pub(crate) async fn next_batch(&self) -> Option<Vec<Push>> {
-        loop {
-            let batch = std::mem::take(&mut *self.pending());
-            if !batch.is_empty() {
-                return Some(batch);
-            }
-            if self.closed.load(Ordering::Acquire) {
-                return None;
-            }
-            self.wake.notified().await;
-        }
+        std::future::poll_fn(|cx| self.poll_next_batch(cx)).await
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Push>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    /// [`next_batch`](Self::next_batch) as a poll: each queue has one
+    /// reader, whose waker the latest poll leaves.
+    pub(crate) fn poll_next_batch(&self, cx: &mut Context<'_>) -> Poll<Option<Vec<Push>>> {
+        let mut state = self.state();
+        if !state.pending.is_empty() {
+            return Poll::Ready(Some(std::mem::take(&mut state.pending)));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Poll::Ready(None);
+        }
+        match &mut state.reader {
+            Some(waker) => waker.clone_from(cx.waker()),
+            reader => *reader = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn push(&self, change: &Push) {
-        let mut pending = self.pending();
-        if !pending.contains(change) {
-            pending.push(change.clone());
+        let mut state = self.state();
+        if !state.pending.contains(change) {
+            state.pending.push(change.clone());
         }
-        drop(pending);
-        self.wake.notify_one();
+        let reader = state.reader.take();
+        drop(state);
+        reader.into_iter().for_each(Waker::wake);
+    }
+
+    /// Ends the queue: its reader sees the end once the rest is taken.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let reader = self.state().reader.take();
+        reader.into_iter().for_each(Waker::wake);
     }
 }
 
@@ -468,12 +492,16 @@ impl Subscription {
     pub(crate) fn number(&self) -> u64 {
         self.number
     }
+
+    /// The queue it registered.
+    pub(crate) fn queue(&self) -> &PushQueue {
+        &self.queue
+    }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.registry.sessions().remove(&self.number);
-        self.queue.closed.store(true, Ordering::Release);
-        self.queue.wake.notify_one();
+        self.queue.close();
     }
 }

@@ -139,6 +139,8 @@ impl Server {
                         forbidden: Some(needed),
                         ..answered(Some(reply))
                     },
+                    // (MCP v1.0 has no listen streams: none is dispatched here.)
+                    Alone::Listening(_) => answered(None),
                     Alone::Running(job) => {
                         let (out, replies) = tokio::sync::mpsc::channel(2);
                         Session::implicit(&self.inner, out, stop.clone())

@@ -21,6 +21,8 @@ pub(crate) use dispatch::{Alone, alone};
 #[cfg(feature = "http")]
 pub(crate) use dispatch::{Beside, beside};
 #[cfg(feature = "http")]
+pub(crate) use listen::Listener;
+#[cfg(feature = "http")]
 pub(crate) use outbox::About;
 pub(crate) use outbox::Outgoing;
 #[cfg(feature = "http")]

@@ -151,6 +151,39 @@ async fn the_end_of_the_input_ends_a_stream_with_its_result() {
     );
 }
 
+/// A `POST /mcp` of listen stream `id` to `addr` (2026-07-28 headers).
+fn listen_post(addr: std::net::SocketAddr, id: &str) -> Request<http_support::ReqBody> {
+    let body = serde_json::to_vec(&listen(id, &[WATCHED])).expect("json");
+    Request::builder()
+        .method(Method::POST)
+        .uri(format!("http://{addr}/mcp"))
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(full(body))
+        .expect("a request")
+}
+
+/// Reads `body` until what it carried holds `needle`; `seen` keeps it all.
+async fn read_until(body: &mut hyper::body::Incoming, seen: &mut String, needle: &str) {
+    timeout(PATIENCE, async {
+        while !seen.contains(needle) {
+            let frame = body
+                .frame()
+                .await
+                .unwrap_or_else(|| panic!("the stream ended before {needle}: {seen}"))
+                .expect("a frame");
+            if let Some(data) = frame.data_ref() {
+                seen.push_str(&String::from_utf8_lossy(data));
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{needle} in time: {seen}"));
+}
+
 #[tokio::test]
 async fn over_http_a_listen_stream_is_sse_carrying_a_change_made_through_another_request() {
     let (server, watched, _) = server();
@@ -215,6 +248,98 @@ async fn over_http_a_listen_stream_is_sse_carrying_a_change_made_through_another
         .find("notifications/resources/updated")
         .expect("updated");
     assert!(ack < update, "the acknowledgement comes first: {seen}");
+}
+
+#[tokio::test]
+async fn over_http_shutdown_ends_a_listen_stream_with_its_result_then_the_stream_ends() {
+    let mut server = http_support::TestServer::start(Default::default()).await;
+    let mut client = server.client().await;
+    let response = client.send(listen_post(server.addr, "L")).await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut seen = String::new();
+    read_until(
+        &mut body,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
+    server.shutdown();
+    read_until(&mut body, &mut seen, r#""result""#).await;
+    let last = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .last()
+        .expect("an event");
+    let result: Value = serde_json::from_str(last).expect("the last event is JSON");
+    assert_eq!(result["id"], "L", "{seen}");
+    assert_eq!(result["result"]["resultType"], "complete", "{seen}");
+    let rest = timeout(PATIENCE, async {
+        let mut rest = String::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(frame) = frame
+                && let Some(data) = frame.data_ref()
+            {
+                rest.push_str(&String::from_utf8_lossy(data));
+            }
+        }
+        rest
+    })
+    .await
+    .expect("the stream ends after its result");
+    assert!(
+        !rest.contains("data: "),
+        "nothing follows the result: {rest}"
+    );
+    server.join().await.expect("the server stops");
+}
+
+#[tokio::test]
+async fn over_http_a_listen_stream_takes_a_stream_slot_that_closing_it_frees() {
+    let server =
+        http_support::TestServer::start(clawmcp::transport::HttpConfig::default().max_streams(1))
+            .await;
+    let mut first = server.client().await;
+    let response = first.send(listen_post(server.addr, "A")).await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut seen = String::new();
+    read_until(
+        &mut body,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
+
+    let mut second = server.client().await;
+    let refused = second.send(listen_post(server.addr, "B")).await;
+    assert_eq!(refused.status(), 503, "the one slot is taken");
+    assert_eq!(refused.headers()["retry-after"], "1");
+    drop(refused);
+
+    // The client closes the first stream: its slot comes free.
+    drop(body);
+    first.close().await;
+    let opened = timeout(PATIENCE, async {
+        loop {
+            let mut client = server.client().await;
+            let response = client.send(listen_post(server.addr, "B")).await;
+            if response.status() == 200 {
+                return response;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("a stream opens once the first one closed");
+    let mut body = opened.into_body();
+    let mut seen = String::new();
+    read_until(
+        &mut body,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
 }
 
 #[tokio::test]

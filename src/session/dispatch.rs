@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde_json::value::RawValue;
 
 use super::job::{Job, Run};
+use super::listen::{Listener, Listening};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
@@ -197,7 +198,13 @@ fn serve(
             (listing, work, progress, None),
         ),
         Step::Listen(filter) => {
-            Dispatched::Run(Job::listening(shared, listing, id, filter, started, caller))
+            let listening = Listening {
+                id,
+                filter,
+                listing,
+                started,
+            };
+            Dispatched::Run(Job::listening(listening, caller))
         }
         Step::Round {
             work,
@@ -304,6 +311,8 @@ pub(crate) enum Alone {
     /// Its work goes on: it needs a session to finish in
     /// (`Session::run_job`).
     Running(Job),
+    /// A listen stream (2026-07-28): the response body reads it.
+    Listening(#[cfg_attr(not(feature = "http"), allow(dead_code))] Listener),
     /// Refused for want of scopes: the JSON-RPC error reply, and the
     /// scopes the request needs (for a `403` challenge).
     Forbidden(Vec<u8>, Box<[String]>),
@@ -331,9 +340,13 @@ pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller
             return Alone::Answered(None);
         }
         Dispatched::Reply(handled) | Dispatched::Effect(Effect::Initialized(handled)) => handled,
-        Dispatched::Run(job) => match poll_once(shared, job) {
-            Ok(handled) => handled,
-            Err(job) => return Alone::Running(job),
+        Dispatched::Run(job) => match job.into_listening() {
+            // A listen stream is no work to poll: the transport runs it.
+            Ok(listening) => return Alone::Listening(listening.into_listener(&shared.server)),
+            Err(job) => match poll_once(shared, job) {
+                Ok(handled) => handled,
+                Err(job) => return Alone::Running(job),
+            },
         },
     };
     // The detached state never traces, and MCP v1.0 sends the changes a

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use tracing::Instrument;
 
 use super::link::RoundSource;
+use super::listen::Listening;
 use super::outbox::Handled;
 use super::shared::Shared;
 use crate::dialect::Listing;
@@ -84,6 +85,8 @@ enum Stage {
     },
     /// Work boxed, to poll (started or not).
     Running(Running),
+    /// A listen stream, not started: its work is made where it runs.
+    Listen(Listening),
     /// Finished: polled to its end.
     Done,
 }
@@ -164,35 +167,58 @@ impl Job {
         job
     }
 
-    /// A `subscriptions/listen` stream of `shared`'s (2026-07-28) as a
-    /// job: it ends when the client cancels it or goes away, or with its
-    /// result when the server shuts down.
-    pub(crate) fn listening(
-        shared: &Arc<Shared>,
-        listing: Arc<Listing>,
-        id: RequestId,
-        filter: crate::dialect::stateless::Filter,
-        started: Option<Instant>,
-        caller: &Caller,
-    ) -> Self {
-        let work = super::listen::listen(shared.clone(), id.clone(), filter);
+    /// A `subscriptions/listen` stream (2026-07-28) as a job: it ends when
+    /// the client cancels it or goes away, or with its result when the
+    /// server shuts down or its session's input ends. Its work starts
+    /// where the job runs, on that session's output; a transport that runs
+    /// the stream itself takes it back out ([`into_listening`](Self::into_listening)).
+    pub(crate) fn listening(listening: Listening, caller: &Caller) -> Self {
         Job {
             dialect: Dialect::Stateless,
             method: "",
             may_block: false,
-            stage: Stage::Running(running(work, None)),
             cause: None,
             info: JobInfo {
                 tool: None,
                 limit: None,
                 round: None,
                 private: caller.principal.is_some(),
-                listing,
+                listing: listening.listing.clone(),
             },
-            id,
+            id: listening.id.clone(),
             cancel: None,
-            started,
+            started: listening.started,
             caller: caller.clone(),
+            stage: Stage::Listen(listening),
+        }
+    }
+
+    /// The listen stream this job is, not started, or the job itself.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn into_listening(mut self) -> Result<Listening, Self> {
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Listen(listening) => Ok(listening),
+            stage => {
+                self.stage = stage;
+                Err(self)
+            }
+        }
+    }
+
+    /// The work of a stage not started yet, boxed to run on `shared`'s
+    /// output; a started stage as it is.
+    fn started(&mut self, shared: &Arc<Shared>, stage: Stage) -> Stage {
+        match stage {
+            Stage::Call {
+                tool,
+                text,
+                progress,
+            } => Stage::Running(self.boxed_call(shared, tool, Arguments::Text(text), progress)),
+            Stage::Listen(listening) => {
+                let work = super::listen::listen(shared.clone(), listening.id, listening.filter);
+                Stage::Running(running(work, None))
+            }
+            stage => stage,
         }
     }
 
@@ -270,6 +296,13 @@ impl Job {
             Stage::Running(mut running) => match running.as_mut().poll(&mut cx) {
                 Poll::Ready(outcome) => Ok(outcome),
                 Poll::Pending => Err(running),
+            },
+            listen @ Stage::Listen(_) => match self.started(shared, listen) {
+                Stage::Running(mut running) => match running.as_mut().poll(&mut cx) {
+                    Poll::Ready(outcome) => Ok(outcome),
+                    Poll::Pending => Err(running),
+                },
+                _ => Ok(Err(POLLED_AFTER_ITS_END.to_owned())),
             },
             Stage::Done => Ok(Err(POLLED_AFTER_ITS_END.to_owned())),
         };
@@ -359,15 +392,9 @@ impl Job {
     /// cancel, the time limit, the end of shutdown's grace period, the
     /// client going away). The time limit counts from here.
     async fn run(mut self, shared: Arc<Shared>) -> Handled {
-        // A tool call not started on the reader starts here.
-        self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Call {
-                tool,
-                text,
-                progress,
-            } => Stage::Running(self.boxed_call(&shared, tool, Arguments::Text(text), progress)),
-            stage => stage,
-        };
+        // A tool call not started on the reader, or a listen stream, starts here.
+        let stage = std::mem::replace(&mut self.stage, Stage::Done);
+        self.stage = self.started(&shared, stage);
         let cancel = self.cancel.get_or_insert_with(Cancellation::new).clone();
         let Stage::Running(work) = &mut self.stage else {
             return self.finish(&shared, Some(Err(POLLED_AFTER_ITS_END.to_owned())));

@@ -664,6 +664,13 @@ fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> 
     finish(server, reply, Some(cache))
 }
 
+/// The result that ends listen stream `id` gracefully: it names the
+/// subscription.
+pub(crate) fn subscription_ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+    let reply = crate::jsonrpc::encode_result(id, &json!({}));
+    finish_as(server, reply, None, Some(id))
+}
+
 /// The reply to a request whose work ended.
 pub(crate) fn encode_end(
     server: &ServerInner,
@@ -672,9 +679,7 @@ pub(crate) fn encode_end(
     job: &JobInfo,
 ) -> Option<Vec<u8>> {
     if matches!(ended, Ended::Finished(Ok(Done::SubscriptionEnded))) {
-        // The stream's graceful end: its result names the subscription.
-        let reply = crate::jsonrpc::encode_result(id, &json!({}));
-        return Some(finish_as(server, reply, None, Some(id)));
+        return Some(subscription_ended(server, id));
     }
     if let Some(round) = job.round.as_deref() {
         let missing = round.missing();

@@ -18,7 +18,7 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::server::Input;
-use crate::session::Outgoing;
+use crate::session::{Listener, Outgoing};
 use crate::transport::json_stream::JsonStreamDecoder;
 
 /// How a streaming response gathers ready messages into one chunk.
@@ -112,7 +112,10 @@ struct Events {
     messages: Feed,
     keep_alive: tokio::time::Interval,
     stop: Pin<Box<WaitForCancellationFutureOwned>>,
-    /// The stream slot it holds (a `GET` stream), freed when it ends.
+    /// The stream has given its last chunk.
+    ended: bool,
+    /// The stream slot it holds (a `GET` or listen stream), freed when it
+    /// ends.
     _slot: Option<OwnedSemaphorePermit>,
 }
 
@@ -125,6 +128,10 @@ pub(super) enum Feed {
     /// is the output's one reader, so dropping it (the client closed the
     /// stream) closes the output, which stops the request's work.
     Output(mpsc::Receiver<crate::session::Outgoing>),
+    /// A 2026-07-28 listen stream, read here: no session and no task
+    /// stand behind it; dropping it (the client closed the stream)
+    /// unregisters it.
+    Listen(Box<Listener>),
 }
 
 impl Feed {
@@ -132,6 +139,16 @@ impl Feed {
         match self {
             Self::Routed(messages) => messages.poll_recv(cx),
             Self::Output(output) => output.poll_recv(cx).map(|m| m.map(|m| m.bytes)),
+            Self::Listen(listener) => listener.poll_next(cx).map(Some),
+        }
+    }
+
+    /// The message that ends the stream when the server stops, if its feed
+    /// has one (a listen stream's result).
+    fn last(&self) -> Option<Vec<u8>> {
+        match self {
+            Self::Listen(listener) => Some(listener.end()),
+            Self::Routed(_) | Self::Output(_) => None,
         }
     }
 }
@@ -204,6 +221,7 @@ impl McpBody {
                 messages: messages.into(),
                 keep_alive,
                 stop: Box::pin(stop.cancelled_owned()),
+                ended: false,
                 _slot: slot,
             })),
         }
@@ -270,16 +288,28 @@ impl Body for McpBody {
 }
 
 impl Events {
+    /// The last chunk of a stream that ends: what is left, then the end.
+    fn end(&mut self, chunk: Vec<u8>) -> Option<Result<Frame<Bytes>, Infallible>> {
+        self.ended = true;
+        (!chunk.is_empty()).then(|| Ok(Frame::data(Bytes::from(chunk))))
+    }
+
     fn poll_chunk(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
         let mut chunk = Vec::new();
         if let Some(first) = self.first.take() {
             event(&mut chunk, &first);
         }
         if self.stop.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(ready_chunk(chunk));
+            if let Some(last) = self.messages.last() {
+                event(&mut chunk, &last);
+            }
+            return Poll::Ready(self.end(chunk));
         }
         loop {
             match self.messages.poll_recv(cx) {
@@ -289,7 +319,7 @@ impl Events {
                         break;
                     }
                 }
-                Poll::Ready(None) => return Poll::Ready(ready_chunk(chunk)),
+                Poll::Ready(None) => return Poll::Ready(self.end(chunk)),
                 Poll::Pending => break,
             }
         }
@@ -304,9 +334,4 @@ impl Events {
             Poll::Pending => Poll::Pending,
         }
     }
-}
-
-/// The last chunk of a stream that ends: what is left, then the end.
-fn ready_chunk(chunk: Vec<u8>) -> Option<Result<Frame<Bytes>, Infallible>> {
-    (!chunk.is_empty()).then(|| Ok(Frame::data(Bytes::from(chunk))))
 }

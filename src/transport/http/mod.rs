@@ -55,7 +55,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN};
+use http::header::{
+    ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN, RETRY_AFTER,
+};
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body::Body;
@@ -211,7 +213,8 @@ impl HttpConfig {
     }
 
     /// How many long-lived streams (MCP v1.0 streaming sessions, Model
-    /// Context Protocol `GET` streams) may be open at once (default 512,
+    /// Context Protocol `GET` streams, 2026-07-28 `subscriptions/listen`
+    /// streams) may be open at once (default 512,
     /// half the connection limit, so that idle streams cannot take every
     /// connection from single exchanges); past it a new one gets `503` with
     /// `Retry-After`.
@@ -655,6 +658,18 @@ fn sse(body: McpBody) -> Response<McpBody> {
         .header("x-accel-buffering", "no")
         .body(body)
         .unwrap_or_default()
+}
+
+/// `503` with `Retry-After`: every long-lived stream slot is taken.
+fn too_many_streams() -> Response<McpBody> {
+    let mut response = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many streams are open; try again later",
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<McpBody> {

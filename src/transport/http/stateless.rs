@@ -35,7 +35,7 @@ use crate::dialect::stateless::keys;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId, ToolCall};
 use crate::principal::Caller;
-use crate::session::{Alone, Outgoing, Session, alone};
+use crate::session::{Alone, Listener, Outgoing, Session, alone};
 
 /// `Mcp-Name`.
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
@@ -205,7 +205,26 @@ impl McpService {
                 tokio::spawn(session.run_job(job, bytes));
                 self.respond_from(&id, outbox).await
             }
+            Alone::Listening(listener) => self.listen_stream(listener),
         }
+    }
+
+    /// A listen stream's response: its events, read from the listener by
+    /// the body itself, in one of the long-lived stream slots (`503` with
+    /// `Retry-After` when none is free). At shutdown it ends with its
+    /// result; a client that closes it drops the listener, which
+    /// unregisters it.
+    fn listen_stream(&self, listener: Listener) -> Response<McpBody> {
+        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
+            return super::too_many_streams();
+        };
+        sse(McpBody::sse(
+            None,
+            Feed::Listen(Box::new(listener)),
+            self.0.config.sse_keep_alive,
+            (*self.0.stop).clone(),
+            Some(slot),
+        ))
     }
 
     /// The response to request `id` from what its session writes: JSON when
@@ -318,9 +337,10 @@ impl McpService {
         {
             self.check_params(parts, name, mirrored.arguments)?;
         }
-        // A listen stream is nothing but notifications.
-        Ok(method == crate::dialect::stateless::LISTEN
-            || mirrored
+        // (A listen stream is nothing but notifications, yet it needs no
+        // session: `alone` hands it back for the body to read.)
+        Ok(method != crate::dialect::stateless::LISTEN
+            && mirrored
                 .meta
                 .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
     }

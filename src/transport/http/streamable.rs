@@ -337,14 +337,7 @@ impl McpService {
             );
         }
         let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
-            let mut response = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many streams are open; try again later",
-            );
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-            return response;
+            return super::too_many_streams();
         };
         let Some(events) = session.open_get() else {
             return plain(
