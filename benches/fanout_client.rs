@@ -1,13 +1,13 @@
 //! The fan-out bench's client (benches/scale_out.py runs it): opens N idle
 //! 2026-07-28 `subscriptions/listen` streams for the reference example's
 //! last-write resource, spread over the given ports, waits until each is
-//! acknowledged, prints `READY`, then prints, for each stream, the wall
-//! clock time (seconds since the Unix epoch) at which its
-//! `notifications/resources/updated` arrived, one per line, then `DONE`.
-//! A tokio client, so that reading 10,000 sockets costs the measurement
-//! little.
+//! acknowledged, prints `READY`; then, for each of ROUNDS changes, prints
+//! for each stream the wall clock time (seconds since the Unix epoch) at
+//! which that round's `notifications/resources/updated` arrived, one per
+//! line, then `DONE`. A tokio client, so that reading 10,000 sockets costs
+//! the measurement little.
 //!
-//!     fanout_client PORT[,PORT...] STREAMS
+//!     fanout_client PORT[,PORT...] STREAMS [ROUNDS]
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -32,6 +32,13 @@ fn request(port: u16) -> Vec<u8> {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
 }
 
 async fn stream(port: u16, acked: mpsc::Sender<()>, arrived: mpsc::Sender<f64>) {
@@ -60,11 +67,15 @@ async fn stream(port: u16, acked: mpsc::Sender<()>, arrived: mpsc::Sender<f64>) 
             was_acked = true;
             seen.clear();
             let _ = acked.send(()).await;
-        } else if was_acked && contains(&seen, b"resources/updated") {
-            let _ = arrived.send(at).await;
-            // Stay connected until the bench ends.
-            let _ = socket.read(&mut buf).await;
-            return;
+        } else if was_acked {
+            // Each event is whole in `seen` once its blank line is there.
+            let Some(end) = seen.windows(2).rposition(|w| w == b"\n\n") else {
+                continue;
+            };
+            for _ in 0..count(&seen[..end + 2], b"resources/updated") {
+                let _ = arrived.send(at).await;
+            }
+            seen.drain(..end + 2);
         }
     }
 }
@@ -79,8 +90,9 @@ async fn main() {
         .filter_map(|p| p.parse().ok())
         .collect();
     let streams: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
     if ports.is_empty() || streams == 0 {
-        eprintln!("usage: fanout_client PORT[,PORT...] STREAMS");
+        eprintln!("usage: fanout_client PORT[,PORT...] STREAMS [ROUNDS]");
         std::process::exit(2);
     }
     let (acked_tx, mut acked) = mpsc::channel(streams);
@@ -104,15 +116,19 @@ async fn main() {
         }
     }
     println!("READY");
-    let mut times = Vec::with_capacity(streams);
-    while times.len() < streams {
-        match tokio::time::timeout(Duration::from_secs(60), arrived.recv()).await {
-            Ok(Some(at)) => times.push(at),
-            _ => break,
+    for _ in 0..rounds {
+        let mut times = Vec::with_capacity(streams);
+        while times.len() < streams {
+            match tokio::time::timeout(Duration::from_secs(60), arrived.recv()).await {
+                Ok(Some(at)) => times.push(at),
+                _ => break,
+            }
         }
+        let mut out = String::with_capacity(times.len() * 20);
+        for at in &times {
+            out.push_str(&format!("{at:.6}\n"));
+        }
+        out.push_str("DONE");
+        println!("{out}");
     }
-    for at in &times {
-        println!("{at:.6}");
-    }
-    println!("DONE");
 }

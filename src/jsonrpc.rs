@@ -539,7 +539,8 @@ pub(crate) fn id_json(id: &RequestId) -> Vec<u8> {
 
 /// Writes an id: an integer as the digits the client sent, with no
 /// allocation (the hot path of every reply), anything else through serde.
-fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+/// Writes `id` as JSON.
+pub(crate) fn write_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
         RequestId::Number(n) if is_integer(n) => out.extend_from_slice(n.as_bytes()),
         RequestId::Null => out.extend_from_slice(b"null"),
@@ -559,7 +560,8 @@ fn is_integer(text: &str) -> bool {
 
 /// Serialises a value that cannot fail to serialise (strings, ids, derived
 /// protocol types).
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+/// Writes `value` as JSON (`null`, logged, for a value that cannot be).
+pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     if let Err(e) = serde_json::to_writer(&mut *out, value) {
         tracing::error!("serialising a protocol value failed: {e}");
         out.extend_from_slice(b"null");

@@ -338,19 +338,28 @@ pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
     )
 }
 
-/// The notification of `change` on stream `id`.
+/// The notification of `change` on stream `id`, written straight to bytes:
+/// one is made per stream for every change, so it builds no JSON value.
 pub(crate) fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
-    let tag = json!({keys::SUBSCRIPTION_ID: id});
-    match change {
-        Push::Updated(uri) => crate::jsonrpc::encode_notification(
-            methods::RESOURCE_UPDATED,
-            &json!({"uri": &**uri, "_meta": tag}),
-        ),
-        Push::ListChanged(kind) => crate::jsonrpc::encode_notification(
-            model_context::list_changed_method(*kind),
-            &json!({"_meta": tag}),
-        ),
+    let method = match change {
+        Push::Updated(_) => methods::RESOURCE_UPDATED,
+        Push::ListChanged(kind) => model_context::list_changed_method(*kind),
+    };
+    let mut out = Vec::with_capacity(192);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    crate::jsonrpc::write_json(&mut out, method);
+    out.extend_from_slice(br#","params":{"#);
+    if let Push::Updated(uri) = change {
+        out.extend_from_slice(br#""uri":"#);
+        crate::jsonrpc::write_json(&mut out, &**uri);
+        out.push(b',');
     }
+    out.extend_from_slice(br#""_meta":{"#);
+    crate::jsonrpc::write_json(&mut out, keys::SUBSCRIPTION_ID);
+    out.push(b':');
+    crate::jsonrpc::write_id(&mut out, id);
+    out.extend_from_slice(b"}}}");
+    out
 }
 
 /// The members of a request's params this revision reads.
@@ -796,4 +805,49 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Ve
 /// An error response (the Model Context Protocol's table).
 pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
     model_context::error(id, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The notification as a JSON value, built the slow way.
+    fn as_value(id: &RequestId, change: &Push) -> Value {
+        let tag = json!({keys::SUBSCRIPTION_ID: id});
+        match change {
+            Push::Updated(uri) => json!({"jsonrpc": "2.0", "method": methods::RESOURCE_UPDATED,
+                                         "params": {"uri": &**uri, "_meta": tag}}),
+            Push::ListChanged(kind) => json!({"jsonrpc": "2.0",
+                                              "method": model_context::list_changed_method(*kind),
+                                              "params": {"_meta": tag}}),
+        }
+    }
+
+    #[test]
+    fn a_pushed_notification_written_as_bytes_is_the_json_value_it_stands_for() {
+        let ids = [
+            RequestId::String("L".into()),
+            RequestId::String("quote \" back\\slash \u{e9} \u{1f600}".into()),
+            RequestId::Number("-42".into()),
+        ];
+        let changes = [
+            Push::Updated("file:///a%20b/\"c\".txt".into()),
+            Push::Updated("mcp://x/\u{2028}\n".into()),
+            Push::ListChanged(ListKind::Tools),
+            Push::ListChanged(ListKind::Prompts),
+            Push::ListChanged(ListKind::Resources),
+        ];
+        for id in &ids {
+            for change in &changes {
+                let bytes = pushed(id, change);
+                let read: Value = serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
+                assert_eq!(read, as_value(id, change));
+                assert!(
+                    !bytes.contains(&b'\n'),
+                    "one line, as an SSE data field needs"
+                );
+            }
+        }
+    }
 }
