@@ -269,7 +269,7 @@ async fn over_http_shutdown_ends_a_listen_stream_with_its_result_then_the_stream
     let last = seen
         .lines()
         .filter_map(|line| line.strip_prefix("data: "))
-        .last()
+        .next_back()
         .expect("an event");
     let result: Value = serde_json::from_str(last).expect("the last event is JSON");
     assert_eq!(result["id"], "L", "{seen}");
