@@ -1,8 +1,9 @@
 //! The [`ServerHandle`]: a server's state values, its shutdown signal, its
-//! items' edits at run time, and the registry of per-session change queues
-//! that announcements fill. Each ready session drains its queue and
-//! encodes what it finds in its own dialect (the session layer's `push`
-//! forwarder); nothing here knows a dialect or a session's output.
+//! items' edits at run time, and the registry of change queues that
+//! announcements fill: one for each ready session and each 2026-07-28
+//! listen stream. Each queue's one reader (the session layer's `push`
+//! forwarder, or a listen stream's `Listener`) drains it and encodes what it
+//! finds in its own dialect; nothing here knows a dialect or an output.
 //!
 //! A session's queue coalesces: a change already waiting to be sent is not
 //! queued twice, so a client that reads slowly gets one notification per
@@ -333,7 +334,8 @@ impl Delivery for Delivered {
     }
 }
 
-/// Every ready session's queue, by session number.
+/// Every ready session's and listen stream's queue, by registration
+/// number.
 #[derive(Default)]
 pub(crate) struct PushRegistry {
     sessions: Mutex<HashMap<u64, Arc<PushQueue>>>,
@@ -358,8 +360,8 @@ impl PushRegistry {
         }
     }
 
-    /// Registers a session that became ready: its queue, which the caller
-    /// drains, and the guard that unregisters it.
+    /// Registers a session that became ready, or a listen stream: its
+    /// queue, which the caller drains, and the guard that unregisters it.
     pub(crate) fn register(self: &Arc<Self>) -> (Subscription, Arc<PushQueue>) {
         let number = self.next_session.fetch_add(1, Ordering::Relaxed);
         let queue = Arc::new(PushQueue::default());
@@ -373,7 +375,8 @@ impl PushRegistry {
     }
 }
 
-/// A ready session's pending changes, and the waker of its one reader.
+/// A ready session's (or listen stream's) pending changes, and the waker
+/// of its one reader.
 #[derive(Default)]
 pub(crate) struct PushQueue {
     state: Mutex<QueueState>,
@@ -479,8 +482,10 @@ impl Cause {
     }
 }
 
-/// Keeps a session registered for notifications; dropping it unregisters
-/// the session and lets its forwarder send what is queued, then stop.
+/// Keeps a session or listen stream registered for notifications;
+/// dropping it unregisters it and closes its queue: a session's forwarder
+/// then sends what is queued and stops (a listen stream's listener, which
+/// holds it, is gone with it).
 pub(crate) struct Subscription {
     registry: Arc<PushRegistry>,
     number: u64,

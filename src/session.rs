@@ -4,7 +4,9 @@
 //! in-flight [`slots`], its [`outbox`], its requests to the client
 //! ([`peer`]), and the forwarder of the changes announced to it ([`push`]).
 //! Transports feed it [`Input`] and drain its outbox; it speaks to them in
-//! [`Outgoing`] messages.
+//! [`Outgoing`] messages. A 2026-07-28 listen stream ([`listen`]) runs as a
+//! session's job, or, over HTTP, on its own: the response body reads its
+//! `Listener`.
 
 mod dispatch;
 mod job;

@@ -295,6 +295,57 @@ async fn over_http_shutdown_ends_a_listen_stream_with_its_result_then_the_stream
 }
 
 #[tokio::test]
+async fn over_http_a_request_once_shutdown_began_is_answered_shutting_down_and_opens_no_listen_stream()
+ {
+    let (server, _, _) = server();
+    let mcp = server.http_service(Default::default());
+    server.handle().shutdown();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 9));
+    let response = hyper::service::Service::call(&mcp, listen_post(addr, "L"))
+        .await
+        .expect("a response");
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json",
+        "a reply, not a stream"
+    );
+    let bytes = timeout(PATIENCE, response.into_body().collect())
+        .await
+        .expect("the body in time")
+        .expect("the body")
+        .to_bytes();
+    let reply: Value = serde_json::from_slice(&bytes).expect("JSON");
+    assert_eq!(reply["id"], "L");
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["data"], "server shutting down", "{reply}");
+    // A request answered at once without a session is refused alike.
+    let discover = json!({"jsonrpc": "2.0", "id": 7, "method": "server/discover",
+                          "params": {"_meta": meta()}});
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header("host", addr.to_string())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .body(full(serde_json::to_vec(&discover).expect("json")))
+        .expect("a request");
+    let response = hyper::service::Service::call(&mcp, request)
+        .await
+        .expect("a response");
+    let bytes = timeout(PATIENCE, response.into_body().collect())
+        .await
+        .expect("the body in time")
+        .expect("the body")
+        .to_bytes();
+    let reply: Value = serde_json::from_slice(&bytes).expect("JSON");
+    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["data"], "server shutting down", "{reply}");
+}
+
+#[tokio::test]
 async fn over_http_a_listen_stream_takes_a_stream_slot_that_closing_it_frees() {
     let server =
         http_support::TestServer::start(clawmcp::transport::HttpConfig::default().max_streams(1))

@@ -101,10 +101,18 @@ impl Listener {
         std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
 
-    /// The message that ends the stream gracefully: its result.
+    /// The messages that end the stream gracefully: its result, after
+    /// its acknowledgement if that has not gone out yet (the stream always
+    /// begins with it).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn end(&self) -> Vec<u8> {
-        stateless::subscription_ended(&self.server, &self.id)
+    pub(crate) fn end(&mut self) -> Vec<Vec<u8>> {
+        let mut last = Vec::with_capacity(2);
+        if !self.acknowledged {
+            self.acknowledged = true;
+            last.push(stateless::acknowledged(&self.id, &self.filter));
+        }
+        last.push(stateless::subscription_ended(&self.server, &self.id));
+        last
     }
 }
 

@@ -143,12 +143,12 @@ impl Feed {
         }
     }
 
-    /// The message that ends the stream when the server stops, if its feed
-    /// has one (a listen stream's result).
-    fn last(&self) -> Option<Vec<u8>> {
+    /// The messages that end the stream when the server stops, if its
+    /// feed has any (a listen stream's result).
+    fn last(&mut self) -> Vec<Vec<u8>> {
         match self {
-            Self::Listen(listener) => Some(listener.end()),
-            Self::Routed(_) | Self::Output(_) => None,
+            Self::Listen(listener) => listener.end(),
+            Self::Routed(_) | Self::Output(_) => Vec::new(),
         }
     }
 }
@@ -306,7 +306,7 @@ impl Events {
             event(&mut chunk, &first);
         }
         if self.stop.as_mut().poll(cx).is_ready() {
-            if let Some(last) = self.messages.last() {
+            for last in self.messages.last() {
                 event(&mut chunk, &last);
             }
             return Poll::Ready(self.end(chunk));
@@ -333,5 +333,87 @@ impl Events {
             ))))),
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::stateless::Filter;
+    use crate::jsonrpc::RequestId;
+
+    /// Every frame the body gives, polled without waiting, until it ends or
+    /// would wait.
+    fn frames(body: &mut McpBody) -> (Vec<String>, bool) {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut seen = Vec::new();
+        loop {
+            match Pin::new(&mut *body).poll_frame(&mut cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        seen.push(String::from_utf8_lossy(&data).into_owned());
+                    }
+                }
+                Poll::Ready(None) => return (seen, true),
+                Poll::Pending => return (seen, false),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_stopped_before_its_first_poll_still_begins_with_its_acknowledgement() {
+        let server = crate::Server::builder().build().expect("builds");
+        let listener = Listener::new(
+            server.inner(),
+            RequestId::String("L".into()),
+            Filter::default(),
+        );
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let mut body = McpBody::sse(
+            None,
+            Feed::Listen(Box::new(listener)),
+            Duration::from_secs(15),
+            stop,
+            None,
+        );
+        let (seen, ended) = frames(&mut body);
+        assert!(ended, "the stream ends: {seen:?}");
+        let all = seen.concat();
+        let ack = all
+            .find("notifications/subscriptions/acknowledged")
+            .unwrap_or_else(|| panic!("the acknowledgement: {all}"));
+        let result = all
+            .find(r#""result""#)
+            .unwrap_or_else(|| panic!("the result: {all}"));
+        assert!(ack < result, "{all}");
+        assert_eq!(all.matches(r#""result""#).count(), 1, "one result: {all}");
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_stopped_after_its_acknowledgement_ends_with_its_result_once() {
+        let server = crate::Server::builder().build().expect("builds");
+        let listener = Listener::new(
+            server.inner(),
+            RequestId::String("L".into()),
+            Filter::default(),
+        );
+        let stop = CancellationToken::new();
+        let mut body = McpBody::sse(
+            None,
+            Feed::Listen(Box::new(listener)),
+            Duration::from_secs(15),
+            stop.clone(),
+            None,
+        );
+        let (seen, ended) = frames(&mut body);
+        assert!(!ended);
+        assert!(seen.concat().contains("acknowledged"), "{seen:?}");
+        stop.cancel();
+        let (seen, ended) = frames(&mut body);
+        assert!(ended);
+        let all = seen.concat();
+        assert!(!all.contains("acknowledged"), "{all}");
+        assert_eq!(all.matches(r#""result""#).count(), 1, "{all}");
     }
 }

@@ -180,6 +180,13 @@ impl McpService {
                 );
             }
         };
+        if self.0.stop.is_cancelled() {
+            // Once shutdown began, a request is answered as a draining
+            // session answers it (`-32603`, "server shutting down"); no
+            // new stream opens.
+            let reply = crate::dialect::Dialect::Stateless.shutting_down(&id);
+            return json(status_of(&reply), reply);
+        }
         let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
         let session = Session::stateless(self.0.server.inner(), out, self.0.stop.clone())
             .with_caller(caller.clone());
