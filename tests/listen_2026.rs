@@ -151,9 +151,12 @@ async fn the_end_of_the_input_ends_a_stream_with_its_result() {
     );
 }
 
-/// A `POST /mcp` of listen stream `id` to `addr` (2026-07-28 headers).
-fn listen_post(addr: std::net::SocketAddr, id: &str) -> Request<http_support::ReqBody> {
-    let body = serde_json::to_vec(&listen(id, &[WATCHED])).expect("json");
+/// A `POST /mcp` of `message`, a 2026-07-28 `method` request, to `addr`.
+fn post_2026(
+    addr: std::net::SocketAddr,
+    method: &str,
+    message: &Value,
+) -> Request<http_support::ReqBody> {
     Request::builder()
         .method(Method::POST)
         .uri(format!("http://{addr}/mcp"))
@@ -161,9 +164,29 @@ fn listen_post(addr: std::net::SocketAddr, id: &str) -> Request<http_support::Re
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .body(full(body))
+        .header("mcp-method", method)
+        .body(full(serde_json::to_vec(message).expect("json")))
         .expect("a request")
+}
+
+/// A `POST /mcp` of listen stream `id` to `addr`.
+fn listen_post(addr: std::net::SocketAddr, id: &str) -> Request<http_support::ReqBody> {
+    post_2026(addr, "subscriptions/listen", &listen(id, &[WATCHED]))
+}
+
+/// Opens listen stream `id` on `client`: its body, read past the
+/// acknowledgement (kept in `seen`).
+async fn acknowledged(
+    client: &mut Client,
+    addr: std::net::SocketAddr,
+    id: &str,
+    seen: &mut String,
+) -> hyper::body::Incoming {
+    let response = client.send(listen_post(addr, id)).await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    read_until(&mut body, seen, "notifications/subscriptions/acknowledged").await;
+    body
 }
 
 /// Reads `body` until what it carried holds `needle`; `seen` keeps it all.
@@ -254,16 +277,8 @@ async fn over_http_a_listen_stream_is_sse_carrying_a_change_made_through_another
 async fn over_http_shutdown_ends_a_listen_stream_with_its_result_then_the_stream_ends() {
     let mut server = http_support::TestServer::start(Default::default()).await;
     let mut client = server.client().await;
-    let response = client.send(listen_post(server.addr, "L")).await;
-    assert_eq!(response.status(), 200);
-    let mut body = response.into_body();
     let mut seen = String::new();
-    read_until(
-        &mut body,
-        &mut seen,
-        "notifications/subscriptions/acknowledged",
-    )
-    .await;
+    let mut body = acknowledged(&mut client, server.addr, "L", &mut seen).await;
     server.shutdown();
     read_until(&mut body, &mut seen, r#""result""#).await;
     let last = seen
@@ -321,16 +336,7 @@ async fn over_http_a_request_once_shutdown_began_is_answered_shutting_down_and_o
     // A request answered at once without a session is refused alike.
     let discover = json!({"jsonrpc": "2.0", "id": 7, "method": "server/discover",
                           "params": {"_meta": meta()}});
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri("/mcp")
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "server/discover")
-        .body(full(serde_json::to_vec(&discover).expect("json")))
-        .expect("a request");
+    let request = post_2026(addr, "server/discover", &discover);
     let response = hyper::service::Service::call(&mcp, request)
         .await
         .expect("a response");
@@ -351,16 +357,8 @@ async fn over_http_a_listen_stream_takes_a_stream_slot_that_closing_it_frees() {
         http_support::TestServer::start(clawmcp::transport::HttpConfig::default().max_streams(1))
             .await;
     let mut first = server.client().await;
-    let response = first.send(listen_post(server.addr, "A")).await;
-    assert_eq!(response.status(), 200);
-    let mut body = response.into_body();
     let mut seen = String::new();
-    read_until(
-        &mut body,
-        &mut seen,
-        "notifications/subscriptions/acknowledged",
-    )
-    .await;
+    let body = acknowledged(&mut first, server.addr, "A", &mut seen).await;
 
     let mut second = server.client().await;
     let refused = second.send(listen_post(server.addr, "B")).await;

@@ -360,23 +360,28 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_listen_stream_stopped_before_its_first_poll_still_begins_with_its_acknowledgement() {
+    /// A listen stream's body, on a server of its own, ended by `stop`.
+    fn listen_body(stop: &CancellationToken) -> McpBody {
         let server = crate::Server::builder().build().expect("builds");
         let listener = Listener::new(
             server.inner(),
             RequestId::String("L".into()),
             Filter::default(),
         );
-        let stop = CancellationToken::new();
-        stop.cancel();
-        let mut body = McpBody::sse(
+        McpBody::sse(
             None,
             Feed::Listen(Box::new(listener)),
             Duration::from_secs(15),
-            stop,
+            stop.clone(),
             None,
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn a_listen_stream_stopped_before_its_first_poll_still_begins_with_its_acknowledgement() {
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let mut body = listen_body(&stop);
         let (seen, ended) = frames(&mut body);
         assert!(ended, "the stream ends: {seen:?}");
         let all = seen.concat();
@@ -392,20 +397,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_listen_stream_stopped_after_its_acknowledgement_ends_with_its_result_once() {
-        let server = crate::Server::builder().build().expect("builds");
-        let listener = Listener::new(
-            server.inner(),
-            RequestId::String("L".into()),
-            Filter::default(),
-        );
         let stop = CancellationToken::new();
-        let mut body = McpBody::sse(
-            None,
-            Feed::Listen(Box::new(listener)),
-            Duration::from_secs(15),
-            stop.clone(),
-            None,
-        );
+        let mut body = listen_body(&stop);
         let (seen, ended) = frames(&mut body);
         assert!(!ended);
         assert!(seen.concat().contains("acknowledged"), "{seen:?}");
