@@ -340,13 +340,14 @@ pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller
             return Alone::Answered(None);
         }
         Dispatched::Reply(handled) | Dispatched::Effect(Effect::Initialized(handled)) => handled,
-        Dispatched::Run(job) => match job.into_listening() {
-            // A listen stream is no work to poll: the transport runs it.
+        // A listen stream is no work to poll: the transport runs it.
+        Dispatched::Run(job) if job.is_listen() => match job.into_listening() {
             Ok(listening) => return Alone::Listening(listening.into_listener(&shared.server)),
-            Err(job) => match poll_once(shared, job) {
-                Ok(handled) => handled,
-                Err(job) => return Alone::Running(job),
-            },
+            Err(job) => return Alone::Running(job),
+        },
+        Dispatched::Run(job) => match poll_once(shared, job) {
+            Ok(handled) => handled,
+            Err(job) => return Alone::Running(job),
         },
     };
     // The detached state never traces, and MCP v1.0 sends the changes a

@@ -85,8 +85,9 @@ enum Stage {
     },
     /// Work boxed, to poll (started or not).
     Running(Running),
-    /// A listen stream, not started: its work is made where it runs.
-    Listen(Listening),
+    /// A listen stream, not started: its work is made where it runs
+    /// (boxed: every other job's stage stays as small as it was).
+    Listen(Box<Listening>),
     /// Finished: polled to its end.
     Done,
 }
@@ -189,15 +190,20 @@ impl Job {
             cancel: None,
             started: listening.started,
             caller: caller.clone(),
-            stage: Stage::Listen(listening),
+            stage: Stage::Listen(Box::new(listening)),
         }
+    }
+
+    /// Whether the job is a listen stream, not started.
+    pub(crate) fn is_listen(&self) -> bool {
+        matches!(self.stage, Stage::Listen(_))
     }
 
     /// The listen stream this job is, not started, or the job itself.
     #[allow(clippy::result_large_err)]
     pub(crate) fn into_listening(mut self) -> Result<Listening, Self> {
         match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Listen(listening) => Ok(listening),
+            Stage::Listen(listening) => Ok(*listening),
             stage => {
                 self.stage = stage;
                 Err(self)
@@ -215,7 +221,8 @@ impl Job {
                 progress,
             } => Stage::Running(self.boxed_call(shared, tool, Arguments::Text(text), progress)),
             Stage::Listen(listening) => {
-                let work = super::listen::listen(shared.clone(), listening.id, listening.filter);
+                let Listening { id, filter, .. } = *listening;
+                let work = super::listen::listen(shared.clone(), id, filter);
                 Stage::Running(running(work, None))
             }
             stage => stage,
