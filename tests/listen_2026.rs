@@ -220,19 +220,8 @@ async fn over_http_a_listen_stream_is_sse_carrying_a_change_made_through_another
             })
             .await
     });
-    let body = serde_json::to_vec(&listen("L", &[WATCHED])).expect("json");
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri(format!("http://{addr}/mcp"))
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .body(full(body))
-        .expect("a request");
     let mut client = Client::connect(addr).await;
-    let response = client.send(request).await;
+    let response = client.send(listen_post(addr, "L")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.headers()["content-type"],
