@@ -189,6 +189,20 @@ async fn acknowledged(
     body
 }
 
+/// A whole response body, read as JSON.
+async fn json_body<B>(response: hyper::Response<B>) -> Value
+where
+    B: hyper::body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let bytes = timeout(PATIENCE, response.into_body().collect())
+        .await
+        .expect("the body in time")
+        .expect("the body")
+        .to_bytes();
+    serde_json::from_slice(&bytes).expect("JSON")
+}
+
 /// Reads `body` until what it carried holds `needle`; `seen` keeps it all.
 async fn read_until(body: &mut hyper::body::Incoming, seen: &mut String, needle: &str) {
     timeout(PATIENCE, async {
@@ -299,8 +313,7 @@ async fn over_http_shutdown_ends_a_listen_stream_with_its_result_then_the_stream
 }
 
 #[tokio::test]
-async fn over_http_a_request_once_shutdown_began_is_answered_shutting_down_and_opens_no_listen_stream()
- {
+async fn over_http_once_shutdown_began_requests_are_refused_and_no_listen_stream_opens() {
     let (server, _, _) = server();
     let mcp = server.http_service(Default::default());
     server.handle().shutdown();
@@ -313,12 +326,7 @@ async fn over_http_a_request_once_shutdown_began_is_answered_shutting_down_and_o
         "application/json",
         "a reply, not a stream"
     );
-    let bytes = timeout(PATIENCE, response.into_body().collect())
-        .await
-        .expect("the body in time")
-        .expect("the body")
-        .to_bytes();
-    let reply: Value = serde_json::from_slice(&bytes).expect("JSON");
+    let reply = json_body(response).await;
     assert_eq!(reply["id"], "L");
     assert_eq!(reply["error"]["code"], -32603, "{reply}");
     assert_eq!(reply["error"]["data"], "server shutting down", "{reply}");
@@ -329,12 +337,7 @@ async fn over_http_a_request_once_shutdown_began_is_answered_shutting_down_and_o
     let response = hyper::service::Service::call(&mcp, request)
         .await
         .expect("a response");
-    let bytes = timeout(PATIENCE, response.into_body().collect())
-        .await
-        .expect("the body in time")
-        .expect("the body")
-        .to_bytes();
-    let reply: Value = serde_json::from_slice(&bytes).expect("JSON");
+    let reply = json_body(response).await;
     assert_eq!(reply["id"], 7);
     assert_eq!(reply["error"]["code"], -32603, "{reply}");
     assert_eq!(reply["error"]["data"], "server shutting down", "{reply}");
