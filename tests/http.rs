@@ -264,6 +264,27 @@ async fn single_exchange_body_over_the_message_limit_is_413_with_content_length(
     assert_eq!(result(&reply.json(), 4)["output"]["message"], "after");
 }
 
+/// Every reader of request bytes does work linear in the bytes received
+/// (the linearity itself is measured in `json_stream`'s unit tests): a body
+/// of white space and a request, one byte per chunk, is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_sent_one_byte_per_chunk_is_served() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut body = vec![b' '; 20_000];
+    body.extend_from_slice(&serde_json::to_vec(&echo(7, "slow")).expect("serialisable"));
+    body.extend_from_slice(b"\n\n");
+    let (writer, stream) = channel_body();
+    let mut client = server.client().await;
+    let pending = client.start(post(stream)).await;
+    for byte in body {
+        writer.send(vec![byte]);
+    }
+    writer.end();
+    let reply = Reply::read(head(pending).await).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(result(&reply.json(), 7)["output"]["message"], "slow");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_exchange_chunked_body_over_the_message_limit_is_413() {
     let server = TestServer::start_with(HttpConfig::default(), |b| b.max_message_size(1024)).await;

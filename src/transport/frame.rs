@@ -54,6 +54,8 @@ enum State {
 struct Head {
     /// Bytes of header lines read so far in this block.
     size: usize,
+    /// Bytes of the current (unfinished) line already searched for its end.
+    searched: usize,
     content_length: Option<usize>,
     /// A `Content-Type` this server cannot read.
     bad_content_type: Option<String>,
@@ -102,6 +104,7 @@ impl FrameCodec {
         let line = parse_line(raw);
         let first_line = head.size == 0;
         head.size += len;
+        head.searched = 0;
         if head.size > self.max_header_size {
             return Err(format!(
                 "frame header block is over {} bytes",
@@ -204,7 +207,7 @@ impl Decoder for FrameCodec {
                         *head = Head {
                             size: header_len,
                             content_length: Some(n),
-                            bad_content_type: None,
+                            ..Head::default()
                         };
                         if let Some(item) = self.end_of_head() {
                             return Ok(Some(item));
@@ -214,7 +217,10 @@ impl Decoder for FrameCodec {
                     // The block's lines stay in `src` until the block is
                     // read, so that a bad block can be searched again.
                     let start = head.size;
-                    let Some(end) = memchr::memchr(b'\n', &src[start..]) else {
+                    let from = start + head.searched;
+                    let Some(end) = memchr::memchr(b'\n', &src[from..]).map(|i| head.searched + i)
+                    else {
+                        head.searched = src.len() - start;
                         if src.len() > self.max_header_size {
                             src.advance(1);
                             let limit = self.max_header_size;

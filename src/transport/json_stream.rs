@@ -126,6 +126,43 @@ impl ValueScanner {
     }
 }
 
+/// Finds where the first JSON value of a body read in pieces ends, past
+/// any white space before it. The body only grows between calls, and each
+/// of its bytes is looked at once, however it is chunked.
+#[derive(Debug, Default)]
+pub(crate) struct FirstValue {
+    /// The white space before the value, as far as it is known.
+    lead: usize,
+    scanner: ValueScanner,
+    /// Bytes looked at so far (the work done, for the linearity test).
+    #[cfg(test)]
+    examined: usize,
+}
+
+impl FirstValue {
+    /// The end of the first value of `body` (the whole body so far, of
+    /// which earlier calls saw a prefix), once it is complete.
+    pub(crate) fn find(&mut self, body: &[u8]) -> Option<usize> {
+        let blanks = body[self.lead..]
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+        self.lead += blanks;
+        #[cfg(test)]
+        let scanned = self.scanner.pos;
+        let end = match body.len() > self.lead {
+            true => self.scanner.scan(&body[self.lead..]),
+            false => None,
+        };
+        #[cfg(test)]
+        {
+            let now = end.unwrap_or(self.scanner.pos);
+            self.examined += blanks + 1 + now.saturating_sub(scanned);
+        }
+        end.map(|end| self.lead + end)
+    }
+}
+
 /// A [`Decoder`] of a stream of JSON values into [`Input`]s.
 ///
 /// ```
@@ -316,5 +353,49 @@ mod tests {
     fn an_unfinished_value_at_the_end_is_handed_over() {
         assert_eq!(decode_in_chunks(1024, b"{\"a\":", 2), vec![msg("{\"a\":")]);
         assert!(decode_in_chunks(1024, b" \n\t ", 2).is_empty());
+    }
+
+    #[test]
+    fn the_first_value_of_a_body_costs_work_linear_in_its_bytes_whatever_the_chunking() {
+        // White space one byte per chunk, then a value one byte per chunk:
+        // four times the chunks is four times the work, not sixteen.
+        fn work(blanks: usize) -> usize {
+            let value = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+            let mut body = vec![b' '; blanks];
+            body.extend_from_slice(value);
+            body.extend(std::iter::repeat_n(b'\n', blanks));
+            let mut first = FirstValue::default();
+            let mut found = None;
+            for end in 1..=body.len() {
+                if let Some(at) = first.find(&body[..end]) {
+                    found = Some(at);
+                    break;
+                }
+            }
+            assert_eq!(found, Some(blanks + value.len()));
+            first.examined
+        }
+        let (small, large) = (work(10_000), work(40_000));
+        let ratio = large as f64 / small as f64;
+        assert!(
+            (3.5..4.5).contains(&ratio),
+            "work {small} -> {large}: ratio {ratio}"
+        );
+    }
+
+    #[test]
+    fn the_first_value_is_found_in_any_chunking() {
+        let body = b" \n\t {\"a\": \"} \\\" {\"} [1] ";
+        for chunk in [1, 2, 3, body.len()] {
+            let mut first = FirstValue::default();
+            let mut found = None;
+            let mut end = 0;
+            while found.is_none() && end < body.len() {
+                end = (end + chunk).min(body.len());
+                found = first.find(&body[..end]);
+            }
+            assert_eq!(found, Some(body.len() - 5), "chunk {chunk}");
+        }
+        assert_eq!(FirstValue::default().find(b"   "), None);
     }
 }

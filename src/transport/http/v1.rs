@@ -22,7 +22,7 @@ use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
 use crate::principal::Caller;
 use crate::server::Exchanged;
 use crate::session::Session;
-use crate::transport::json_stream::{JsonStreamDecoder, ValueScanner};
+use crate::transport::json_stream::{FirstValue, JsonStreamDecoder};
 
 /// Messages waiting for a streaming response before request tasks wait.
 const OUTBOX: usize = 256;
@@ -71,13 +71,10 @@ impl McpService {
             buf.extend_from_slice(&data);
         }
         let deadline = Instant::now() + self.0.config.body_timeout;
-        let mut scanner = ValueScanner::default();
+        let mut first_value = FirstValue::default();
         let first = loop {
-            let lead = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
-            if lead < buf.len()
-                && let Some(end) = scanner.scan(&buf[lead..])
-            {
-                break Some(lead + end);
+            if let Some(end) = first_value.find(&buf) {
+                break Some(end);
             }
             if buf.len() > limit {
                 return (too_large(limit), Leftover::Broken);
