@@ -25,7 +25,12 @@ use crate::definition::Presentation;
 use crate::error::{BuildError, ToolError};
 
 /// An RFC 6570 URI template of level 1: literal text and `{name}`
-/// variables (simple string expansion; a value never holds `/`).
+/// variables (simple string expansion).
+///
+/// A variable's value, once percent-decoded, is safe to use as one path
+/// segment: it is never empty, `.` or `..`, and never holds `/`, `\`, NUL
+/// or another control character. A URI whose value would is matched by no
+/// template, so its read gets the dialect's not-found error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UriTemplate {
     text: String,
@@ -95,12 +100,14 @@ impl UriTemplate {
     }
 
     /// The variables of `uri` when it matches the template (values
-    /// percent-decoded), else `None`.
+    /// percent-decoded, each a safe path segment), else `None`.
     ///
     /// ```
     /// let t = clawmcp::template::UriTemplate::parse("test://template/{id}/data").unwrap();
     /// assert_eq!(t.matches("test://template/123/data").unwrap().get("id"), Some("123"));
     /// assert!(t.matches("test://template/1/2/data").is_none());
+    /// assert!(t.matches("test://template/..%2F..%2Fetc%2Fpasswd/data").is_none());
+    /// assert!(t.matches("test://template/a%00b/data").is_none());
     /// ```
     pub fn matches(&self, uri: &str) -> Option<Variables> {
         let mut rest = uri;
@@ -115,16 +122,30 @@ impl UriTemplate {
                         _ => rest.len(),
                     };
                     let raw = &rest[..end];
-                    if raw.is_empty() || raw.contains('/') {
+                    if raw.contains('/') {
                         return None;
                     }
-                    values.push((name.clone(), percent_decode(raw)?));
+                    let value = percent_decode(raw)?;
+                    if !is_segment(&value) {
+                        return None;
+                    }
+                    values.push((name.clone(), value));
                     rest = &rest[end..];
                 }
             }
         }
         rest.is_empty().then_some(Variables(values))
     }
+}
+
+/// Whether a decoded value is one safe path segment: not empty, `.` or
+/// `..`, and free of separators (`/`, `\`) and control characters (NUL
+/// among them).
+fn is_segment(value: &str) -> bool {
+    !matches!(value, "" | "." | "..")
+        && !value
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control())
 }
 
 /// Decodes `%XX` escapes; `None` for a bad escape or non-UTF-8 result.
@@ -305,5 +326,32 @@ mod tests {
         assert!(t.matches("file:///logs/%zz.txt").is_none(), "bad escape");
         let tail = UriTemplate::parse("notes://{id}").unwrap();
         assert_eq!(tail.matches("notes://42").unwrap().get("id"), Some("42"));
+    }
+
+    #[test]
+    fn a_decoded_value_never_holds_a_separator_a_control_character_or_a_dot_segment() {
+        let t = UriTemplate::parse("test://template/{id}/data").unwrap();
+        for bad in [
+            "..%2F..%2Fetc%2Fpasswd",
+            "a%2Fb",
+            "a%5Cb",
+            "a\\b",
+            "a%00b",
+            "a%0Ab",
+            "%1B",
+            "%7F",
+            "%C2%85",
+            ".",
+            "..",
+            "%2E%2E",
+            "%2e",
+        ] {
+            let uri = format!("test://template/{bad}/data");
+            assert!(t.matches(&uri).is_none(), "{uri}");
+        }
+        for good in ["123", "a.b", "...", "%2E%2E%2E", "caf%C3%A9", "a%20b"] {
+            let uri = format!("test://template/{good}/data");
+            assert!(t.matches(&uri).is_some(), "{uri}");
+        }
     }
 }
