@@ -386,7 +386,8 @@ fn build(
             format!("{BASE}/tools/file-writer:v1"),
             "file-writer",
             "Writes content to a file under the server's root folder, replacing it. The path is \
-             relative to the root; absolute paths and paths leaving the root fail.",
+             relative to the root, at most 1024 bytes and 32 components; absolute paths and \
+             paths leaving the root fail.",
             move |args: WriteFile| {
                 let writer = writer.clone();
                 async move { writer.write(args).await }
@@ -684,15 +685,38 @@ impl FileWriter {
     }
 }
 
+/// The longest path the file-writer takes, in bytes.
+const MAX_PATH_BYTES: usize = 1024;
+/// The most components (names, `.` and `..`) a path may have.
+const MAX_PATH_COMPONENTS: usize = 32;
+
 /// The names on the way from the root to the file `path` names (the file's
-/// own name last), after refusing what a client may never ask for: an
-/// absolute path, `..` that leaves the root, a path that names no file.
-/// These checks read the text only; `sandbox` enforces the rest as it opens
-/// each name.
+/// own name last), after refusing what a client may never ask for: a path
+/// over [`MAX_PATH_BYTES`] or [`MAX_PATH_COMPONENTS`], an absolute path,
+/// `..` that leaves the root, a path that names no file. These checks read
+/// the text only, before anything is created; `sandbox` enforces the rest
+/// as it opens each name.
 fn relative_names(path: &str) -> Result<Vec<OsString>, ToolError> {
     let refuse = |why: &str| ToolError::new(format!("refused path {path:?}: {why}"));
+    // An over-long path is named by its first 64 characters.
+    let shown = |why: String| {
+        let head: String = path.chars().take(64).collect();
+        ToolError::new(format!("refused path {head:?}…: {why}"))
+    };
+    if path.len() > MAX_PATH_BYTES {
+        return Err(shown(format!(
+            "it is {} bytes long, over the limit of {MAX_PATH_BYTES}",
+            path.len()
+        )));
+    }
     if path.contains('\0') {
         return Err(refuse("it contains a NUL character"));
+    }
+    let depth = Path::new(path).components().count();
+    if depth > MAX_PATH_COMPONENTS {
+        return Err(shown(format!(
+            "it has {depth} components, over the limit of {MAX_PATH_COMPONENTS}"
+        )));
     }
     let mut names = Vec::new();
     for component in Path::new(path).components() {

@@ -522,6 +522,36 @@ fn absolute_paths_and_dot_dot_escapes_are_refused_with_the_path_named() {
 }
 
 #[test]
+fn a_path_over_1024_bytes_or_32_components_is_refused_before_anything_is_created() {
+    let layout = Layout::new();
+    let mut server = Reference::start(&layout.root);
+    let deep = format!("{}x", "d/".repeat(20_000));
+    let reply = server.write(&deep, "deep");
+    assert!(
+        error_text(&reply).contains("over the limit of 1024"),
+        "{reply}"
+    );
+    let deep = format!("{}x", "d/".repeat(32));
+    assert!(deep.len() < 1024);
+    let reply = server.write(&deep, "deep");
+    assert!(error_text(&reply).contains("33 components"), "{reply}");
+    assert!(!layout.root.join("d").exists(), "no folder was created");
+    // At the bounds, a write goes through.
+    let deepest = format!("{}x", "d/".repeat(31));
+    assert_written(&server.write(&deepest, "ok"), 2);
+    let longest = format!(
+        "{}{}",
+        format!("{}/", "e".repeat(250)).repeat(4),
+        "f".repeat(20)
+    );
+    assert_eq!(longest.len(), 1024);
+    assert_written(&server.write(&longest, "ok"), 2);
+    let status = server.finish(PATIENCE);
+    assert!(status.success(), "{status:?}");
+    layout.assert_outside_untouched();
+}
+
+#[test]
 fn a_folder_is_refused_as_a_file() {
     let layout = Layout::new();
     std::fs::create_dir(layout.root.join("folder")).expect("a folder");
