@@ -19,6 +19,8 @@ use crate::principal::Principal;
 
 /// How many verified tokens are remembered at most.
 const CAPACITY: usize = 10_000;
+/// The longest a verified token is remembered, whatever its expiry.
+const LONGEST: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How many of a token's last bytes its hash covers.
 const HASHED: usize = 48;
@@ -54,7 +56,7 @@ impl Verified {
     }
 
     /// Remembers `token`'s principal until it expires, and no longer than
-    /// `limit`. A token that says no expiry is remembered for `limit`, or
+    /// `limit` (nor than a day). A token that says no expiry is remembered for `limit`, or
     /// not at all.
     pub(crate) fn remember(
         &self,
@@ -72,6 +74,8 @@ impl Verified {
             (Some(life), None) | (None, Some(life)) => life,
             (None, None) => return,
         };
+        // `Instant` holds less than a claim can say: a day is long enough.
+        let life = life.min(LONGEST);
         if life.is_zero() {
             return;
         }
@@ -158,6 +162,18 @@ mod tests {
             verified.get(b"forever").is_none(),
             "no expiry and no limit: not remembered"
         );
+    }
+
+    #[test]
+    fn a_token_that_expires_past_what_an_instant_holds_is_remembered_for_a_day() {
+        let verified = Verified::default();
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(i64::MAX as u64 / 2);
+        verified.remember(
+            b"far",
+            &Arc::new(Principal::new("iss").with_expiry(far)),
+            None,
+        );
+        assert!(verified.get(b"far").is_some());
     }
 
     #[test]

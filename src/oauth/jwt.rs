@@ -340,8 +340,13 @@ pub(super) fn principal_of(issuer: &str, claims: Map<String, Value>) -> Principa
             .collect(),
         _ => Vec::new(),
     };
-    if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
-        principal = principal.with_expiry(SystemTime::UNIX_EPOCH + Duration::from_secs(exp));
+    // A time past what `SystemTime` holds is the far future: no expiry.
+    if let Some(at) = claims
+        .get("exp")
+        .and_then(Value::as_u64)
+        .and_then(|exp| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(exp)))
+    {
+        principal = principal.with_expiry(at);
     }
     principal
         .with_scopes(scopes)
@@ -385,5 +390,38 @@ mod tests {
         assert_eq!(p.audiences(), ["https://h/mcp"]);
         assert!(p.expires_at().is_some());
         assert_eq!(p.claims()["extra"], true);
+    }
+
+    /// An Ed25519 key of the tests' own (never an issuer's): PKCS #8 DER,
+    /// in base64.
+    const TEST_KEY: &str = "MC4CAQAwBQYDK2VwBCIEIACQxObdex1h6nCmk0KGRgc+D6mChjn2wwM137euxmvq";
+    const TEST_KEY_X: &str = "K6fFnAO63eBDXT00w55f1R8MCmT_zz3n1tcnXd5tUxI";
+
+    #[tokio::test]
+    async fn a_signed_token_whose_exp_is_past_what_a_time_holds_is_verified_without_a_panic() {
+        let verifier = JwtVerifier::new("https://as");
+        let set: JwkSet = serde_json::from_value(json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "alg": "EdDSA", "x": TEST_KEY_X}
+        ]}))
+        .unwrap();
+        *verifier.keys.write().unwrap() = Arc::new(KeySet::of(&set));
+        use base64::Engine as _;
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(TEST_KEY)
+            .unwrap();
+        let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
+        let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+        header.kid = Some("ed".into());
+        let audience = Audience::new(["https://h/mcp"]);
+        for exp in [1u64 << 63, u64::MAX, 1 << 40] {
+            let claims =
+                json!({"iss": "https://as", "aud": "https://h/mcp", "sub": "u", "exp": exp});
+            let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+            let principal = verifier.verify(&token, &audience).await.unwrap();
+            assert_eq!(principal.subject(), Some("u"));
+            if let Some(at) = principal.expires_at() {
+                assert!(at > SystemTime::now(), "exp {exp}: {at:?}");
+            }
+        }
     }
 }
