@@ -467,7 +467,10 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Ve
     )
 }
 
-/// What a sealed state names: the call it continues and who made it.
+/// What a sealed state names: the call it continues and who made it. The
+/// item is what the method acts on: the URI a `resources/read` reads, the
+/// name a `tools/call` or `prompts/get` calls (any other member is not
+/// part of it, so it cannot stand in for the item).
 fn binding(
     method: &str,
     envelope: &Envelope<'_>,
@@ -479,14 +482,16 @@ fn binding(
             p.name.as_ref(),
             p.arguments.map(|a| a.get()).unwrap_or_default(),
         ),
-        _ => (
-            envelope
-                .name
-                .as_deref()
-                .or(envelope.uri.as_deref())
-                .unwrap_or_default(),
-            envelope.arguments.map(RawValue::get).unwrap_or_default(),
-        ),
+        _ => {
+            let item = match method {
+                methods::RESOURCES_READ => envelope.uri.as_deref(),
+                _ => envelope.name.as_deref(),
+            };
+            (
+                item.unwrap_or_default(),
+                envelope.arguments.map(RawValue::get).unwrap_or_default(),
+            )
+        }
     };
     let owner = principal.map_or_else(String::new, |p| {
         format!(
@@ -849,5 +854,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The binding of a request with `params` (no tool call read by the
+    /// plain reader).
+    fn bound(method: &str, params: &Value) -> Vec<u8> {
+        let raw = serde_json::value::to_raw_value(params).unwrap();
+        let envelope = envelope(method, Some(&raw), None).unwrap();
+        binding(method, &envelope, None, None).bytes()
+    }
+
+    #[test]
+    fn a_state_is_bound_to_what_is_actually_read() {
+        let read = methods::RESOURCES_READ;
+        let a = bound(read, &json!({"uri": "test://a"}));
+        // A `name` member beside another URI does not stand in for it.
+        assert_ne!(
+            a,
+            bound(read, &json!({"uri": "test://b", "name": "test://a"}))
+        );
+        assert_eq!(a, bound(read, &json!({"uri": "test://a", "name": "other"})));
+        let prompt = bound(methods::PROMPTS_GET, &json!({"name": "p"}));
+        assert_ne!(
+            prompt,
+            bound(methods::PROMPTS_GET, &json!({"name": "q", "uri": "p"}))
+        );
+        assert_ne!(a, bound(methods::PROMPTS_GET, &json!({"name": "test://a"})));
     }
 }
