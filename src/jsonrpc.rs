@@ -492,6 +492,36 @@ pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
     out
 }
 
+/// The error code of `reply`, the reply to request `id` that
+/// [`encode_error_with`] or [`encode_result`] wrote: read where the encoder
+/// puts the outcome, the member right after the id, so that nothing a
+/// result holds can be taken for it. `None` for a result.
+pub(crate) fn error_code_of(reply: &[u8], id: &RequestId) -> Option<i32> {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const ERROR: &[u8] = br#""error":{"code":"#;
+    // An error without an id (the id was null) has none written.
+    let rest = match reply
+        .strip_prefix(br#"{"jsonrpc":"2.0","#.as_slice())?
+        .strip_prefix(ERROR)
+    {
+        Some(rest) => rest,
+        None => {
+            let mut written = Vec::with_capacity(HEAD.len() + 16);
+            written.extend_from_slice(HEAD);
+            write_id(&mut written, id);
+            written.push(b',');
+            reply
+                .strip_prefix(written.as_slice())?
+                .strip_prefix(ERROR)?
+        }
+    };
+    let end = rest
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b'-'))
+        .unwrap_or(rest.len());
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
 /// Encodes a request the server sends: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
 pub(crate) fn encode_request<T: Serialize + ?Sized>(id: u64, method: &str, params: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);

@@ -185,7 +185,7 @@ impl McpService {
             // session answers it (`-32603`, "server shutting down"); no
             // new stream opens.
             let reply = crate::dialect::Dialect::Stateless.shutting_down(&id);
-            return json(status_of(&reply), reply);
+            return json(status_of(&reply, &id), reply);
         }
         let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
         let session = Session::stateless(self.0.server.inner(), out, self.0.stop.clone())
@@ -204,7 +204,7 @@ impl McpService {
         // Nothing can come before the reply: most requests are answered
         // without building the session.
         match alone(self.0.server.stateless(), message, caller) {
-            Alone::Answered(Some(reply)) => json(status_of(&reply), reply),
+            Alone::Answered(Some(reply)) => json(status_of(&reply, &id), reply),
             Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
             Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply),
             Alone::Running(job) => {
@@ -252,7 +252,7 @@ impl McpService {
             );
         };
         if is_reply(&first) {
-            return json(status_of(&first.bytes), first.bytes);
+            return json(status_of(&first.bytes, id), first.bytes);
         }
         // The body reads the session's output itself: a stream the client
         // closes drops it, which the work sees at once (its output closed).
@@ -460,23 +460,10 @@ fn is_reply(message: &Outgoing) -> bool {
     )
 }
 
-/// The HTTP status of a reply: its error's, by this revision's table.
-fn status_of(reply: &[u8]) -> StatusCode {
-    const ERROR: &[u8] = br#","error":{"code":"#;
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(ERROR));
-    let Some(at) = FINDER.find(reply) else {
-        return StatusCode::OK;
-    };
-    let digits = &reply[at + ERROR.len()..];
-    let end = digits
-        .iter()
-        .position(|b| !(b.is_ascii_digit() || *b == b'-'))
-        .unwrap_or(digits.len());
-    match std::str::from_utf8(&digits[..end])
-        .ok()
-        .and_then(|c| c.parse::<i32>().ok())
-    {
+/// The HTTP status of the reply to request `id`: its error's, by this
+/// revision's table (a result, and any other error, is `200`).
+fn status_of(reply: &[u8], id: &RequestId) -> StatusCode {
+    match crate::jsonrpc::error_code_of(reply, id) {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
@@ -505,17 +492,30 @@ mod tests {
     }
 
     #[test]
-    fn statuses_follow_the_error_code() {
+    fn statuses_follow_the_error_code_of_the_outcome_not_what_a_result_holds() {
+        let id = RequestId::Number("1".into());
         let error = |code: i32| {
-            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"m"}}}}"#)
+            crate::dialect::model_context::error(Some(&id), &RpcError::new(ErrorCode(code), "m"))
         };
-        assert_eq!(status_of(error(-32601).as_bytes()), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(&error(-32601), &id), StatusCode::NOT_FOUND);
         for code in [-32602, -32020, -32021, -32022] {
-            assert_eq!(status_of(error(code).as_bytes()), StatusCode::BAD_REQUEST);
+            assert_eq!(status_of(&error(code), &id), StatusCode::BAD_REQUEST);
         }
-        assert_eq!(status_of(error(-32603).as_bytes()), StatusCode::OK);
+        assert_eq!(status_of(&error(-32603), &id), StatusCode::OK);
+        let null = crate::dialect::model_context::error(
+            Some(&RequestId::Null),
+            &RpcError::invalid_params("m"),
+        );
+        assert_eq!(status_of(&null, &RequestId::Null), StatusCode::BAD_REQUEST);
+        // A result whose content holds what an error looks like is a result.
+        let holds = json!({"structuredContent": {"a": 1, "error": {"code": -32601}},
+                           "content": [{"type": "text", "text": ",\"error\":{\"code\":-32602"}]});
+        let result = crate::jsonrpc::encode_result(&id, &holds);
+        assert!(memchr::memmem::find(&result, br#","error":{"code":-32601"#).is_some());
+        assert_eq!(status_of(&result, &id), StatusCode::OK);
+        let text = RequestId::String(r#"x","error":{"code":-32601"#.into());
         assert_eq!(
-            status_of(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            status_of(&crate::jsonrpc::encode_result(&text, &holds), &text),
             StatusCode::OK
         );
     }
