@@ -20,6 +20,14 @@ It shows:
      opened through nginx works, the session goes on; another process
      killed: requests through nginx go on.
 
+It cleans up after itself, and checks it did (a leftover fails the test,
+after it is killed): every service it started — nginx's master and its
+workers, each redis-server (the restarted one too), the three processes —
+is stopped (SIGTERM, then SIGKILL after a while) and reaped, on a failure
+midway too; then no process it recorded is left alive, nothing it started
+was orphaned, and every port it used (nginx's, Redis's, each process's)
+can be bound again.
+
     tests/scale_out.py --reference target/release/examples/reference
 
 The reference example must be built with `--features redis`. Needs
@@ -43,9 +51,11 @@ import time
 
 LAST_WRITE = "mcp://clawmcp/examples/resources/last-write.txt"
 PATIENCE = 10.0  # a hang guard, never a performance bound
+STOP_PATIENCE = 5.0  # how long a service gets to stop before SIGKILL
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
 KEYS = ",".join(["11" * 32, "22" * 32])
+SOCKETS = []  # the test's raw connections (streams), closed at the end
 
 
 def free_port():
@@ -71,6 +81,127 @@ def check(ok, what):
     print(f"ok: {what}")
 
 
+def plural(n, what):
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def proc_stat(pid):
+    """A process's (state, parent pid, start time) from /proc/<pid>/stat;
+    None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(")") + 2:].split()  # after "pid (comm) "
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def proc_name(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip() or "?"
+    except OSError:
+        return "?"
+
+
+def children_of(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = proc_stat(int(entry))
+            if stat is not None and stat[1] == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def alive(pid, start):
+    """Is the process recorded as (pid, start time) still running? A zombie
+    is not; a pid reused by another process (another start time) is not."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] not in "ZXx" and (start is None or stat[2] == start)
+
+
+def kill_and_reap(pid):
+    """SIGKILL a process; reap it if it is (or became, orphaned) our child."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.time() + STOP_PATIENCE
+    while time.time() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            return  # not ours: its parent reaps it
+        time.sleep(0.02)
+
+
+def become_subreaper():
+    """Be the child subreaper (Linux): a descendant orphaned while the test
+    runs (an nginx worker whose master died) becomes our child, so it can be
+    found and reaped instead of living on under init."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def port_holders(port):
+    """Who holds a loopback TCP port: (pid, its name, socket state) each."""
+    inodes = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.readlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes[cols[9]] = {"0A": "LISTEN", "06": "TIME_WAIT"}.get(cols[3], cols[3])
+    holders = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                holders.append((int(entry), proc_name(int(entry)), inodes[link[8:-1]]))
+    return holders
+
+
+def proc_comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def port_free(port):
+    """Can the port be bound again? SO_REUSEADDR so that the TIME_WAIT
+    leftovers of closed connections do not count; on Linux a socket still
+    listening on the port does."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 class Deployment:
     def __init__(self, reference, work):
         self.reference = reference
@@ -79,15 +210,27 @@ class Deployment:
         self.ports = [free_port() for _ in range(3)]
         self.nginx_port = free_port()
         self.redis = None
+        self.redises = []  # every redis-server started, the restarted one too
         self.servers = []
         self.nginx = None
         self.extra_args = []
+        self.logs = []
+        self.started = []  # (what, pid, start time) of every process started
+        self.workers = set()  # nginx's worker pids, as recorded
+
+    def track(self, what, pid):
+        if any(p == pid for _, p, _ in self.started):
+            return
+        stat = proc_stat(pid)
+        self.started.append((what, pid, stat[2] if stat else None))
 
     def start_redis(self):
         self.redis = subprocess.Popen(
             ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.work],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.redises.append(self.redis)
+        self.track("redis-server", self.redis.pid)
         wait_port(self.redis_port, "redis-server")
 
     def stop_redis(self):
@@ -100,10 +243,12 @@ class Deployment:
             root = os.path.join(self.work, f"root{i}")
             os.makedirs(root, exist_ok=True)
             log = open(os.path.join(self.work, f"server{i}.log"), "wb")
+            self.logs.append(log)
             self.servers.append(subprocess.Popen(
                 [self.reference, "--http", f"127.0.0.1:{port}", "--root", root,
                  "--redis", f"redis://127.0.0.1:{self.redis_port}/", *self.extra_args],
                 stdout=subprocess.DEVNULL, stderr=log, env=env))
+            self.track(f"reference server :{port}", self.servers[-1].pid)
         for port in self.ports:
             wait_port(port, "a reference server")
 
@@ -149,15 +294,122 @@ http {{
         path = os.path.join(d, "nginx.conf")
         with open(path, "w") as f:
             f.write(conf)
+        # `daemon off;`: the master stays our child (its pid is the Popen's).
         self.nginx = subprocess.Popen(["nginx", "-p", d, "-c", path],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.track("nginx master", self.nginx.pid)
         wait_port(self.nginx_port, "nginx")
+        self.record_workers()
 
-    def stop(self):
-        for p in [self.nginx, self.redis, *self.servers]:
-            if p is not None and p.poll() is None:
+    def record_workers(self):
+        """nginx's workers are the master's children; recorded while the
+        master lives (once it is gone they would be reparented)."""
+        if self.nginx is not None and self.nginx.poll() is None:
+            for pid in children_of(self.nginx.pid):
+                self.workers.add(pid)
+                self.track("nginx worker", pid)
+
+    def stop_nginx(self):
+        master = self.nginx
+        if master is None:
+            return
+        self.record_workers()
+        if master.poll() is None:
+            # SIGTERM, nginx's fast shutdown: the master stops its workers,
+            # reaps them, removes its pid file, exits. Not SIGQUIT (`-s
+            # quit`): that waits for requests in flight, and the test holds
+            # streams open for up to proxy_read_timeout.
+            master.send_signal(signal.SIGTERM)
+            try:
+                master.wait(timeout=STOP_PATIENCE)
+            except subprocess.TimeoutExpired:
+                print(f"note: nginx did not stop in {STOP_PATIENCE}s on SIGTERM: killed")
+                self.record_workers()
+                master.kill()  # first, so that it respawns no worker
+                master.wait()
+                for pid in self.workers:
+                    kill_and_reap(pid)
+        master.wait()
+
+    def stop_popens(self, procs, what):
+        """SIGTERM each one still running, wait, SIGKILL the slow; reap all."""
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.time() + STOP_PATIENCE
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                print(f"note: {what} (pid {p.pid}) did not stop in {STOP_PATIENCE}s "
+                      "on SIGTERM: killed")
                 p.kill()
                 p.wait()
+
+    def stop(self):
+        """Stop every service started, with all its workers, reap them, and
+        check nothing of it is left: a recorded process alive, an orphan of
+        ours, a port still taken. Leftovers are killed, then named in a
+        SystemExit. Each step runs even if one before it failed."""
+        problems = []
+        for sock in SOCKETS:  # shutdown: a stream's reader thread holds a file on it
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        for step in (self.stop_nginx,
+                     lambda: self.stop_popens(self.servers, "a reference server"),
+                     lambda: self.stop_popens(self.redises, "redis-server")):
+            try:
+                step()
+            except Exception as e:  # the other steps still run
+                problems.append(f"a stop step failed: {e!r}")
+        for log in self.logs:
+            log.close()
+
+        deadline = time.time() + STOP_PATIENCE
+        left = list(self.started)
+        while True:
+            left = [t for t in left if alive(t[1], t[2])]
+            if not left or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        for what, pid, _ in left:
+            problems.append(f"{what} (pid {pid}) still runs")
+            kill_and_reap(pid)
+        # Every Popen is reaped now: any child left is an orphaned descendant
+        # (we are the subreaper) — alive or a zombie, it is reaped here.
+        for pid in children_of(os.getpid()):
+            stat = proc_stat(pid)
+            if stat is not None and stat[0] not in "ZXx":
+                problems.append(f"{proc_name(pid)!r} (pid {pid}) was orphaned and still runs")
+            kill_and_reap(pid)
+
+        ports = [("nginx", self.nginx_port), ("redis-server", self.redis_port)]
+        ports += [("a reference server", p) for p in self.ports]
+        deadline = time.time() + STOP_PATIENCE
+        for what, port in ports:
+            while not port_free(port) and time.time() < deadline:
+                time.sleep(0.05)
+            if not port_free(port):
+                holders = port_holders(port)
+                problems.append(f"port {port} ({what}) is still taken: " + (", ".join(
+                    f"pid {pid} {name!r} ({state})" for pid, name, state in holders)
+                    or "by no process"))
+                # One of our services' programs listening there: a leftover
+                # of ours that escaped the records (killed, so nothing leaks).
+                ours = {"nginx", "redis-server", os.path.basename(self.reference)[:15]}
+                for pid, _, state in holders:
+                    if state == "LISTEN" and proc_comm(pid) in ours:
+                        kill_and_reap(pid)
+        if problems:
+            raise SystemExit("FAIL: the test left something behind: " + "; ".join(problems))
+        started = [plural(len(self.redises), "redis-server"), plural(len(self.servers), "server")]
+        if self.nginx is not None:
+            started.insert(0, f"nginx master and {plural(len(self.workers), 'worker')}")
+        print(f"ok: every service the test started is stopped ({', '.join(started)}); "
+              "their ports are free")
 
 
 def post(port, body, headers=None, v1=False, json_reply=True):
@@ -279,6 +531,7 @@ def raw_request(port, head, first_body=b"", chunked=False):
     """A raw HTTP/1.1 request on a socket; its response as a Stream (the
     response's chunk-size lines are not JSON, so they are skipped)."""
     sock = socket.create_connection(("127.0.0.1", port), PATIENCE)
+    SOCKETS.append(sock)
     sock.settimeout(None)
     sock.sendall(head + first_body)
     return sock, Stream(sock.makefile("rb"))
@@ -353,8 +606,12 @@ def main():
         if shutil.which(tool) is None:
             raise SystemExit(f"FAIL: {tool} is not on PATH "
                              "(Debian: apt-get install -y redis-server nginx)")
+    # A CI timeout's SIGTERM unwinds like a failure: the cleanup runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL: scale-out was terminated (SIGTERM)"))
+    become_subreaper()
     work = tempfile.mkdtemp(prefix="clawmcp-scale-out-")
     d = Deployment(os.path.abspath(args.reference), work)
+    failure = None
     try:
         d.start_redis()
         d.start_servers()
@@ -534,10 +791,26 @@ def main():
         survivor = next(i for i, p in enumerate(d.servers) if p.poll() is None)
         write(d.ports[survivor], "with processes dead")
         print("ok: the surviving process serves writes")
-        print("PASS: scale-out")
+    except BaseException as e:
+        failure = e
+        raise
     finally:
-        d.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        # On a failure midway too. A cleanup failure then is printed, and
+        # the first failure's message stays the one the test ends with.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one: the cleanup goes on
+        try:
+            d.stop()
+        except BaseException as e:
+            if failure is None:
+                raise
+            message = str(e)
+            if message.startswith("FAIL: "):
+                message = message[len("FAIL: "):]
+            print(f"FAIL in the cleanup, after the failure below: {message}", file=sys.stderr,
+                  flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print("PASS: scale-out")
 
 
 if __name__ == "__main__":
