@@ -11,7 +11,9 @@ grew per session. Standard library only.
 Without --binary it builds the reference example (release) where cargo says.
 
 N must stay under the server's stream limit (512 streaming sessions, minus 20
-for warm-up): past it sessions are refused with 503 and not counted.
+for warm-up): past it sessions are refused with 503 and not counted. Every
+session comes from this machine, one principal: the server is started with
+as many streams per principal as it has streams.
 """
 
 import json
@@ -55,7 +57,7 @@ def main():
         binary = reference_bin()
     sessions = int(args[0]) if args else 500
     port = free_port()
-    server = subprocess.Popen([binary, "--http", f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([binary, "--http", f"127.0.0.1:{port}", "--max-streams-per-principal", "512"], stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 10
         while True:

@@ -160,7 +160,9 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     work = tempfile.mkdtemp(prefix="clawmcp-scale-bench-")
     d = topo.Deployment(os.path.abspath(args.reference), work)
-    d.extra_args = ["--max-streams", str(args.streams)]
+    # Every stream comes from this machine: one principal (its address).
+    d.extra_args = ["--max-streams", str(args.streams),
+                    "--max-streams-per-principal", str(args.streams)]
     try:
         d.start_redis()
         d.start_servers()

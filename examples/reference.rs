@@ -154,6 +154,12 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
                     .max_streams(streams)
                     .max_connections(streams.saturating_add(1024));
             }
+            if let Some(streams) = options.max_streams_per_principal {
+                config = config.max_streams_per_principal(streams);
+            }
+            if let Some(sessions) = options.max_sessions_per_principal {
+                config = config.max_sessions_per_principal(sessions);
+            }
             tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server
                 .serve_http_on(listener, config, shutdown_signal())
@@ -255,6 +261,10 @@ struct Options {
     max_message_size: Option<usize>,
     /// How many long-lived HTTP streams may be open at once.
     max_streams: Option<usize>,
+    /// How many of them one principal may hold.
+    max_streams_per_principal: Option<usize>,
+    /// How many sessions one principal may hold.
+    max_sessions_per_principal: Option<usize>,
     oauth: OAuthOptions,
     /// The deployment's Redis (feature `redis`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -277,6 +287,8 @@ impl Options {
             http: None,
             max_message_size: None,
             max_streams: None,
+            max_streams_per_principal: None,
+            max_sessions_per_principal: None,
             oauth: OAuthOptions::default(),
             redis: None,
         };
@@ -298,6 +310,24 @@ impl Options {
                     let n = args.next().ok_or("--max-streams needs a number")?;
                     let n = n.parse().map_err(|e| format!("--max-streams {n:?}: {e}"))?;
                     options.max_streams = Some(n);
+                }
+                "--max-streams-per-principal" => {
+                    let n = args
+                        .next()
+                        .ok_or("--max-streams-per-principal needs a number")?;
+                    let n = n
+                        .parse()
+                        .map_err(|e| format!("--max-streams-per-principal {n:?}: {e}"))?;
+                    options.max_streams_per_principal = Some(n);
+                }
+                "--max-sessions-per-principal" => {
+                    let n = args
+                        .next()
+                        .ok_or("--max-sessions-per-principal needs a number")?;
+                    let n = n
+                        .parse()
+                        .map_err(|e| format!("--max-sessions-per-principal {n:?}: {e}"))?;
+                    options.max_sessions_per_principal = Some(n);
                 }
                 "--http" => {
                     let addr = args
@@ -332,7 +362,8 @@ impl Options {
                         std::io::stderr(),
                         "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
-                         \x20      [--max-streams N] [--redis URL]  (feature redis)"
+                         \x20      [--max-streams N] [--max-streams-per-principal N]\n\
+                         \x20      [--max-sessions-per-principal N] [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);
                 }

@@ -72,6 +72,17 @@ pub enum BusMessage {
         /// The session's id.
         id: String,
     },
+    /// A Streamable HTTP session subscribed to (`on`) or unsubscribed from
+    /// a resource: every copy of it takes the change as it is, with no
+    /// read of the session's state.
+    SubscriptionChanged {
+        /// The session's id.
+        session: String,
+        /// The resource's URI.
+        uri: String,
+        /// Subscribed (`true`) or unsubscribed.
+        on: bool,
+    },
     /// A Streamable HTTP session ended (`DELETE`): every process drops it.
     SessionEnded {
         /// The session's id.
@@ -105,8 +116,25 @@ pub struct SessionRecord {
     pub ready: bool,
     /// The least severe log level sent (`logging/setLevel`).
     pub log_level: crate::client::LogLevel,
-    /// The resource URIs it subscribed to.
+    /// The resource URIs it subscribed to. Empty in the record
+    /// [`Bus::save_session`] is given: each subscription is saved on its
+    /// own ([`Bus::save_subscription`]), so that a change costs the same
+    /// however many a session holds; [`Bus::load_session`] gives them back
+    /// here.
     pub subscriptions: Vec<String>,
+}
+
+/// The answer to [`Bus::claim_stream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamClaim {
+    /// This process holds the stream now.
+    Granted,
+    /// Another process of the deployment holds it.
+    HeldElsewhere,
+    /// The bus cannot tell now (it cannot reach its store): the process
+    /// decides alone.
+    Unknown,
 }
 
 /// Where a bus delivers what the other processes announced: the server's
@@ -187,8 +215,31 @@ pub trait Bus: Send + Sync + 'static {
     /// it). Never waits: the write is queued.
     fn save_session(&self, _id: &str, _record: &SessionRecord, _ttl: std::time::Duration) {}
 
-    /// Forgets session `id`. Never waits.
+    /// Adds `uri` to session `id`'s subscriptions (`on`), or removes it,
+    /// kept as long as the session's state. Never waits: the write is
+    /// queued, in order with [`save_session`](Self::save_session).
+    fn save_subscription(&self, _id: &str, _uri: &str, _on: bool, _ttl: std::time::Duration) {}
+
+    /// Forgets session `id`, its subscriptions and its stream's claim.
+    /// Never waits.
     fn remove_session(&self, _id: &str) {}
+
+    /// Claims session `id`'s `GET` stream for this process for `lease`
+    /// from now, or renews this process's claim: at most one process of
+    /// the deployment holds it, and a claim its holder stops renewing (the
+    /// process is gone) ends with its lease. The default, for a bus that
+    /// shares no sessions, grants every claim (the process decides alone).
+    fn claim_stream<'a>(
+        &'a self,
+        _id: &'a str,
+        _lease: std::time::Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
+        Box::pin(async { StreamClaim::Granted })
+    }
+
+    /// Gives up this process's claim of session `id`'s `GET` stream (it
+    /// closed). Never waits.
+    fn release_stream(&self, _id: &str) {}
 
     /// Session `id`'s state, if the deployment keeps it: read when a
     /// request names a session this process does not have (the one place

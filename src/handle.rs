@@ -54,6 +54,8 @@ pub(crate) trait Served: Send + Sync + std::any::Any {
 pub(crate) trait SessionEvents: Send + Sync {
     /// Session `id`'s saved state changed.
     fn changed(&self, id: &str);
+    /// Session `id` subscribed to `uri` (`on`) or unsubscribed.
+    fn subscription_changed(&self, id: &str, uri: &str, on: bool);
     /// Session `id` ended.
     fn ended(&self, id: &str);
     /// A client's response in session `session`, for whichever copy sent
@@ -291,6 +293,12 @@ impl Delivery for Delivered {
         let change = match message {
             BusMessage::SessionChanged { id } => {
                 sessions().iter().for_each(|s| s.changed(&id));
+                return;
+            }
+            BusMessage::SubscriptionChanged { session, uri, on } => {
+                sessions()
+                    .iter()
+                    .for_each(|s| s.subscription_changed(&session, &uri, on));
                 return;
             }
             BusMessage::SessionEnded { id } => {

@@ -37,6 +37,11 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The default time a client gets to answer a request from a tool
 /// (elicitation, sampling, roots): 5 minutes.
 pub const DEFAULT_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default number of resource subscriptions one session may hold
+/// (and one 2026-07-28 listen stream may ask for).
+pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 256;
+/// The default length limit of a URI a session subscribes to: 2 KiB.
+pub const DEFAULT_MAX_URI_LENGTH: usize = 2048;
 /// The default number of items per page of a Model Context Protocol list.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
@@ -283,6 +288,8 @@ impl Default for ServerBuilder {
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
                 client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
+                max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
+                max_uri_length: DEFAULT_MAX_URI_LENGTH,
             },
             access: AccessRules::default(),
             handle: ServerHandle::new(),
@@ -506,6 +513,22 @@ impl ServerBuilder {
     /// finishes.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.limits.max_in_flight = requests.clamp(1, 1 << 16);
+        self
+    }
+
+    /// How many resources one session may be subscribed to at once
+    /// (default 256, at least 1), and one 2026-07-28
+    /// `subscriptions/listen` stream may ask for. A subscription past it is
+    /// refused with `-32602`, naming the limit; unsubscribing frees a place.
+    pub fn max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.limits.max_subscriptions = subscriptions.max(1);
+        self
+    }
+
+    /// The longest URI a session may subscribe to, in bytes (default
+    /// 2 KiB). A longer one is refused with `-32602`, naming the limit.
+    pub fn max_uri_length(mut self, bytes: usize) -> Self {
+        self.limits.max_uri_length = bytes.max(1);
         self
     }
 

@@ -4,18 +4,20 @@
 //! shares sessions (an in-memory hub standing for Redis). A session opened
 //! on one is served by the other; a subscription made on one reaches the
 //! `GET` stream held by the other; an elicitation answered to the other
-//! reaches the tool; `DELETE` on one ends it on both.
+//! reaches the tool; `DELETE` on one ends it on both; one `GET` stream per
+//! session across both, taken over once its holder is gone; a session's
+//! subscriptions saved one at a time, within their bound.
 
 mod http_support;
 mod model_context_support;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawmcp::bus::{Bus, BusMessage, Inbox, SessionRecord};
+use clawmcp::bus::{Bus, BusMessage, Inbox, SessionRecord, StreamClaim};
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Server, SharedResource};
 use http_body_util::BodyExt;
@@ -29,11 +31,18 @@ use tokio::time::timeout;
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
-/// What the processes share: every inbox, and the saved sessions.
+/// What the processes share: every inbox, the saved sessions, their
+/// subscriptions, who holds each session's `GET` stream, and which
+/// processes are gone (their claims are free).
 #[derive(Default)]
 struct Hub {
     inboxes: Mutex<Vec<(usize, Inbox)>>,
     sessions: Mutex<HashMap<String, SessionRecord>>,
+    subscriptions: Mutex<HashMap<String, HashSet<String>>>,
+    streams: Mutex<HashMap<String, usize>>,
+    gone: Mutex<HashSet<usize>>,
+    /// The JSON length of every record saved.
+    saved_sizes: Mutex<Vec<usize>>,
 }
 
 /// One process's end of the hub.
@@ -61,20 +70,64 @@ impl Bus for End {
     }
 
     fn save_session(&self, id: &str, record: &SessionRecord, _ttl: Duration) {
+        let size = serde_json::to_string(record).expect("a record").len();
+        self.hub.saved_sizes.lock().unwrap().push(size);
         let mut sessions = self.hub.sessions.lock().unwrap();
         sessions.insert(id.to_owned(), record.clone());
     }
 
+    fn save_subscription(&self, id: &str, uri: &str, on: bool, _ttl: Duration) {
+        let mut all = self.hub.subscriptions.lock().unwrap();
+        let uris = all.entry(id.to_owned()).or_default();
+        if on {
+            uris.insert(uri.to_owned());
+        } else {
+            uris.remove(uri);
+        }
+    }
+
     fn remove_session(&self, id: &str) {
         self.hub.sessions.lock().unwrap().remove(id);
+        self.hub.subscriptions.lock().unwrap().remove(id);
+        self.hub.streams.lock().unwrap().remove(id);
     }
 
     fn load_session<'a>(
         &'a self,
         id: &'a str,
     ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
-        let record = self.hub.sessions.lock().unwrap().get(id).cloned();
+        let mut record = self.hub.sessions.lock().unwrap().get(id).cloned();
+        if let Some(record) = &mut record {
+            let uris = self.hub.subscriptions.lock().unwrap();
+            record.subscriptions = uris.get(id).into_iter().flatten().cloned().collect();
+        }
         Box::pin(async move { record })
+    }
+
+    fn claim_stream<'a>(
+        &'a self,
+        id: &'a str,
+        _lease: Duration,
+    ) -> Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
+        let gone = self.hub.gone.lock().unwrap().clone();
+        let mut streams = self.hub.streams.lock().unwrap();
+        let claim = match streams.get(id) {
+            Some(holder) if *holder != self.me && !gone.contains(holder) => {
+                StreamClaim::HeldElsewhere
+            }
+            _ => {
+                streams.insert(id.to_owned(), self.me);
+                StreamClaim::Granted
+            }
+        };
+        Box::pin(async move { claim })
+    }
+
+    fn release_stream(&self, id: &str) {
+        let mut streams = self.hub.streams.lock().unwrap();
+        if streams.get(id) == Some(&self.me) {
+            streams.remove(id);
+        }
     }
 }
 
@@ -279,4 +332,113 @@ async fn delete_on_one_process_ends_the_session_on_every_process() {
     // An id no process saved: a clean 404.
     let (_c, response) = send(&b, post(Some(&"0".repeat(32)), &list)).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+/// A `GET` request for session `id`'s stream.
+fn get(id: &str) -> hyper::Request<ReqBody> {
+    request(
+        Method::GET,
+        "/mcp",
+        &[("accept", "text/event-stream"), ("mcp-session-id", id)],
+        empty(),
+    )
+}
+
+#[tokio::test]
+async fn a_session_has_one_get_stream_in_the_deployment_and_a_new_one_takes_over_once_its_holder_is_gone()
+ {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    let (held, stream) = send(&a, get(&id)).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    // A second GET, on the other process: 409 with Retry-After.
+    let (_c, second) = send(&b, get(&id)).await;
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    assert!(second.headers().contains_key("retry-after"));
+    // The holder closes its stream: its claim is given up, B may open one.
+    drop(stream);
+    held.close().await;
+    let mut opened = None;
+    for _ in 0..50 {
+        let (client, response) = send(&b, get(&id)).await;
+        if response.status() == StatusCode::OK {
+            opened = Some((client, response));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_b_client, _b_stream) = opened.expect("B opens the stream once A closed its own");
+    let (_c, on_a) = send(&a, get(&id)).await;
+    assert_eq!(on_a.status(), StatusCode::CONFLICT, "now A is refused");
+    // B's process is gone (its claim is no longer alive): A takes over.
+    hub.gone.lock().unwrap().insert(1);
+    let (_c, taken) = send(&a, get(&id)).await;
+    assert_eq!(taken.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn subscriptions_are_saved_one_at_a_time_and_bounded_per_session() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    send(&a, post(Some(&id), &initialized)).await;
+    let subscribe = |n: u64, uri: &str| json!({"jsonrpc": "2.0", "id": n, "method": "resources/subscribe", "params": {"uri": uri}});
+    // The test items' template `test://items/{id}` takes any id.
+    let most = clawmcp::server::DEFAULT_MAX_SUBSCRIPTIONS;
+    for n in 0..most {
+        let uri = format!("test://items/{n}");
+        let (_c, response) = send(&a, post(Some(&id), &subscribe(10 + n as u64, &uri))).await;
+        let reply = messages(&body_text(response).await).remove(0);
+        assert!(reply.get("result").is_some(), "{reply}");
+    }
+    let sizes = hub.saved_sizes.lock().unwrap().clone();
+    // The record is saved for the handshake only (its client, `initialized`),
+    // never for a subscription, and holds none of them.
+    assert!(
+        sizes.len() <= 3 && sizes.iter().all(|size| *size < 200),
+        "a saved record does not grow with its subscriptions: {sizes:?}"
+    );
+    assert_eq!(hub.subscriptions.lock().unwrap()[&id].len(), most);
+    // One past the bound, on either process: -32602 naming it.
+    for on in [&a, &b] {
+        let (_c, response) = send(on, post(Some(&id), &subscribe(9, "test://items/over"))).await;
+        let reply = messages(&body_text(response).await).remove(0);
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert!(
+            reply["error"]["data"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("max_subscriptions"),
+            "{reply}"
+        );
+    }
+    // A URI over the length bound, even as the first: -32602 naming it.
+    let other = open_session(&a).await;
+    let long = format!(
+        "test://items/{}",
+        "x".repeat(clawmcp::server::DEFAULT_MAX_URI_LENGTH)
+    );
+    let (_c, response) = send(&a, post(Some(&other), &subscribe(8, &long))).await;
+    let reply = messages(&body_text(response).await).remove(0);
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(
+        reply["error"]["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("max_uri_length"),
+        "{reply}"
+    );
+    // Unsubscribing frees a place.
+    let unsubscribe = json!({"jsonrpc": "2.0", "id": 7, "method": "resources/unsubscribe",
+                             "params": {"uri": "test://items/0"}});
+    let (_c, response) = send(&b, post(Some(&id), &unsubscribe)).await;
+    body_text(response).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_c, response) = send(&a, post(Some(&id), &subscribe(6, "test://items/over"))).await;
+    let reply = messages(&body_text(response).await).remove(0);
+    assert!(reply.get("result").is_some(), "{reply}");
 }

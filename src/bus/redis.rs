@@ -19,7 +19,14 @@
 //! (`clawmcp:{deployment}:session:{id}`, JSON, expiring after the
 //! endpoint's session idle timeout), written by the publisher in order
 //! with the messages, and read when a process is asked for a session it
-//! does not have.
+//! does not have. Its subscriptions are a set beside it
+//! (`…:session:{id}:subscriptions`, one `SADD` or `SREM` a change, so a
+//! change costs the same however many it holds), and the process holding
+//! its `GET` stream is named by a key (`…:session:{id}:stream`, set and
+//! given up only by its holder, through scripts). Each process keeps a
+//! key of its own alive (`clawmcp:{deployment}:process:{origin}`, renewed
+//! every second, gone [`LIVENESS`] after the process): a claim whose
+//! holder's key is gone is free.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -31,7 +38,7 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, mpsc};
 
-use super::{Bus, BusMessage, Inbox, SessionRecord};
+use super::{Bus, BusMessage, Inbox, SessionRecord, StreamClaim};
 
 /// How many messages wait for the publisher at most.
 const QUEUE: usize = 4096;
@@ -90,7 +97,44 @@ enum Outbound {
         json: String,
         ttl: Duration,
     },
+    SaveSubscription {
+        id: String,
+        uri: String,
+        on: bool,
+        ttl: Duration,
+    },
     RemoveSession(String),
+    ReleaseStream(String),
+}
+
+/// Sets the stream's claim to this process (`ARGV[1]`) for `ARGV[2]`
+/// milliseconds, when it is free, this process's already, or its
+/// holder's liveness key (`ARGV[3]` and the holder) is gone: 1, else 0.
+const CLAIM: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] or redis.call('EXISTS', ARGV[3] .. holder) == 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0";
+
+/// How long a process's liveness key outlives its last renewal.
+const LIVENESS: Duration = Duration::from_secs(5);
+/// How often a process renews its liveness key.
+const BEAT: Duration = Duration::from_secs(1);
+
+/// Deletes the stream's claim when this process (`ARGV[1]`) holds it.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0";
+
+/// How long a claim of a stream may wait for Redis.
+const CLAIM_PATIENCE: Duration = Duration::from_secs(2);
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl std::fmt::Debug for RedisBus {
@@ -124,6 +168,7 @@ impl RedisBus {
             channel: format!("clawmcp:{deployment}:changes"),
             contents: format!("clawmcp:{deployment}:contents"),
             sessions: format!("clawmcp:{deployment}:session:"),
+            processes: format!("clawmcp:{deployment}:process:"),
         };
         let shared = Arc::new(Shared {
             origin: u64::from_le_bytes(origin),
@@ -139,6 +184,11 @@ impl RedisBus {
             names.clone(),
             shared.origin,
             outbound,
+        ));
+        runtime.spawn(beat(
+            client.clone(),
+            format!("{}{}", names.processes, shared.origin),
+            Arc::downgrade(&shared),
         ));
         runtime.spawn(subscribe(client, names, shared.clone()));
         Ok(Self(shared))
@@ -178,8 +228,56 @@ impl Bus for RedisBus {
         }
     }
 
+    fn save_subscription(&self, id: &str, uri: &str, on: bool, ttl: Duration) {
+        self.queue(Outbound::SaveSubscription {
+            id: id.to_owned(),
+            uri: uri.to_owned(),
+            on,
+            ttl,
+        });
+    }
+
     fn remove_session(&self, id: &str) {
         self.queue(Outbound::RemoveSession(id.to_owned()));
+    }
+
+    fn claim_stream<'a>(
+        &'a self,
+        id: &'a str,
+        lease: Duration,
+    ) -> Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
+        Box::pin(async move {
+            let claim = async {
+                let mut connection = self.reader().await?;
+                let key = format!("{}{id}:stream", self.0.names.sessions);
+                ::redis::cmd("EVAL")
+                    .arg(CLAIM)
+                    .arg(1)
+                    .arg(key)
+                    .arg(self.0.origin.to_string())
+                    .arg(millis(lease).max(1))
+                    .arg(&self.0.names.processes)
+                    .query_async::<i64>(&mut connection)
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            match tokio::time::timeout(CLAIM_PATIENCE, claim).await {
+                Ok(Ok(1)) => StreamClaim::Granted,
+                Ok(Ok(_)) => StreamClaim::HeldElsewhere,
+                Ok(Err(e)) => {
+                    tracing::warn!("the Redis bus cannot claim a session's stream: {e}");
+                    StreamClaim::Unknown
+                }
+                Err(_) => {
+                    tracing::warn!("the Redis bus could not claim a session's stream in time");
+                    StreamClaim::Unknown
+                }
+            }
+        })
+    }
+
+    fn release_stream(&self, id: &str) {
+        self.queue(Outbound::ReleaseStream(id.to_owned()));
     }
 
     fn load_session<'a>(
@@ -187,28 +285,43 @@ impl Bus for RedisBus {
         id: &'a str,
     ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
         Box::pin(async move {
-            let shared = &self.0;
-            let reader = shared
-                .reader
-                .get_or_try_init(|| ::redis::aio::ConnectionManager::new(shared.client.clone()))
+            let mut connection = match self.reader().await {
+                Ok(connection) => connection,
+                Err(e) => {
+                    tracing::warn!("the Redis bus cannot read a session: {e}");
+                    return None;
+                }
+            };
+            let key = format!("{}{id}", self.0.names.sessions);
+            let read: ::redis::RedisResult<(Option<String>, Vec<String>)> = ::redis::pipe()
+                .get(&key)
+                .smembers(format!("{key}:subscriptions"))
+                .query_async(&mut connection)
                 .await;
-            let mut connection = match reader {
-                Ok(connection) => connection.clone(),
+            let (json, subscriptions) = match read {
+                Ok(read) => read,
                 Err(e) => {
                     tracing::warn!("the Redis bus cannot read a session: {e}");
                     return None;
                 }
             };
-            let key = format!("{}{id}", shared.names.sessions);
-            let json: Option<String> = match connection.get(&key).await {
-                Ok(json) => json,
-                Err(e) => {
-                    tracing::warn!("the Redis bus cannot read a session: {e}");
-                    return None;
-                }
-            };
-            json.and_then(|json| serde_json::from_str(&json).ok())
+            let mut record: SessionRecord = serde_json::from_str(&json?).ok()?;
+            record.subscriptions = subscriptions;
+            Some(record)
         })
+    }
+}
+
+impl RedisBus {
+    /// The connection session states and claims are read on.
+    async fn reader(&self) -> Result<::redis::aio::ConnectionManager, String> {
+        let shared = &self.0;
+        shared
+            .reader
+            .get_or_try_init(|| ::redis::aio::ConnectionManager::new(shared.client.clone()))
+            .await
+            .cloned()
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -218,6 +331,8 @@ struct Names {
     contents: String,
     /// The prefix of session keys.
     sessions: String,
+    /// The prefix of the processes' liveness keys.
+    processes: String,
 }
 
 /// The publisher: each queued message, in order, once Redis takes it.
@@ -246,15 +361,40 @@ async fn publish(
             }
             Outbound::SaveSession { id, json, ttl } => {
                 let key = format!("{}{id}", names.sessions);
-                pipe.pset_ex(
-                    key,
-                    json,
-                    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX),
+                let ttl = millis(*ttl);
+                pipe.pset_ex(&key, json, ttl).ignore();
+                pipe.pexpire(
+                    format!("{key}:subscriptions"),
+                    i64::try_from(ttl).unwrap_or(i64::MAX),
                 )
                 .ignore();
             }
+            Outbound::SaveSubscription { id, uri, on, ttl } => {
+                let key = format!("{}{id}:subscriptions", names.sessions);
+                if *on {
+                    pipe.sadd(&key, uri).ignore();
+                } else {
+                    pipe.srem(&key, uri).ignore();
+                }
+                pipe.pexpire(&key, i64::try_from(millis(*ttl)).unwrap_or(i64::MAX))
+                    .ignore();
+            }
             Outbound::RemoveSession(id) => {
-                pipe.del(format!("{}{id}", names.sessions)).ignore();
+                let key = format!("{}{id}", names.sessions);
+                pipe.del(&[
+                    key.clone(),
+                    format!("{key}:subscriptions"),
+                    format!("{key}:stream"),
+                ])
+                .ignore();
+            }
+            Outbound::ReleaseStream(id) => {
+                pipe.cmd("EVAL")
+                    .arg(RELEASE)
+                    .arg(1)
+                    .arg(format!("{}{id}:stream", names.sessions))
+                    .arg(origin.to_string())
+                    .ignore();
             }
         }
         loop {
@@ -281,6 +421,39 @@ async fn publish(
                     backoff = (backoff * 2).min(MOST_BACKOFF);
                 }
             }
+        }
+    }
+}
+
+/// Keeps this process's liveness key alive while its bus lives; deletes
+/// it when the bus is dropped.
+async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>) {
+    let mut connection = None;
+    let mut beats = tokio::time::interval(BEAT);
+    beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        beats.tick().await;
+        let alive = bus.strong_count() > 0;
+        let manager = match &mut connection {
+            Some(manager) => manager,
+            None => match ::redis::aio::ConnectionManager::new(client.clone()).await {
+                Ok(manager) => connection.insert(manager),
+                Err(e) => {
+                    tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
+                    continue;
+                }
+            },
+        };
+        let done = if alive {
+            manager.pset_ex::<_, _, ()>(&key, 1, millis(LIVENESS)).await
+        } else {
+            manager.del::<_, ()>(&key).await
+        };
+        if let Err(e) = done {
+            tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
+        }
+        if !alive {
+            return;
         }
     }
 }

@@ -43,6 +43,8 @@ pub(crate) struct Limits {
     pub(crate) tool_time_limit: Option<Duration>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) client_request_timeout: Duration,
+    pub(crate) max_subscriptions: usize,
+    pub(crate) max_uri_length: usize,
 }
 
 /// The items a server serves, compiled, with each dialect's lists: one
@@ -114,6 +116,20 @@ impl Subscriptions {
             .is_empty()
     }
 
+    /// Subscribes to `uri` unless that would make more than `most`
+    /// subscriptions: `false` then. Subscribing again to a URI is free.
+    pub(crate) fn add_within(&self, uri: &str, most: usize) -> bool {
+        let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if uris.contains(uri) {
+            return true;
+        }
+        if uris.len() >= most {
+            return false;
+        }
+        uris.insert(uri.to_owned());
+        true
+    }
+
     /// Subscribes to, or unsubscribes from, a resource's updates.
     pub(crate) fn set(&self, uri: &str, on: bool) {
         let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -122,13 +138,6 @@ impl Subscriptions {
         } else {
             uris.remove(uri);
         }
-    }
-
-    /// Every URI the client subscribed to.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn uris(&self) -> Vec<String> {
-        let uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        uris.iter().cloned().collect()
     }
 
     /// Whether the client subscribed to `uri`.

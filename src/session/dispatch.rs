@@ -180,10 +180,14 @@ fn serve(
             let catalog = &listing.catalog;
             // A subscription tells of a resource's changes: it needs what
             // reading it needs.
-            if let Change::Subscription { uri, on: true } = &change
-                && let Some(needed) = operation::refused_uri(catalog, uri, principal)
-            {
-                return forbidden(shared, dialect, id, method, started, needed);
+            if let Change::Subscription { uri, on: true } = &change {
+                if let Some(needed) = operation::refused_uri(catalog, uri, principal) {
+                    return forbidden(shared, dialect, id, method, started, needed);
+                }
+                if let Err(error) = admit_subscription(shared, uri) {
+                    let reply = dialect.error(Some(&id), &error);
+                    return Dispatched::Reply(answered(shared, id, method, started, reply));
+                }
             }
             shared.record(change);
             Dispatched::Reply(answered(shared, id, method, started, reply))
@@ -316,6 +320,31 @@ pub(crate) enum Alone {
     /// Refused for want of scopes: the JSON-RPC error reply, and the
     /// scopes the request needs (for a `403` challenge).
     Forbidden(Vec<u8>, Box<[String]>),
+}
+
+/// Takes a subscription within the session's bounds
+/// (`max_uri_length`, `max_subscriptions`), or says which it would pass.
+fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
+    let limits = &shared.server.limits;
+    if uri.len() > limits.max_uri_length {
+        return Err(RpcError::invalid_params(format!(
+            "the URI is {} bytes long, over the limit of {} bytes for a subscription \
+             (max_uri_length)",
+            uri.len(),
+            limits.max_uri_length
+        )));
+    }
+    if !shared
+        .subscriptions
+        .add_within(uri, limits.max_subscriptions)
+    {
+        return Err(RpcError::invalid_params(format!(
+            "this session holds {} subscriptions, the most it may (max_subscriptions): \
+             unsubscribe from one first",
+            limits.max_subscriptions
+        )));
+    }
+    Ok(())
 }
 
 /// Serves the one message of an implicit MCP v1.0 session (an HTTP single

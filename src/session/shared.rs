@@ -72,7 +72,15 @@ pub(crate) struct Shared {
 }
 
 /// What is told of a session's recorded state after each change.
-pub(crate) type Observer = Box<dyn Fn(&Shared) + Send + Sync>;
+pub(crate) type Observer = Box<dyn Fn(&Shared, Observed<'_>) + Send + Sync>;
+
+/// Which part of a session's recorded state changed.
+pub(crate) enum Observed<'a> {
+    /// Its client, log level or readiness.
+    State,
+    /// One subscription, added (`on`) or removed.
+    Subscription { uri: &'a str, on: bool },
+}
 
 /// Requests in flight by id.
 type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
@@ -114,9 +122,9 @@ impl Shared {
         let _ = self.observer.set(observer);
     }
 
-    fn observed(&self) {
+    fn observed(&self, what: Observed<'_>) {
         if let Some(observer) = self.observer.get() {
-            observer(self);
+            observer(self, what);
         }
     }
 
@@ -339,7 +347,7 @@ impl Shared {
 
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
-        self.observed();
+        self.observed(Observed::State);
     }
 
     /// Past the handshake: notifications of the server's own may be sent.
@@ -402,8 +410,13 @@ impl SessionState for Shared {
 impl Shared {
     /// Records what a dialect asked for with a reply.
     pub(crate) fn record(&self, change: Change) {
+        if let Change::Subscription { uri, on } = &change {
+            self.subscriptions.set(uri, *on);
+            self.observed(Observed::Subscription { uri, on: *on });
+            return;
+        }
         self.restore(change);
-        self.observed();
+        self.observed(Observed::State);
     }
 
     /// Applies `change` as [`record`](Self::record) does, but tells the

@@ -377,6 +377,25 @@ impl Client {
             .await
             .expect("connect within PATIENCE")
             .expect("connect to the test server");
+        Self::over(stream).await
+    }
+
+    /// A connection from `source` (another loopback address, say
+    /// `127.0.0.2`: another peer, so another principal without OAuth).
+    #[allow(dead_code)]
+    pub async fn connect_from(addr: SocketAddr, source: std::net::IpAddr) -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(SocketAddr::new(source, 0))
+            .expect("bind the source address");
+        let stream = timeout(PATIENCE, socket.connect(addr))
+            .await
+            .expect("connect within PATIENCE")
+            .expect("connect to the test server");
+        Self::over(stream).await
+    }
+
+    async fn over(stream: TcpStream) -> Self {
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .expect("an HTTP/1.1 handshake");

@@ -190,7 +190,7 @@ fn prepare(
     match method {
         methods::DISCOVER => return Ok(Step::Reply(discover(server, listing, id))),
         LISTEN => {
-            return filter(listing, params, principal)
+            return filter(listing, &server.limits, params, principal)
                 .map(Step::Listen)
                 .map_err(|e| error(Some(id), &e));
         }
@@ -265,6 +265,7 @@ impl Filter {
 /// read.
 fn filter(
     listing: &Listing,
+    limits: &crate::dialect::Limits,
     params: Option<&RawValue>,
     principal: Option<&Principal>,
 ) -> Result<Filter, RpcError> {
@@ -295,6 +296,23 @@ fn filter(
             "{LISTEN} params.notifications is required: the notification types to receive"
         )));
     };
+    let asked = &requested.resource_subscriptions;
+    if asked.len() > limits.max_subscriptions {
+        return Err(RpcError::invalid_params(format!(
+            "{LISTEN} asks for {} resource subscriptions, over the limit of {} \
+             (max_subscriptions)",
+            asked.len(),
+            limits.max_subscriptions
+        )));
+    }
+    if let Some(long) = asked.iter().find(|uri| uri.len() > limits.max_uri_length) {
+        return Err(RpcError::invalid_params(format!(
+            "{LISTEN} asks for a URI of {} bytes, over the limit of {} bytes for a \
+             subscription (max_uri_length)",
+            long.len(),
+            limits.max_uri_length
+        )));
+    }
     let catalog = &listing.catalog;
     let resources = requested
         .resource_subscriptions

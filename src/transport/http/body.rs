@@ -13,10 +13,11 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
+use super::quota::StreamSlot;
 use crate::server::Input;
 use crate::session::{Listener, Outgoing};
 use crate::transport::json_stream::JsonStreamDecoder;
@@ -116,7 +117,7 @@ struct Events {
     ended: bool,
     /// The stream slot it holds (a `GET` or listen stream), freed when it
     /// ends.
-    _slot: Option<OwnedSemaphorePermit>,
+    _slot: Option<StreamSlot>,
 }
 
 /// Where an event stream's messages come from.
@@ -209,7 +210,7 @@ impl McpBody {
         messages: impl Into<Feed>,
         keep_alive: Duration,
         stop: CancellationToken,
-        slot: Option<OwnedSemaphorePermit>,
+        slot: Option<StreamSlot>,
     ) -> Self {
         let start = tokio::time::Instant::now() + keep_alive;
         let mut keep_alive =

@@ -41,6 +41,7 @@ mod guard;
 mod layer;
 #[cfg(feature = "oauth")]
 mod oauth_layer;
+mod quota;
 mod serve;
 mod sessions;
 mod sniff;
@@ -70,6 +71,7 @@ use guard::{Accepted, HostRule, Rules};
 pub use layer::{Guard, GuardLayer, Guarded};
 #[cfg(feature = "oauth")]
 pub use oauth_layer::{OAuthGuard, OAuthGuarded, OAuthLayer};
+pub use quota::PeerAddr;
 use sessions::Sessions;
 
 use crate::principal::Caller;
@@ -105,7 +107,9 @@ pub struct HttpConfig {
     body_timeout: Duration,
     max_connections: usize,
     max_streams: usize,
+    max_streams_per_principal: Option<usize>,
     max_sessions: usize,
+    max_sessions_per_principal: Option<usize>,
     session_idle_timeout: Duration,
     sse_keep_alive: Duration,
     #[cfg(feature = "oauth")]
@@ -122,7 +126,9 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
             max_streams: 512,
+            max_streams_per_principal: None,
             max_sessions: 1024,
+            max_sessions_per_principal: None,
             session_idle_timeout: Duration::from_secs(30 * 60),
             sse_keep_alive: Duration::from_secs(15),
             #[cfg(feature = "oauth")]
@@ -223,6 +229,26 @@ impl HttpConfig {
         self
     }
 
+    /// How many long-lived streams one principal may hold open at once
+    /// (default: a quarter of [`max_streams`](Self::max_streams), at
+    /// least 1); past it a new one gets `429` with `Retry-After`. A
+    /// principal is a verified token's issuer, subject and client, or,
+    /// without OAuth, the peer's address ([`PeerAddr`]).
+    pub fn max_streams_per_principal(mut self, streams: usize) -> Self {
+        self.max_streams_per_principal = Some(streams.max(1));
+        self
+    }
+
+    /// How many Model Context Protocol sessions one principal may hold at
+    /// once (default: a quarter of [`max_sessions`](Self::max_sessions), at
+    /// least 1); past it `initialize` gets `429` with `Retry-After`. A
+    /// principal is counted as for
+    /// [`max_streams_per_principal`](Self::max_streams_per_principal).
+    pub fn max_sessions_per_principal(mut self, sessions: usize) -> Self {
+        self.max_sessions_per_principal = Some(sessions.max(1));
+        self
+    }
+
     /// How many Model Context Protocol sessions (`Mcp-Session-Id`) may live
     /// at once (default 1024); past it `initialize` gets `503` with
     /// `Retry-After` until one ends (`DELETE`) or expires.
@@ -288,6 +314,8 @@ struct ServiceParts {
     host_rule: HostRule,
     /// Free slots for long-lived streams.
     streams: Arc<Semaphore>,
+    /// The long-lived streams each principal holds.
+    stream_quota: Arc<quota::Quota>,
     /// The Model Context Protocol's sessions.
     sessions: Arc<Sessions>,
     /// `Host` and `Origin` values that passed the checks.
@@ -336,7 +364,19 @@ impl Server {
             gate,
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
-            sessions: Sessions::new(config.max_sessions, config.session_idle_timeout, self),
+            stream_quota: quota::Quota::new(
+                config
+                    .max_streams_per_principal
+                    .unwrap_or(config.max_streams / 4),
+            ),
+            sessions: Sessions::new(
+                config.max_sessions,
+                config
+                    .max_sessions_per_principal
+                    .unwrap_or(config.max_sessions / 4),
+                config.session_idle_timeout,
+                self,
+            ),
             accepted: Arc::default(),
             config: Arc::new(config),
             host_rule,
@@ -660,16 +700,33 @@ fn sse(body: McpBody) -> Response<McpBody> {
         .unwrap_or_default()
 }
 
-/// `503` with `Retry-After`: every long-lived stream slot is taken.
-fn too_many_streams() -> Response<McpBody> {
-    let mut response = plain(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too many streams are open; try again later",
-    );
+/// `503` with `Retry-After` when every long-lived stream slot of the
+/// endpoint is taken; `429` with `Retry-After` when the principal holds
+/// its most.
+fn too_many_streams(why: &quota::NoSlot) -> Response<McpBody> {
+    let mut response = match why {
+        quota::NoSlot::Endpoint => plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many streams are open; try again later",
+        ),
+        quota::NoSlot::Principal => plain(
+            StatusCode::TOO_MANY_REQUESTS,
+            "you hold as many open streams as one client may \
+             (max_streams_per_principal); close one, or try again later",
+        ),
+    };
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static("1"));
     response
+}
+
+impl McpService {
+    /// A long-lived stream's slot for `caller`, or why there is none
+    /// ([`too_many_streams`] answers it).
+    fn stream_slot(&self, caller: &Caller) -> Result<quota::StreamSlot, quota::NoSlot> {
+        quota::StreamSlot::take(&self.0.streams, &self.0.stream_quota, caller)
+    }
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<McpBody> {

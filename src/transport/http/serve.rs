@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 
-use super::HttpConfig;
+use super::{HttpConfig, McpService, PeerAddr};
 use crate::server::Server;
 
 /// How long a closing connection keeps reading (and discarding) what its
@@ -108,7 +108,13 @@ impl Server {
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_read_timeout)
-                    .serve_connection(TokioIo::new(Lingering::new(stream)), service.clone());
+                    .serve_connection(
+                        TokioIo::new(Lingering::new(stream)),
+                        Connected {
+                            service: service.clone(),
+                            peer: PeerAddr(peer),
+                        },
+                    );
                 tokio::pin!(connection);
                 let result = tokio::select! {
                     result = connection.as_mut() => result,
@@ -282,5 +288,24 @@ impl AsyncWrite for Lingering {
                 Closing::Closed => return Poll::Ready(Ok(())),
             }
         }
+    }
+}
+
+/// The endpoint, as one connection serves it: each request carries its
+/// peer's address, which the limits per principal count without OAuth.
+#[derive(Clone)]
+struct Connected {
+    service: McpService,
+    peer: PeerAddr,
+}
+
+impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Connected {
+    type Response = http::Response<super::McpBody>;
+    type Error = std::convert::Infallible;
+    type Future = super::Responding;
+
+    fn call(&self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        request.extensions_mut().insert(self.peer);
+        hyper::service::Service::call(&self.service, request)
     }
 }

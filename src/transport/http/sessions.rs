@@ -26,13 +26,14 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::bus::{Bus, BusMessage, SessionRecord};
+use super::quota::{Held, Principal as Counted, Quota};
+use crate::bus::{Bus, BusMessage, SessionRecord, StreamClaim};
 use crate::dialect::{Change, ClientInfo, Dialect};
 use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::{Caller, Principal};
 use crate::server::{Input, Server};
-use crate::session::{About, Outgoing, Resumed, Session, Shared};
+use crate::session::{About, Observed, Outgoing, Resumed, Session, Shared};
 use crate::tool::CancelReason;
 
 /// How long a request waits for a session's saved state.
@@ -92,6 +93,9 @@ pub(super) struct HttpSession {
     /// Saves the session's state for the other processes (a bus that
     /// shares sessions).
     saver: Option<Arc<Saver>>,
+    /// Its place in its principal's quota of sessions, while it lives on
+    /// this process (an adopted session takes none).
+    held: Mutex<Option<Held>>,
 }
 
 /// Saves one session's state through the bus, and tells the other
@@ -105,6 +109,25 @@ struct Saver {
 }
 
 impl Saver {
+    /// Saves what changed: the record, or one subscription.
+    fn observed(&self, shared: &Shared, what: Observed<'_>) {
+        match what {
+            Observed::State => self.save(shared),
+            Observed::Subscription { uri, on } => {
+                if shared.client.get().is_none() {
+                    return;
+                }
+                self.bus.save_subscription(&self.id, uri, on, self.ttl);
+                self.bus.publish(BusMessage::SubscriptionChanged {
+                    session: self.id.clone(),
+                    uri: uri.to_owned(),
+                    on,
+                });
+            }
+        }
+    }
+
+    /// Saves the record (its subscriptions are saved one by one).
     fn save(&self, shared: &Shared) {
         let Some(client) = shared.client.get() else {
             return; // not initialized yet: nothing another process could serve
@@ -115,7 +138,7 @@ impl Saver {
             owner: self.owner.clone(),
             ready: shared.is_ready(),
             log_level: shared.log_level(),
-            subscriptions: shared.subscriptions.uris(),
+            subscriptions: Vec::new(),
         };
         self.bus.save_session(&self.id, &record, self.ttl);
         self.bus.publish(BusMessage::SessionChanged {
@@ -284,6 +307,11 @@ impl HttpSession {
         let mut routes = self.routes();
         routes.get = None;
         routes.requests.clear();
+        drop(routes);
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// Idle: nothing in flight, no `GET` stream, no request since `since`.
@@ -303,6 +331,8 @@ impl HttpSession {
 pub(super) struct Sessions {
     map: Mutex<HashMap<String, Arc<HttpSession>>>,
     max: usize,
+    /// The sessions each principal holds.
+    quota: Arc<Quota>,
     idle: Duration,
     /// The sweeper that ends idle sessions runs.
     sweeping: std::sync::atomic::AtomicBool,
@@ -314,6 +344,8 @@ pub(super) struct Sessions {
 pub(super) enum Refused {
     /// The store holds its maximum of sessions.
     Full,
+    /// The caller's principal holds its maximum of sessions.
+    PrincipalFull,
     /// The operating system's random source failed: no id can be issued.
     NoRandom,
 }
@@ -321,12 +353,18 @@ pub(super) enum Refused {
 impl Sessions {
     /// The sessions of an endpoint of `server`: shared with the other
     /// processes when its bus shares sessions.
-    pub(super) fn new(max: usize, idle: Duration, server: &Server) -> Arc<Self> {
+    pub(super) fn new(
+        max: usize,
+        per_principal: usize,
+        idle: Duration,
+        server: &Server,
+    ) -> Arc<Self> {
         let handle = server.handle();
         let shared_by = handle.bus().filter(|bus| bus.shares_sessions()).cloned();
         let sessions = Arc::new(Self {
             map: Mutex::new(HashMap::new()),
             max,
+            quota: Quota::new(per_principal),
             idle,
             sweeping: std::sync::atomic::AtomicBool::new(false),
             shared_by,
@@ -336,6 +374,27 @@ impl Sessions {
             handle.add_session_events(Arc::downgrade(&events));
         }
         sessions
+    }
+
+    /// Claims session `id`'s `GET` stream for this process across the
+    /// deployment (a bus that shares sessions): `false` when another
+    /// process holds it. A bus that cannot tell leaves it to this process.
+    pub(super) async fn claim_get(&self, id: &str) -> bool {
+        let Some(bus) = &self.shared_by else {
+            return true;
+        };
+        match bus.claim_stream(id, self.idle).await {
+            StreamClaim::HeldElsewhere => false,
+            StreamClaim::Granted | StreamClaim::Unknown => true,
+        }
+    }
+
+    /// What gives up this process's claim of session `id`'s `GET` stream
+    /// when the stream ends.
+    pub(super) fn release_get(&self, id: &str) -> Option<impl FnOnce() + Send + Sync + 'static> {
+        let bus = self.shared_by.clone()?;
+        let id = id.to_owned();
+        Some(move || bus.release_stream(&id))
     }
 
     /// Forgets a session everywhere (its saved state, and every process's
@@ -467,12 +526,17 @@ impl Sessions {
         if map.len() >= self.max {
             return Err(Refused::Full);
         }
+        let held = self
+            .quota
+            .take(Counted::of(caller))
+            .map_err(|()| Refused::PrincipalFull)?;
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
         let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
         let owner = caller.principal.as_deref().map(Owner::of);
         let http = self.start(id, owner, &session, input, stop, outbox);
+        *http.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
         map.insert(http.id.clone(), http.clone());
         drop(map);
         tokio::spawn(session.run(Inbox(inbox)));
@@ -503,7 +567,7 @@ impl Sessions {
             let saver = saver.clone();
             session
                 .shared()
-                .observe(Box::new(move |shared| saver.save(shared)));
+                .observe(Box::new(move |shared, what| saver.observed(shared, what)));
         }
         let http = Arc::new(HttpSession {
             id,
@@ -514,6 +578,7 @@ impl Sessions {
             routes: Mutex::new(Routes::default()),
             last_active: Mutex::new(Instant::now()),
             saver,
+            held: Mutex::new(None),
         });
         tokio::spawn(route(Arc::downgrade(&http), outbox));
         self.start_sweeper();
@@ -643,23 +708,9 @@ impl SessionEvents for Sessions {
             let Some(shared) = session.shared() else {
                 return;
             };
-            // Applied without saving again (the copy that changed saved it).
+            // Applied without saving again (the copy that changed saved
+            // it); subscriptions come one by one (`subscription_changed`).
             shared.restore(Change::LogLevel(record.log_level));
-            let now: std::collections::HashSet<String> =
-                shared.subscriptions.uris().into_iter().collect();
-            for uri in &record.subscriptions {
-                if !now.contains(uri) {
-                    shared.restore(Change::Subscription {
-                        uri: uri.clone(),
-                        on: true,
-                    });
-                }
-            }
-            for uri in now {
-                if !record.subscriptions.contains(&uri) {
-                    shared.restore(Change::Subscription { uri, on: false });
-                }
-            }
             if record.ready && !shared.is_ready() {
                 // The client's `initialized` reached another copy: this
                 // one's reader takes it as its own.
@@ -669,6 +720,16 @@ impl SessionEvents for Sessions {
                 session.send(initialized, &Caller::default()).await;
             }
         });
+    }
+
+    fn subscription_changed(&self, id: &str, uri: &str, on: bool) {
+        if let Some(shared) = self.get(id).and_then(|s| s.shared()) {
+            // Applied without saving again: the copy that changed saved it.
+            shared.restore(Change::Subscription {
+                uri: uri.to_owned(),
+                on,
+            });
+        }
     }
 
     fn ended(&self, id: &str) {

@@ -212,7 +212,7 @@ impl McpService {
                 tokio::spawn(session.run_job(job, bytes));
                 self.respond_from(&id, outbox).await
             }
-            Alone::Listening(listener) => self.listen_stream(listener),
+            Alone::Listening(listener) => self.listen_stream(listener, caller),
         }
     }
 
@@ -221,9 +221,10 @@ impl McpService {
     /// `Retry-After` when none is free). At shutdown it ends with its
     /// result; a client that closes it drops the listener, which
     /// unregisters it.
-    fn listen_stream(&self, listener: Listener) -> Response<McpBody> {
-        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
-            return super::too_many_streams();
+    fn listen_stream(&self, listener: Listener, caller: &Caller) -> Response<McpBody> {
+        let slot = match self.stream_slot(caller) {
+            Ok(slot) => slot,
+            Err(why) => return super::too_many_streams(&why),
         };
         sse(McpBody::sse(
             None,

@@ -201,6 +201,17 @@ impl McpService {
                     .insert(RETRY_AFTER, HeaderValue::from_static("5"));
                 return response;
             }
+            Err(Refused::PrincipalFull) => {
+                let mut response = plain(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "you hold as many sessions as one client may (max_sessions_per_principal): \
+                     end one with DELETE, or try again later",
+                );
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+                return response;
+            }
             Err(Refused::NoRandom) => {
                 return plain(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -336,15 +347,31 @@ impl McpService {
                 "the server is shutting down",
             );
         }
-        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
-            return super::too_many_streams();
+        let mut slot = match self.stream_slot(caller) {
+            Ok(slot) => slot,
+            Err(why) => return super::too_many_streams(&why),
         };
+        // One `GET` stream per session in the whole deployment: claimed
+        // before it opens here, given up when it ends.
+        if !self.0.sessions.claim_get(&session.id).await {
+            let mut response = plain(
+                StatusCode::CONFLICT,
+                "this session's stream is already open (on another process of the deployment)",
+            );
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            return response;
+        }
         let Some(events) = session.open_get() else {
             return plain(
                 StatusCode::CONFLICT,
                 "this session's stream is already open",
             );
         };
+        if let Some(release) = self.0.sessions.release_get(&session.id) {
+            slot.on_end(release);
+        }
         sse(McpBody::sse(
             None,
             events,

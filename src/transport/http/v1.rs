@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use http_body::Body;
@@ -270,15 +270,9 @@ impl McpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let Ok(slot) = self.0.streams.clone().try_acquire_owned() else {
-            let mut response = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many streaming sessions are open; try again later",
-            );
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, http::HeaderValue::from_static("1"));
-            return (response, Leftover::Broken);
+        let slot = match self.stream_slot(caller) {
+            Ok(slot) => slot,
+            Err(why) => return (super::too_many_streams(&why), Leftover::Broken),
         };
         let (out, outbox) = mpsc::channel(OUTBOX);
         let session = Session::new(

@@ -1,0 +1,213 @@
+//! What one principal may hold of an endpoint: its long-lived streams and
+//! its sessions, each within a limit per principal as well as the
+//! endpoint's own, so that one client cannot take every slot.
+//!
+//! A principal is who a request is counted against: with OAuth its
+//! token's issuer, subject and client; without, the address of the peer
+//! that sent it ([`PeerAddr`]). A request known by neither (an endpoint
+//! mounted in an app that does not tell the peer) is held to the
+//! endpoint's limits only.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::principal::Caller;
+
+/// The address of the peer a request came from, in the request's
+/// extensions: the standalone server ([`Server::serve_http`]) puts it
+/// there; an app that mounts the endpoint may too, so that the limits per
+/// principal hold without OAuth.
+///
+/// Behind a reverse proxy every request comes from the proxy's address:
+/// then all clients without a token are one principal. Verify tokens
+/// ([`HttpConfig::oauth`](super::HttpConfig::oauth)), or raise the limits
+/// per principal to the endpoint's.
+///
+/// [`Server::serve_http`]: crate::Server::serve_http
+///
+/// ```
+/// use clawmcp::transport::PeerAddr;
+///
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(PeerAddr("192.0.2.7:50123".parse().unwrap()));
+/// assert!(request.extensions().get::<PeerAddr>().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Who a request is counted against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Principal {
+    /// A verified token's issuer, subject and client.
+    Token(String, Option<String>, Option<String>),
+    /// The peer's address (no token).
+    Peer(IpAddr),
+}
+
+impl Principal {
+    /// The principal `caller` counts as, if it can be told.
+    pub(super) fn of(caller: &Caller) -> Option<Self> {
+        if let Some(principal) = caller.principal.as_deref() {
+            let (issuer, subject, client) = principal.binding();
+            return Some(Self::Token(
+                issuer.to_owned(),
+                subject.map(str::to_owned),
+                client.map(str::to_owned),
+            ));
+        }
+        let peer = caller.head.as_ref()?.extensions.get::<PeerAddr>()?;
+        Some(Self::Peer(peer.0.ip()))
+    }
+}
+
+/// How many of one kind of thing each principal holds, within a limit.
+#[derive(Debug)]
+pub(super) struct Quota {
+    most: usize,
+    held: Mutex<HashMap<Principal, usize>>,
+}
+
+/// One thing a principal holds, given back when dropped.
+#[derive(Debug)]
+pub(super) struct Held {
+    quota: Arc<Quota>,
+    principal: Principal,
+}
+
+impl Quota {
+    /// At most `most` per principal.
+    pub(super) fn new(most: usize) -> Arc<Self> {
+        Arc::new(Self {
+            most: most.max(1),
+            held: Mutex::default(),
+        })
+    }
+
+    /// One more for `principal`: `Err` when it holds its most already.
+    /// Nothing is counted for a principal that cannot be told.
+    pub(super) fn take(self: &Arc<Self>, principal: Option<Principal>) -> Result<Option<Held>, ()> {
+        let Some(principal) = principal else {
+            return Ok(None);
+        };
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held.entry(principal.clone()).or_insert(0);
+        if *count >= self.most {
+            return Err(());
+        }
+        *count += 1;
+        Ok(Some(Held {
+            quota: self.clone(),
+            principal,
+        }))
+    }
+
+    /// How many `principal` holds.
+    #[cfg(test)]
+    fn holds(&self, principal: &Principal) -> usize {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.get(principal).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = self
+            .quota
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(&self.principal) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// Why a long-lived stream could not open.
+#[derive(Debug)]
+pub(super) enum NoSlot {
+    /// Every slot of the endpoint is taken (`503`).
+    Endpoint,
+    /// Its principal holds its most (`429`).
+    Principal,
+}
+
+/// What a long-lived stream holds while it is open: one of the endpoint's
+/// stream slots, one of its principal's, and what is to be done when it
+/// ends (its claim given up, its token no longer watched).
+pub(super) struct StreamSlot {
+    _endpoint: OwnedSemaphorePermit,
+    _principal: Option<Held>,
+    on_end: Vec<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl StreamSlot {
+    /// A slot of `streams` and of `quota` for `caller`.
+    pub(super) fn take(
+        streams: &Arc<Semaphore>,
+        quota: &Arc<Quota>,
+        caller: &Caller,
+    ) -> Result<Self, NoSlot> {
+        // The endpoint's limit first: when it is reached, it is for everyone.
+        let endpoint = streams
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| NoSlot::Endpoint)?;
+        let principal = quota
+            .take(Principal::of(caller))
+            .map_err(|()| NoSlot::Principal)?;
+        Ok(Self {
+            _endpoint: endpoint,
+            _principal: principal,
+            on_end: Vec::new(),
+        })
+    }
+
+    /// Runs `f` when the stream ends.
+    pub(super) fn on_end(&mut self, f: impl FnOnce() + Send + Sync + 'static) {
+        self.on_end.push(Box::new(f));
+    }
+}
+
+impl std::fmt::Debug for StreamSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSlot").finish_non_exhaustive()
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        for f in self.on_end.drain(..) {
+            f();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
+        let quota = Quota::new(2);
+        let a = Principal::Peer("192.0.2.1".parse().unwrap());
+        let b = Principal::Token("https://as".into(), Some("u".into()), None);
+        let first = quota.take(Some(a.clone())).unwrap();
+        let second = quota.take(Some(a.clone())).unwrap();
+        assert!(quota.take(Some(a.clone())).is_err(), "a's third is refused");
+        assert!(
+            quota.take(Some(b.clone())).unwrap().is_some(),
+            "b opens its first"
+        );
+        drop(first);
+        assert_eq!(quota.holds(&a), 1);
+        let _third = quota.take(Some(a.clone())).unwrap();
+        drop(second);
+        assert!(quota.take(None).unwrap().is_none(), "nobody is not counted");
+    }
+}

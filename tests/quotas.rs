@@ -1,0 +1,143 @@
+//! Limits per principal (docs/model-context.md §5, README "Limits"): one
+//! client cannot take every long-lived stream or every session of an
+//! endpoint. Without OAuth a principal is the peer's address; two loopback
+//! addresses (127.0.0.1 and 127.0.0.2) stand for two clients.
+
+mod http_support;
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use clawmcp::transport::HttpConfig;
+use http_support::*;
+use hyper::body::Incoming;
+use hyper::{Method, Response, StatusCode};
+use serde_json::json;
+
+const FIRST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 1));
+const SECOND: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
+/// An MCP v1.0 streaming session opened from `source`: its body's writer
+/// (the stream stays open while it lives), and the response.
+async fn v1_stream(
+    server: &TestServer,
+    source: IpAddr,
+) -> (Client, BodyWriter, Response<Incoming>) {
+    let mut client = Client::connect_from(server.addr, source).await;
+    let (writer, body) = channel_body();
+    let pending = client.start(post(body)).await;
+    writer.line(&initialize());
+    let response = head(pending).await;
+    (client, writer, response)
+}
+
+/// A Model Context Protocol `initialize` from `source`: the response.
+async fn open_session(server: &TestServer, source: IpAddr) -> Reply {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}});
+    let request = post_with(
+        &[("accept", "application/json, text/event-stream")],
+        full(serde_json::to_vec(&init).expect("json")),
+    );
+    Client::connect_from(server.addr, source)
+        .await
+        .exchange(request)
+        .await
+}
+
+fn session_id(reply: &Reply) -> String {
+    reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_past_its_streams_gets_429_while_another_still_opens_its_first() {
+    let config = HttpConfig::default()
+        .max_streams(8)
+        .max_streams_per_principal(2);
+    let server = TestServer::start(config).await;
+    let first = v1_stream(&server, FIRST).await;
+    let second = v1_stream(&server, FIRST).await;
+    assert_eq!(first.2.status(), StatusCode::OK);
+    assert_eq!(second.2.status(), StatusCode::OK);
+    let (_c, _w, third) = v1_stream(&server, FIRST).await;
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(third.headers().contains_key("retry-after"));
+    // Another principal still opens its first.
+    let (_c2, _w2, other) = v1_stream(&server, SECOND).await;
+    assert_eq!(other.status(), StatusCode::OK);
+    // A GET stream counts against the same quota.
+    let session = session_id(&open_session(&server, FIRST).await);
+    let get = request(
+        Method::GET,
+        "/mcp",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &session),
+        ],
+        empty(),
+    );
+    let refused = Client::connect_from(server.addr, FIRST)
+        .await
+        .send(get)
+        .await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Closing a stream gives its place back.
+    let (client, writer, response) = first;
+    writer.end();
+    drop(response);
+    client.close().await;
+    let mut reopened = None;
+    for _ in 0..100 {
+        let (c, w, response) = v1_stream(&server, FIRST).await;
+        if response.status() == StatusCode::OK {
+            reopened = Some((c, w, response));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(reopened.is_some(), "a closed stream's place is free again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_past_its_sessions_gets_429_and_deleting_one_frees_a_place() {
+    let config = HttpConfig::default()
+        .max_sessions(8)
+        .max_sessions_per_principal(2);
+    let server = TestServer::start(config).await;
+    let one = open_session(&server, FIRST).await;
+    let two = open_session(&server, FIRST).await;
+    assert_eq!((one.status, two.status), (StatusCode::OK, StatusCode::OK));
+    let three = open_session(&server, FIRST).await;
+    assert_eq!(three.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(three.header("retry-after").is_some());
+    assert_eq!(open_session(&server, SECOND).await.status, StatusCode::OK);
+    let delete = request(
+        Method::DELETE,
+        "/mcp",
+        &[("mcp-session-id", &session_id(&one))],
+        empty(),
+    );
+    let deleted = Client::connect_from(server.addr, FIRST)
+        .await
+        .exchange(delete)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert_eq!(open_session(&server, FIRST).await.status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_a_principal_may_hold_a_quarter_of_the_endpoints_streams() {
+    let server = TestServer::start(HttpConfig::default().max_streams(8)).await;
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let stream = v1_stream(&server, FIRST).await;
+        assert_eq!(stream.2.status(), StatusCode::OK);
+        open.push(stream);
+    }
+    let (_c, _w, third) = v1_stream(&server, FIRST).await;
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+}
