@@ -1671,7 +1671,87 @@ async fn closing_a_2026_response_stream_cancels_a_request_that_keeps_streaming()
     );
 }
 
+#[tokio::test]
+async fn closing_the_connection_of_a_2026_request_answered_as_json_cancels_its_work() {
+    // No progress asked: the reply would be plain JSON, and nothing is
+    // written before it. The client goes away while the tool waits.
+    let http = Http::start().await;
+    let message = call26("slow", json!({}));
+    let mut stream = TcpStream::connect(http.addr).await.expect("connect");
+    stream
+        .write_all(&Post::new(message).raw())
+        .await
+        .expect("write the request");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while http.probe.slow_started.load(Ordering::SeqCst) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "the tool started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(stream);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while http.probe.slow_stopped.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slow tool was not cancelled within 5 s of its client going away"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 // ------------------------------------------ 12. per-request revision --
+
+#[tokio::test]
+async fn after_server_discover_a_request_without_its_meta_is_32602_naming_what_is_missing() {
+    let server = server(&Probe::default());
+    let mut client = stdio(&server).await;
+    let discover = exchange(&mut client, &rpc26("server/discover", json!({}))).await;
+    assert!(
+        result(&discover)["supportedVersions"].is_array(),
+        "{discover}"
+    );
+    // No `_meta` at all: -32602 naming it, not "not initialized" (-32600).
+    let bare = exchange(&mut client, &rpc("tools/list", json!({}))).await;
+    assert_eq!(code(&bare), -32602, "{bare}");
+    let data = bare["error"]["data"].as_str().unwrap_or_default();
+    assert!(data.contains("_meta"), "{bare}");
+    // A `_meta` without the version, or without the capabilities.
+    let no_version = exchange(
+        &mut client,
+        &rpc("tools/list", json!({"_meta": {CC: all_caps()}})),
+    )
+    .await;
+    assert_eq!(code(&no_version), -32602, "{no_version}");
+    assert!(
+        no_version["error"]["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(PV),
+        "{no_version}"
+    );
+    let no_caps = exchange(&mut client, &rpc("tools/list", json!({"_meta": {PV: V}}))).await;
+    assert_eq!(code(&no_caps), -32602, "{no_caps}");
+    assert!(
+        no_caps["error"]["data"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(CC),
+        "{no_caps}"
+    );
+    // A whole 2026-07-28 request is served; `initialize` still opens a
+    // 2025-11-25 session on the same connection.
+    let listed = exchange(&mut client, &rpc26("tools/list", json!({}))).await;
+    assert!(result(&listed)["tools"].is_array(), "{listed}");
+    let init = exchange(
+        &mut client,
+        &rpc(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "1"}}),
+        ),
+    )
+    .await;
+    assert_eq!(result(&init)["protocolVersion"], "2025-11-25", "{init}");
+}
 
 #[tokio::test]
 async fn one_stdio_connection_serves_a_2026_request_and_then_a_2025_session() {

@@ -1056,7 +1056,11 @@ async fn server_discover_without_headers_or_meta_is_refused_and_opens_no_session
 
 #[tokio::test]
 async fn sessions_are_bounded_and_a_deleted_one_frees_its_slot() {
-    let server = McServer::start(HttpConfig::default().max_sessions(2)).await;
+    // (One client holds them all: its own bound is the endpoint's.)
+    let config = HttpConfig::default()
+        .max_sessions(2)
+        .max_sessions_per_principal(2);
+    let server = McServer::start(config).await;
     let first = server.session().await;
     let _second = server.session().await;
 

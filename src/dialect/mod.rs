@@ -451,18 +451,33 @@ impl Dialect {
 
     /// The dialect one request of a session in this dialect is served in:
     /// a Model Context Protocol connection serves 2026-07-28 requests in
-    /// that revision.
+    /// that revision. `discovered` says the connection was served
+    /// `server/discover` and has not initialized: then every request but
+    /// `initialize` and `ping` is a 2026-07-28 one (whose `_meta` must say
+    /// its version and capabilities), not a request before the handshake.
     pub(crate) fn of_request(
         self,
         method: &str,
         params: Option<&RawValue>,
         call: Option<&ToolCall<'_>>,
+        discovered: bool,
     ) -> Self {
-        if self == Self::ModelContext && stateless::claims(method, params, call) {
+        let probed = discovered
+            && !matches!(
+                method,
+                model_context::methods::INITIALIZE | model_context::methods::PING
+            );
+        if self == Self::ModelContext && (probed || stateless::claims(method, params, call)) {
             Self::Stateless
         } else {
             self
         }
+    }
+
+    /// Whether serving `method` in this dialect, before the handshake,
+    /// makes the connection one that discovered the 2026-07-28 revision.
+    pub(crate) fn discovers(self, method: &str) -> bool {
+        self == Self::Stateless && method == model_context::methods::DISCOVER
     }
 
     /// The name of a request in this dialect's trace lines (MCP v1.0's

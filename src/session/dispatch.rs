@@ -99,7 +99,12 @@ pub(crate) fn dispatch(
         } => {
             // The clock is read only when trace lines need it.
             let started = shared.trace_on().then(Instant::now);
-            let dialect = dialect.of_request(&method, params, call.as_ref());
+            let before_handshake = phase == Phase::AwaitingInitialize;
+            let discovered = before_handshake && shared.discovered();
+            let dialect = dialect.of_request(&method, params, call.as_ref(), discovered);
+            if before_handshake && dialect.discovers(&method) {
+                shared.set_discovered();
+            }
             match dialect.admit(phase, &method, &id) {
                 Admission::Serve => {
                     serve(shared, dialect, id, &method, params, call, started, caller)
@@ -448,7 +453,9 @@ pub(crate) async fn beside(
     else {
         return Beside::Not;
     };
-    let dialect = shared.dialect.of_request(&method, params, call.as_ref());
+    let dialect = shared
+        .dialect
+        .of_request(&method, params, call.as_ref(), false);
     if (id == RequestId::Null && !dialect.allows_null_ids())
         || dialect.admit(Phase::Ready, &method, &id) != Admission::Serve
     {

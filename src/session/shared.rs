@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     trace: AtomicU8,
     /// Past the client's `initialized`: server notifications may be sent.
     ready: AtomicBool,
+    /// Served `server/discover` before any `initialize`: until it
+    /// initializes, its requests are read as 2026-07-28 ones.
+    discovered: AtomicBool,
     /// Requests waiting for async work, by id (several may share an id),
     /// each with its registration number and cancellation token. A request
     /// that completes on its first poll is never registered: no cancel can
@@ -99,6 +102,7 @@ impl Shared {
             over_http: false,
             trace: AtomicU8::new(0),
             ready: AtomicBool::new(false),
+            discovered: AtomicBool::new(false),
             in_flight: Mutex::new(HashMap::default()),
             registrations: AtomicU64::new(0),
             subscription: Mutex::new(None),
@@ -348,6 +352,16 @@ impl Shared {
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
         self.observed(Observed::State);
+    }
+
+    /// Whether the connection was served `server/discover` (2026-07-28)
+    /// before any `initialize`.
+    pub(crate) fn discovered(&self) -> bool {
+        self.discovered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_discovered(&self) {
+        self.discovered.store(true, Ordering::Relaxed);
     }
 
     /// Past the handshake: notifications of the server's own may be sent.
