@@ -179,6 +179,42 @@ pub(crate) struct Caller {
     /// The HTTP request's method, URI and headers.
     #[cfg(feature = "http")]
     pub(crate) head: Option<Arc<http::request::Parts>>,
+    /// For a long-lived stream whose token is watched: set once its issuer
+    /// says the token is no longer active.
+    pub(crate) revocation: Option<Arc<Revocation>>,
+}
+
+/// Whether the token of a long-lived stream was revoked, as the watch
+/// that verifies it again finds (docs/oauth.md §3).
+#[derive(Debug, Default)]
+pub(crate) struct Revocation {
+    revoked: std::sync::atomic::AtomicBool,
+    /// Told when a request was refused for it.
+    refused: tokio::sync::Notify,
+}
+
+impl Revocation {
+    /// The issuer says the token is no longer active.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) fn revoke(&self) {
+        self.revoked
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.revoked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// A request was refused for it.
+    pub(crate) fn refused(&self) {
+        self.refused.notify_one();
+    }
+
+    /// Until a request is refused for it (at once when one was).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) async fn until_refused(&self) {
+        self.refused.notified().await;
+    }
 }
 
 impl std::fmt::Debug for Caller {
@@ -194,6 +230,13 @@ impl std::fmt::Debug for Caller {
 }
 
 impl Caller {
+    /// Whether its token was revoked while its stream was open.
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.revocation
+            .as_deref()
+            .is_some_and(Revocation::is_revoked)
+    }
+
     /// Runs `work` with this caller as [`Principal::current`]'s.
     pub(crate) async fn scope<F: Future>(self, work: F) -> F::Output {
         CURRENT.scope(self, work).await

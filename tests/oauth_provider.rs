@@ -16,7 +16,7 @@ use clawmcp::definition::ToolDefinition;
 use clawmcp::oauth::{IntrospectionVerifier, JwtVerifier, OAuth};
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Principal, Server, ToolError, tool_fn};
-use http_support::{Client, Reply, full, request};
+use http_support::{Client, Lines, Reply, channel_body, empty, full, head, request};
 use hyper::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -840,6 +840,103 @@ async fn introspected_tokens_work_until_revoked_and_fail_closed_when_the_issuer_
         reply.status, 503,
         "the issuer is down: refused, never let through"
     );
+}
+
+/// Reads `body` to its end within `wait`: whether it ended.
+async fn ends_within(body: hyper::body::Incoming, wait: Duration) -> bool {
+    use http_body_util::BodyExt;
+    timeout(wait, body.collect()).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_token_ends_the_long_lived_streams_it_opened() {
+    // docs/oauth.md §3: with introspection, a stream's token is verified
+    // again as often as answers are remembered; once it is not active, a
+    // GET stream and a listen stream end, and an MCP v1.0 streaming
+    // session refuses its next request with -32008, then ends.
+    let provider = Provider::start(0, None, false).await;
+    let issuer = provider.issuer.clone();
+    let server = McpServer::start(|resource| {
+        let verifier =
+            IntrospectionVerifier::new(issuer.clone(), "mcp-server", "mcp-server-secret")
+                .cache_answers_for(Duration::from_millis(200));
+        OAuth::new(resource, issuer, verifier)
+    })
+    .await;
+    let token = provider.token("mcp-opaque", "mcp", &server.resource).await;
+    let bearer = format!("Bearer {token}");
+    // A GET stream of a 2025-11-25 session.
+    let session = server.open(&token).await;
+    let mut get_client = Client::connect(server.addr).await;
+    let get = get_client
+        .send(request(
+            Method::GET,
+            "/mcp",
+            &[
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", &session),
+                ("authorization", &bearer),
+            ],
+            empty(),
+        ))
+        .await;
+    assert_eq!(get.status(), 200);
+    // A 2026-07-28 listen stream.
+    let listen = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut listen_client = Client::connect(server.addr).await;
+    let listening = listen_client
+        .send(request(
+            Method::POST,
+            "/mcp",
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("content-type", "application/json"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "subscriptions/listen"),
+                ("authorization", &bearer),
+            ],
+            full(serde_json::to_vec(&listen).expect("JSON")),
+        ))
+        .await;
+    assert_eq!(listening.status(), 200);
+    // An MCP v1.0 streaming session.
+    let mut v1_client = Client::connect(server.addr).await;
+    let (writer, body) = channel_body();
+    let pending = v1_client
+        .start(request(
+            Method::POST,
+            "/mcp",
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &bearer),
+            ],
+            body,
+        ))
+        .await;
+    writer.line(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"clientCapabilities": {}}}));
+    let mut lines = Lines::new(head(pending).await);
+    assert!(lines.reply(json!(1)).await.get("result").is_some());
+    writer.line(&execute(2, "echo", json!({"message": "before"})));
+    assert!(lines.reply(json!(2)).await.get("result").is_some());
+
+    provider.revoke("mcp-opaque", &token).await;
+    assert!(
+        ends_within(get.into_body(), Duration::from_secs(5)).await,
+        "the GET stream ends"
+    );
+    assert!(
+        ends_within(listening.into_body(), Duration::from_secs(5)).await,
+        "the listen stream ends"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    writer.line(&execute(3, "echo", json!({"message": "after"})));
+    let refused = lines.reply(json!(3)).await;
+    assert_eq!(refused["error"]["code"], -32008, "{refused}");
+    assert!(lines.rest().await.is_empty(), "then the stream ends");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -87,6 +87,22 @@ pub(crate) fn dispatch(
                 Some(dialect.error(None, &error)),
             ))
         }
+        Incoming::Request { id, .. } if caller.is_revoked() => {
+            // Its stream's token was revoked (docs/oauth.md §3): the stream
+            // ends once this is answered.
+            let error = RpcError::new(
+                ErrorCode::TOKEN_EXPIRED,
+                "the access token of this stream is no longer active (its issuer revoked it): \
+                 open a new one with a fresh token",
+            );
+            if let Some(revocation) = &caller.revocation {
+                revocation.refused();
+            }
+            Dispatched::Reply(Handled::reply(
+                id.clone(),
+                Some(dialect.error(Some(&id), &error)),
+            ))
+        }
         Incoming::Request { id, .. } if draining => {
             let reply = Some(dialect.shutting_down(&id));
             Dispatched::Reply(Handled::reply(id, reply))

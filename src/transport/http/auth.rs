@@ -164,6 +164,28 @@ impl Gate {
         Ok(principal)
     }
 
+    /// How often the token of a long-lived stream is verified again: as
+    /// often as the verifier's answers are remembered (an introspecting
+    /// verifier's `cache_answers_for`); `None` for a verifier whose answers
+    /// are not remembered (a JWT holds until its `exp`).
+    pub(super) fn recheck_every(&self) -> Option<std::time::Duration> {
+        self.oauth
+            .verifier
+            .cache_for()
+            .map(|every| every.max(std::time::Duration::from_millis(10)))
+    }
+
+    /// Whether the token `parts` carries is still active: `Some(false)`
+    /// when the issuer says it is not (or it expired), `None` when the
+    /// issuer cannot be asked now.
+    pub(super) async fn still_active(&self, parts: &Parts) -> Option<bool> {
+        match self.admit(parts).await {
+            Ok(_) => Some(true),
+            Err(refused) if refused.status == StatusCode::SERVICE_UNAVAILABLE => None,
+            Err(_) => Some(false),
+        }
+    }
+
     /// The `403` for a request whose item needs `needed`: the challenge
     /// names the endpoint's required scopes and the item's, every one.
     pub(super) fn forbidden(&self, parts: &Parts, needed: &[String]) -> Response<McpBody> {

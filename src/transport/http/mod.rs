@@ -625,6 +625,7 @@ impl McpService {
         Ok(Caller {
             principal,
             head: Some(parts.clone()),
+            revocation: None,
         })
     }
 
@@ -722,6 +723,53 @@ fn too_many_streams(why: &quota::NoSlot) -> Response<McpBody> {
 }
 
 impl McpService {
+    /// Watches the token of a long-lived stream opened by `caller`, while
+    /// `slot` is held: it is verified again as often as the verifier's
+    /// answers are remembered, and `revoked` runs once the issuer says it
+    /// is no longer active (an issuer that cannot be asked leaves the
+    /// stream open until it can). Nothing to watch without OAuth, or with
+    /// a verifier whose answers are not remembered.
+    fn watch_token(
+        &self,
+        caller: &Caller,
+        slot: &mut quota::StreamSlot,
+        revoked: impl FnOnce() + Send + 'static,
+    ) {
+        #[cfg(feature = "oauth")]
+        {
+            let Some(every) = self.0.gate.as_ref().and_then(auth::Gate::recheck_every) else {
+                return;
+            };
+            let Some(parts) = caller.head.clone() else {
+                return;
+            };
+            let done = CancellationToken::new();
+            slot.on_end({
+                let done = done.clone();
+                move || done.cancel()
+            });
+            let service = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = done.cancelled() => return,
+                        () = tokio::time::sleep(every) => {}
+                    }
+                    let Some(gate) = service.0.gate.as_ref() else {
+                        return;
+                    };
+                    if gate.still_active(&parts).await == Some(false) {
+                        tracing::debug!("a long-lived stream's token is no longer active");
+                        revoked();
+                        return;
+                    }
+                }
+            });
+        }
+        #[cfg(not(feature = "oauth"))]
+        let _ = (caller, slot, revoked);
+    }
+
     /// A long-lived stream's slot for `caller`, or why there is none
     /// ([`too_many_streams`] answers it).
     fn stream_slot(&self, caller: &Caller) -> Result<quota::StreamSlot, quota::NoSlot> {

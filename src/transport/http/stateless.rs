@@ -222,15 +222,21 @@ impl McpService {
     /// result; a client that closes it drops the listener, which
     /// unregisters it.
     fn listen_stream(&self, listener: Listener, caller: &Caller) -> Response<McpBody> {
-        let slot = match self.stream_slot(caller) {
+        let mut slot = match self.stream_slot(caller) {
             Ok(slot) => slot,
             Err(why) => return super::too_many_streams(&why),
         };
+        // It ends with its result at shutdown, or once its token is revoked.
+        let stop = self.0.stop.child_token();
+        self.watch_token(caller, &mut slot, {
+            let stop = stop.clone();
+            move || stop.cancel()
+        });
         sse(McpBody::sse(
             None,
             Feed::Listen(Box::new(listener)),
             self.0.config.sse_keep_alive,
-            (*self.0.stop).clone(),
+            stop,
             Some(slot),
         ))
     }

@@ -372,11 +372,17 @@ impl McpService {
         if let Some(release) = self.0.sessions.release_get(&session.id) {
             slot.on_end(release);
         }
+        // It ends at shutdown, or once its token is revoked.
+        let stop = self.0.stop.child_token();
+        self.watch_token(caller, &mut slot, {
+            let stop = stop.clone();
+            move || stop.cancel()
+        });
         sse(McpBody::sse(
             None,
             events,
             self.0.config.sse_keep_alive,
-            self.0.stop.as_ref().clone(),
+            stop,
             Some(slot),
         ))
     }

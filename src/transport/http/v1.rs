@@ -19,13 +19,16 @@ use super::{Leftover, McpService, json, plain};
 use crate::dialect::v1::schema::methods;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
-use crate::principal::Caller;
+use crate::principal::{Caller, Revocation};
 use crate::server::Exchanged;
 use crate::session::Session;
 use crate::transport::json_stream::{FirstValue, JsonStreamDecoder};
 
 /// Messages waiting for a streaming response before request tasks wait.
 const OUTBOX: usize = 256;
+/// How long a streaming session whose token was revoked waits for its next
+/// request (refused `-32008`) before it ends.
+const REVOKED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
@@ -270,18 +273,34 @@ impl McpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let slot = match self.stream_slot(caller) {
+        let mut slot = match self.stream_slot(caller) {
             Ok(slot) => slot,
             Err(why) => return (super::too_many_streams(&why), Leftover::Broken),
         };
         let (out, outbox) = mpsc::channel(OUTBOX);
+        let stop = Arc::new(self.0.stop.child_token());
+        // Once its token is revoked, its next request is refused `-32008`,
+        // then the session ends (or after a short wait for one).
+        let revocation = Arc::new(Revocation::default());
+        self.watch_token(caller, &mut slot, {
+            let (revocation, stop) = (revocation.clone(), stop.clone());
+            move || {
+                revocation.revoke();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(REVOKED_GRACE, revocation.until_refused()).await;
+                    stop.cancel();
+                });
+            }
+        });
+        let mut caller = caller.clone();
+        caller.revocation = Some(revocation);
         let session = Session::new(
             self.0.server.inner(),
             crate::dialect::Dialect::McpV1,
             out,
-            Arc::new(self.0.stop.child_token()),
+            stop,
         )
-        .with_caller(caller.clone());
+        .with_caller(caller);
         let input = BodyInputs {
             body,
             buf,
