@@ -16,7 +16,8 @@ It shows:
   4. a 2025-11-25 session through nginx, round robin (no affinity): served
      by all three processes in turn, its GET stream hears of writes, an
      elicitation is answered through another process than the tool's;
-  5. the process holding its GET stream killed: the stream ends, a new one
+  5. the process holding its GET stream killed: the stream ends, a second
+     GET stream on another process was refused with 409 until then, a new one
      opened through nginx works, the session goes on; another process
      killed: requests through nginx go on.
 
@@ -32,7 +33,9 @@ can be bound again.
 
 The reference example must be built with `--features redis`. Needs
 redis-server and nginx on PATH (Debian: apt-get install -y redis-server
-nginx): without them the test fails, it never skips.
+nginx): without them the test fails, it never skips. To look into a
+failure: SERVER_LOG=debug sets the processes' log level (default warn),
+and KEEP_WORK=1 keeps the work folder (their logs, nginx's access log).
 """
 
 import argparse
@@ -238,7 +241,7 @@ class Deployment:
         self.redis.wait()
 
     def start_servers(self):
-        env = dict(os.environ, CLAWMCP_STATE_KEYS=KEYS, RUST_LOG="warn")
+        env = dict(os.environ, CLAWMCP_STATE_KEYS=KEYS, RUST_LOG=os.environ.get("SERVER_LOG", "warn"))
         for i, port in enumerate(self.ports):
             root = os.path.join(self.work, f"root{i}")
             os.makedirs(root, exist_ok=True)
@@ -475,6 +478,12 @@ class Stream:
         self.head = []  # the response's head lines
         self.head_read = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
+
+    def status(self):
+        """The response's status code (0 when there was no head)."""
+        self.head_read.wait(PATIENCE)
+        parts = self.head[0].split() if self.head else []
+        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
     def header(self, name):
         self.head_read.wait(PATIENCE)
@@ -748,6 +757,13 @@ def main():
         get_upstream = get_stream.header("X-Upstream")
         check(get_upstream is not None, f"nginx names the GET stream's process ({get_upstream})")
         holder = d.ports.index(int(get_upstream.rsplit(":", 1)[1]))
+        # One GET stream per session in the whole deployment: a second one,
+        # on any other process, is refused (409 with Retry-After).
+        for i, p in enumerate(d.ports):
+            if i != holder:
+                _, second = raw_request(p, get_head(p, sid))
+                check(second.status() == 409 and second.header("Retry-After"),
+                      f"a second GET stream on :{p} is refused with 409 ({second.status()})")
 
         # 5. The process holding the GET stream dies: the stream ends, the
         # session goes on elsewhere, everything else too.
@@ -761,7 +777,19 @@ def main():
             except queue.Empty:
                 pass
         check(ended, "the GET stream ends with its process")
-        _, get_stream = raw_request(n, get_head(n, sid))
+        # The dead holder's claim lapses with its liveness key (5 s): until
+        # then a new GET is 409, then one takes over.
+        died, deadline = time.time(), time.time() + 15
+        while True:
+            _, get_stream = raw_request(n, get_head(n, sid))
+            status = get_stream.status()
+            if status == 200:
+                break
+            if status != 409 or time.time() >= deadline:
+                raise SystemExit("FAIL: a new GET stream waits for the dead holder's claim "
+                                 f"to lapse, refused with 409 meanwhile ({status})")
+            time.sleep(0.5)
+        print(f"ok: a new GET stream takes over {time.time() - died:.1f}s after its holder died")
         time.sleep(0.3)
         alive = [p for i, p in enumerate(d.ports) if i != holder]
         write(alive[0], "after the holder died")
@@ -809,7 +837,10 @@ def main():
             print(f"FAIL in the cleanup, after the failure below: {message}", file=sys.stderr,
                   flush=True)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if os.environ.get("KEEP_WORK"):
+                print(f"kept: {work}")
+            else:
+                shutil.rmtree(work, ignore_errors=True)
     print("PASS: scale-out")
 
 

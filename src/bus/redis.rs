@@ -110,10 +110,14 @@ enum Outbound {
 /// Sets the stream's claim to this process (`ARGV[1]`) for `ARGV[2]`
 /// milliseconds, when it is free, this process's already, or its
 /// holder's liveness key (`ARGV[3]` and the holder) is gone: 1, else 0.
+/// A claim also renews the claimer's own liveness key (for `ARGV[4]`
+/// milliseconds), so that it holds from the claim on, even right after
+/// Redis lost its keys.
 const CLAIM: &str = r"
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] or redis.call('EXISTS', ARGV[3] .. holder) == 0 then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', ARGV[3] .. ARGV[1], 1, 'PX', ARGV[4])
   return 1
 end
 return 0";
@@ -247,19 +251,33 @@ impl Bus for RedisBus {
         lease: Duration,
     ) -> Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
         Box::pin(async move {
+            // Tried again while there is time: a connection that Redis
+            // dropped (a restart) fails once, then reconnects.
             let claim = async {
-                let mut connection = self.reader().await?;
-                let key = format!("{}{id}:stream", self.0.names.sessions);
-                ::redis::cmd("EVAL")
-                    .arg(CLAIM)
-                    .arg(1)
-                    .arg(key)
-                    .arg(self.0.origin.to_string())
-                    .arg(millis(lease).max(1))
-                    .arg(&self.0.names.processes)
-                    .query_async::<i64>(&mut connection)
-                    .await
-                    .map_err(|e| e.to_string())
+                let mut wait = Duration::from_millis(20);
+                loop {
+                    let tried = async {
+                        let mut connection = self.reader().await?;
+                        let key = format!("{}{id}:stream", self.0.names.sessions);
+                        ::redis::cmd("EVAL")
+                            .arg(CLAIM)
+                            .arg(1)
+                            .arg(key)
+                            .arg(self.0.origin.to_string())
+                            .arg(millis(lease).max(1))
+                            .arg(&self.0.names.processes)
+                            .arg(millis(LIVENESS))
+                            .query_async::<i64>(&mut connection)
+                            .await
+                            .map_err(|e| e.to_string())
+                    };
+                    match tried.await {
+                        Ok(claimed) => return Ok::<i64, String>(claimed),
+                        Err(e) => tracing::debug!("claiming a session's stream failed: {e}"),
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_millis(500));
+                }
             };
             match tokio::time::timeout(CLAIM_PATIENCE, claim).await {
                 Ok(Ok(1)) => StreamClaim::Granted,
@@ -285,19 +303,29 @@ impl Bus for RedisBus {
         id: &'a str,
     ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
         Box::pin(async move {
-            let mut connection = match self.reader().await {
-                Ok(connection) => connection,
-                Err(e) => {
-                    tracing::warn!("the Redis bus cannot read a session: {e}");
-                    return None;
-                }
-            };
             let key = format!("{}{id}", self.0.names.sessions);
-            let read: ::redis::RedisResult<(Option<String>, Vec<String>)> = ::redis::pipe()
-                .get(&key)
-                .smembers(format!("{key}:subscriptions"))
-                .query_async(&mut connection)
-                .await;
+            // Tried three times: a connection that Redis dropped (a
+            // restart) fails once, then reconnects.
+            let mut read = Err(String::new());
+            for wait in [0, 20, 100] {
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let mut connection = match self.reader().await {
+                    Ok(connection) => connection,
+                    Err(e) => {
+                        read = Err(e);
+                        continue;
+                    }
+                };
+                read = ::redis::pipe()
+                    .get(&key)
+                    .smembers(format!("{key}:subscriptions"))
+                    .query_async::<(Option<String>, Vec<String>)>(&mut connection)
+                    .await
+                    .map_err(|e| e.to_string());
+                if read.is_ok() {
+                    break;
+                }
+            }
             let (json, subscriptions) = match read {
                 Ok(read) => read,
                 Err(e) => {

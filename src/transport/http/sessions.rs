@@ -383,7 +383,9 @@ impl Sessions {
         let Some(bus) = &self.shared_by else {
             return true;
         };
-        match bus.claim_stream(id, self.idle).await {
+        let claim = bus.claim_stream(id, self.idle).await;
+        tracing::debug!(session = id, ?claim, "claimed the session's GET stream");
+        match claim {
             StreamClaim::HeldElsewhere => false,
             StreamClaim::Granted | StreamClaim::Unknown => true,
         }
