@@ -496,6 +496,7 @@ pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
 /// [`encode_error_with`] or [`encode_result`] wrote: read where the encoder
 /// puts the outcome, the member right after the id, so that nothing a
 /// result holds can be taken for it. `None` for a result.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) fn error_code_of(reply: &[u8], id: &RequestId) -> Option<i32> {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
     const ERROR: &[u8] = br#""error":{"code":"#;

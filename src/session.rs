@@ -31,4 +31,6 @@ pub(crate) use outbox::Outgoing;
 pub(crate) use reader::Resumed;
 pub(crate) use reader::Session;
 pub use reader::{Input, MAX_PARKED};
-pub(crate) use shared::{Observed, Shared};
+#[cfg(feature = "http")]
+pub(crate) use shared::Observed;
+pub(crate) use shared::Shared;

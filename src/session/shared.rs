@@ -78,6 +78,7 @@ pub(crate) struct Shared {
 pub(crate) type Observer = Box<dyn Fn(&Shared, Observed<'_>) + Send + Sync>;
 
 /// Which part of a session's recorded state changed.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Observed<'a> {
     /// Its client, log level or readiness.
     State,

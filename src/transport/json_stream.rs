@@ -130,6 +130,7 @@ impl ValueScanner {
 /// any white space before it. The body only grows between calls, and each
 /// of its bytes is looked at once, however it is chunked.
 #[derive(Debug, Default)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct FirstValue {
     /// The white space before the value, as far as it is known.
     lead: usize,
@@ -139,6 +140,7 @@ pub(crate) struct FirstValue {
     examined: usize,
 }
 
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 impl FirstValue {
     /// The end of the first value of `body` (the whole body so far, of
     /// which earlier calls saw a prefix), once it is complete.
