@@ -224,22 +224,26 @@ pub trait Bus: Send + Sync + 'static {
     /// Never waits.
     fn remove_session(&self, _id: &str) {}
 
-    /// Claims session `id`'s `GET` stream for this process for `lease`
-    /// from now, or renews this process's claim: at most one process of
-    /// the deployment holds it, and a claim its holder stops renewing (the
-    /// process is gone) ends with its lease. The default, for a bus that
-    /// shares no sessions, grants every claim (the process decides alone).
+    /// Claims session `id`'s `GET` stream for the stream named `claim`
+    /// (unique per stream) on this process, for `lease` from now; claiming
+    /// again with the same `claim` renews it. At most one stream of the
+    /// deployment holds it. The claim is free when it lapsed, when the
+    /// process holding it is gone, or when it is this process's own (the
+    /// caller holds no stream for the session any more). The default, for
+    /// a bus that shares no sessions, grants every claim (the process
+    /// decides alone).
     fn claim_stream<'a>(
         &'a self,
         _id: &'a str,
+        _claim: &'a str,
         _lease: std::time::Duration,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
         Box::pin(async { StreamClaim::Granted })
     }
 
-    /// Gives up this process's claim of session `id`'s `GET` stream (it
-    /// closed). Never waits.
-    fn release_stream(&self, _id: &str) {}
+    /// Gives up the claim named `claim` of session `id`'s `GET` stream (it
+    /// closed), if it still holds it. Never waits.
+    fn release_stream(&self, _id: &str, _claim: &str) {}
 
     /// Session `id`'s state, if the deployment keeps it: read when a
     /// request names a session this process does not have (the one place

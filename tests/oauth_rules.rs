@@ -15,7 +15,7 @@ use clawmcp::resource::{ResourceInfo, resource_fn};
 use clawmcp::template::resource_template;
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Principal, Server, ServerBuilder, ToolError, async_trait, tool_fn};
-use http_support::{Client, Reply, full, request};
+use http_support::{Client, Reply, empty, full, request};
 use hyper::Method;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -35,6 +35,12 @@ impl TokenVerifier for ScopesAreTokens {
             "bad" => Err(VerifyError::Invalid("a bad token".into())),
             "down" => Err(VerifyError::Unavailable("the issuer is down".into())),
             "nobody" => Ok(Principal::new("static").with_scopes(["mcp"])),
+            "short" => Ok(Principal::new("static")
+                .with_subject("brief")
+                .with_scopes(["mcp"])
+                .with_expiry(
+                    std::time::SystemTime::now() + std::time::Duration::from_millis(1500),
+                )),
             "expired" => Ok(Principal::new("static")
                 .with_subject("late")
                 .with_scopes(["mcp"])
@@ -631,4 +637,34 @@ fn scopes_must_name_an_item_and_be_scope_tokens() {
         spaced,
         Err(clawmcp::BuildError::InvalidScope { .. })
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_lived_stream_ends_at_its_tokens_expiry_whatever_the_verifier() {
+    // docs/oauth.md §3: a GET stream opened with a token that expires
+    // (this verifier remembers its answers until then, as a JWT verifier
+    // does) ends at that expiry, with nothing asked of the issuer.
+    use http_body_util::BodyExt;
+    let endpoint = Endpoint::start(|b| b).await;
+    let session = endpoint.open("short").await;
+    let mut client = Client::connect(endpoint.addr).await;
+    let stream = client
+        .send(request(
+            Method::GET,
+            "/mcp",
+            &[
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", &session),
+                ("authorization", "Bearer short"),
+            ],
+            empty(),
+        ))
+        .await;
+    assert_eq!(stream.status(), 200);
+    let ended = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.into_body().collect(),
+    )
+    .await;
+    assert!(ended.is_ok(), "the GET stream ends at its token's expiry");
 }

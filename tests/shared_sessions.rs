@@ -39,7 +39,8 @@ struct Hub {
     inboxes: Mutex<Vec<(usize, Inbox)>>,
     sessions: Mutex<HashMap<String, SessionRecord>>,
     subscriptions: Mutex<HashMap<String, HashSet<String>>>,
-    streams: Mutex<HashMap<String, usize>>,
+    /// Each session's `GET` stream claim: the process, and the claim.
+    streams: Mutex<HashMap<String, (usize, String)>>,
     gone: Mutex<HashSet<usize>>,
     /// The JSON length of every record saved.
     saved_sizes: Mutex<Vec<usize>>,
@@ -107,25 +108,26 @@ impl Bus for End {
     fn claim_stream<'a>(
         &'a self,
         id: &'a str,
+        claim: &'a str,
         _lease: Duration,
     ) -> Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
         let gone = self.hub.gone.lock().unwrap().clone();
         let mut streams = self.hub.streams.lock().unwrap();
-        let claim = match streams.get(id) {
-            Some(holder) if *holder != self.me && !gone.contains(holder) => {
+        let answer = match streams.get(id) {
+            Some((holder, _)) if *holder != self.me && !gone.contains(holder) => {
                 StreamClaim::HeldElsewhere
             }
             _ => {
-                streams.insert(id.to_owned(), self.me);
+                streams.insert(id.to_owned(), (self.me, claim.to_owned()));
                 StreamClaim::Granted
             }
         };
-        Box::pin(async move { claim })
+        Box::pin(async move { answer })
     }
 
-    fn release_stream(&self, id: &str) {
+    fn release_stream(&self, id: &str, claim: &str) {
         let mut streams = self.hub.streams.lock().unwrap();
-        if streams.get(id) == Some(&self.me) {
+        if streams.get(id) == Some(&(self.me, claim.to_owned())) {
             streams.remove(id);
         }
     }
@@ -372,6 +374,27 @@ async fn a_session_has_one_get_stream_in_the_deployment_and_a_new_one_takes_over
     let (_b_client, _b_stream) = opened.expect("B opens the stream once A closed its own");
     let (_c, on_a) = send(&a, get(&id)).await;
     assert_eq!(on_a.status(), StatusCode::CONFLICT, "now A is refused");
+    // B's client reconnects on B: its own stale claim is free to it, and
+    // the old stream's release does not undo the new one's claim.
+    drop(_b_stream);
+    drop(_b_client);
+    let mut again = None;
+    for _ in 0..50 {
+        let (client, response) = send(&b, get(&id)).await;
+        if response.status() == StatusCode::OK {
+            again = Some((client, response));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_b_client, _b_stream) = again.expect("B opens a new stream after its own closed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_c, on_a) = send(&a, get(&id)).await;
+    assert_eq!(
+        on_a.status(),
+        StatusCode::CONFLICT,
+        "B's new stream still holds it"
+    );
     // B's process is gone (its claim is no longer alive): A takes over.
     hub.gone.lock().unwrap().insert(1);
     let (_c, taken) = send(&a, get(&id)).await;

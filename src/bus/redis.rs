@@ -104,20 +104,29 @@ enum Outbound {
         ttl: Duration,
     },
     RemoveSession(String),
-    ReleaseStream(String),
+    ReleaseStream {
+        id: String,
+        claim: String,
+    },
 }
 
-/// Sets the stream's claim to this process (`ARGV[1]`) for `ARGV[2]`
-/// milliseconds, when it is free, this process's already, or its
-/// holder's liveness key (`ARGV[3]` and the holder) is gone: 1, else 0.
-/// A claim also renews the claimer's own liveness key (for `ARGV[4]`
-/// milliseconds), so that it holds from the claim on, even right after
-/// Redis lost its keys.
+/// Sets the stream's claim to `ARGV[1]` (`origin:claim`) for `ARGV[2]`
+/// milliseconds when it is free: unset, this very claim (a renewal), a
+/// claim of this process (`ARGV[5]`, whose caller holds no stream for the
+/// session), or one whose process's liveness key (`ARGV[3]` and the
+/// holder's origin) is gone: 1, else 0. A claim also renews the claimer's
+/// own liveness key (for `ARGV[4]` milliseconds), so that it holds from
+/// the claim on, even right after Redis lost its keys.
 const CLAIM: &str = r"
 local holder = redis.call('GET', KEYS[1])
-if holder == false or holder == ARGV[1] or redis.call('EXISTS', ARGV[3] .. holder) == 0 then
+local free = holder == false or holder == ARGV[1]
+if not free then
+  local origin = string.match(holder, '^([^:]*)')
+  free = origin == ARGV[5] or redis.call('EXISTS', ARGV[3] .. origin) == 0
+end
+if free then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  redis.call('SET', ARGV[3] .. ARGV[1], 1, 'PX', ARGV[4])
+  redis.call('SET', ARGV[3] .. ARGV[5], 1, 'PX', ARGV[4])
   return 1
 end
 return 0";
@@ -127,7 +136,8 @@ const LIVENESS: Duration = Duration::from_secs(5);
 /// How often a process renews its liveness key.
 const BEAT: Duration = Duration::from_secs(1);
 
-/// Deletes the stream's claim when this process (`ARGV[1]`) holds it.
+/// Deletes the stream's claim when the claim `ARGV[1]` (`origin:claim`)
+/// holds it.
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -248,6 +258,7 @@ impl Bus for RedisBus {
     fn claim_stream<'a>(
         &'a self,
         id: &'a str,
+        claim: &'a str,
         lease: Duration,
     ) -> Pin<Box<dyn std::future::Future<Output = StreamClaim> + Send + 'a>> {
         Box::pin(async move {
@@ -263,10 +274,11 @@ impl Bus for RedisBus {
                             .arg(CLAIM)
                             .arg(1)
                             .arg(key)
-                            .arg(self.0.origin.to_string())
+                            .arg(format!("{}:{claim}", self.0.origin))
                             .arg(millis(lease).max(1))
                             .arg(&self.0.names.processes)
                             .arg(millis(LIVENESS))
+                            .arg(self.0.origin.to_string())
                             .query_async::<i64>(&mut connection)
                             .await
                             .map_err(|e| e.to_string())
@@ -294,8 +306,11 @@ impl Bus for RedisBus {
         })
     }
 
-    fn release_stream(&self, id: &str) {
-        self.queue(Outbound::ReleaseStream(id.to_owned()));
+    fn release_stream(&self, id: &str, claim: &str) {
+        self.queue(Outbound::ReleaseStream {
+            id: id.to_owned(),
+            claim: claim.to_owned(),
+        });
     }
 
     fn load_session<'a>(
@@ -416,12 +431,12 @@ async fn publish(
                 ])
                 .ignore();
             }
-            Outbound::ReleaseStream(id) => {
+            Outbound::ReleaseStream { id, claim } => {
                 pipe.cmd("EVAL")
                     .arg(RELEASE)
                     .arg(1)
                     .arg(format!("{}{id}:stream", names.sessions))
-                    .arg(origin.to_string())
+                    .arg(format!("{origin}:{claim}"))
                     .ignore();
             }
         }

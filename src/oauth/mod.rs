@@ -312,6 +312,15 @@ impl OAuth {
         if let Some(known) = self.verified.get(token) {
             return Ok(known);
         }
+        self.principal_fresh(token).await
+    }
+
+    /// [`principal`](Self::principal), asking the verifier whatever is
+    /// remembered (the answer is remembered in turn).
+    pub(crate) async fn principal_fresh(
+        &self,
+        token: &[u8],
+    ) -> Result<Arc<Principal>, VerifyError> {
         let text = std::str::from_utf8(token)
             .map_err(|_| VerifyError::Invalid("the token is not UTF-8".into()))?;
         let principal = Arc::new(self.verifier.verify(text, &self.audience).await?);

@@ -92,7 +92,7 @@ pub(crate) fn dispatch(
             // ends once this is answered.
             let error = RpcError::new(
                 ErrorCode::TOKEN_EXPIRED,
-                "the access token of this stream is no longer active (its issuer revoked it): \
+                "the access token of this stream is no longer active (revoked or expired): \
                  open a new one with a fresh token",
             );
             if let Some(revocation) = &caller.revocation {

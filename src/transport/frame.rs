@@ -310,7 +310,12 @@ const CONTENT_LENGTH: &[u8] = b"content-length";
 fn plain_header(src: &[u8]) -> Option<(usize, usize)> {
     const NAME: &[u8] = b"Content-Length: ";
     let rest = src.strip_prefix(NAME)?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    // (At most 16 looked at: a header that trickles in is read again.)
+    let digits = rest
+        .iter()
+        .take(16)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
     if digits == 0 || digits > 15 || !rest[digits..].starts_with(b"\r\n\r\n") {
         return None;
     }

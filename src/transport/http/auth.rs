@@ -21,6 +21,9 @@ use crate::oauth::{Challenge, OAuth, VerifyError};
 use crate::principal::Principal;
 use crate::server::Server;
 
+/// The least time between two verifications of one stream's token.
+const RECHECK_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// An endpoint's OAuth settings, resolved against its server.
 pub(super) struct Gate {
     oauth: OAuth,
@@ -133,6 +136,12 @@ impl Gate {
     /// lacks the endpoint's required scopes, `503` when the authorization
     /// server cannot be asked.
     pub(super) async fn admit(&self, parts: &Parts) -> Result<Arc<Principal>, Refused> {
+        self.admit_as(parts, false).await
+    }
+
+    /// [`admit`](Self::admit), asking the verifier again (`fresh`) whatever
+    /// it answered before.
+    async fn admit_as(&self, parts: &Parts, fresh: bool) -> Result<Arc<Principal>, Refused> {
         let token = match bearer(parts) {
             Bearer::Missing => return Err(self.challenge(&Challenge::NoToken)),
             Bearer::Malformed(why) => {
@@ -140,7 +149,12 @@ impl Gate {
             }
             Bearer::Token(token) => token,
         };
-        let principal = match self.oauth.principal(token).await {
+        let verified = if fresh {
+            self.oauth.principal_fresh(token).await
+        } else {
+            self.oauth.principal(token).await
+        };
+        let principal = match verified {
             Ok(principal) => principal,
             Err(VerifyError::Invalid(why)) => {
                 tracing::debug!("a token was refused: {why}");
@@ -166,20 +180,22 @@ impl Gate {
 
     /// How often the token of a long-lived stream is verified again: as
     /// often as the verifier's answers are remembered (an introspecting
-    /// verifier's `cache_answers_for`); `None` for a verifier whose answers
+    /// verifier's `cache_answers_for`), but at most once a second, so that
+    /// streams cannot flood the issuer; `None` for a verifier whose answers
     /// are not remembered (a JWT holds until its `exp`).
     pub(super) fn recheck_every(&self) -> Option<std::time::Duration> {
         self.oauth
             .verifier
             .cache_for()
-            .map(|every| every.max(std::time::Duration::from_millis(10)))
+            .map(|every| every.max(RECHECK_AT_MOST_EVERY))
     }
 
-    /// Whether the token `parts` carries is still active: `Some(false)`
-    /// when the issuer says it is not (or it expired), `None` when the
-    /// issuer cannot be asked now.
+    /// Whether the token `parts` carries is still active, as the verifier
+    /// says now (nothing remembered is taken for it): `Some(false)` when
+    /// the issuer says it is not (or it expired), `None` when the issuer
+    /// cannot be asked now.
     pub(super) async fn still_active(&self, parts: &Parts) -> Option<bool> {
-        match self.admit(parts).await {
+        match self.admit_as(parts, true).await {
             Ok(_) => Some(true),
             Err(refused) if refused.status == StatusCode::SERVICE_UNAVAILABLE => None,
             Err(_) => Some(false),

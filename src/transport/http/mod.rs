@@ -724,11 +724,11 @@ fn too_many_streams(why: &quota::NoSlot) -> Response<McpBody> {
 
 impl McpService {
     /// Watches the token of a long-lived stream opened by `caller`, while
-    /// `slot` is held: it is verified again as often as the verifier's
-    /// answers are remembered, and `revoked` runs once the issuer says it
-    /// is no longer active (an issuer that cannot be asked leaves the
-    /// stream open until it can). Nothing to watch without OAuth, or with
-    /// a verifier whose answers are not remembered.
+    /// `slot` is held: `revoked` runs at the token's expiry, or once the
+    /// issuer says it is no longer active; it is asked again as often as
+    /// the verifier's answers are remembered (an issuer that cannot be
+    /// asked leaves the stream open until it can). Nothing to watch
+    /// without OAuth.
     fn watch_token(
         &self,
         caller: &Caller,
@@ -737,10 +737,16 @@ impl McpService {
     ) {
         #[cfg(feature = "oauth")]
         {
-            let Some(every) = self.0.gate.as_ref().and_then(auth::Gate::recheck_every) else {
+            let Some(gate) = self.0.gate.as_ref() else {
                 return;
             };
-            let Some(parts) = caller.head.clone() else {
+            let every = gate.recheck_every();
+            let expires = caller
+                .principal
+                .as_deref()
+                .and_then(crate::Principal::expires_at);
+            let (Some(parts), true) = (caller.head.clone(), every.is_some() || expires.is_some())
+            else {
                 return;
             };
             let done = CancellationToken::new();
@@ -750,20 +756,37 @@ impl McpService {
             });
             let service = self.clone();
             tokio::spawn(async move {
+                let expiry = async {
+                    match expires {
+                        Some(at) => {
+                            let left = at.duration_since(std::time::SystemTime::now());
+                            tokio::time::sleep(left.unwrap_or_default()).await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::pin!(expiry);
                 loop {
+                    let tick = async {
+                        match every {
+                            Some(every) => tokio::time::sleep(every).await,
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         () = done.cancelled() => return,
-                        () = tokio::time::sleep(every) => {}
+                        () = &mut expiry => break,
+                        () = tick => {}
                     }
                     let Some(gate) = service.0.gate.as_ref() else {
                         return;
                     };
                     if gate.still_active(&parts).await == Some(false) {
-                        tracing::debug!("a long-lived stream's token is no longer active");
-                        revoked();
-                        return;
+                        break;
                     }
                 }
+                tracing::debug!("a long-lived stream's token is no longer active");
+                revoked();
             });
         }
         #[cfg(not(feature = "oauth"))]

@@ -43,7 +43,8 @@ pub struct PeerAddr(pub SocketAddr);
 pub(super) enum Principal {
     /// A verified token's issuer, subject and client.
     Token(String, Option<String>, Option<String>),
-    /// The peer's address (no token).
+    /// The peer's address (no token); an IPv6 peer by its /64, the least a
+    /// host is given, so that it cannot count as many by changing address.
     Peer(IpAddr),
 }
 
@@ -59,7 +60,12 @@ impl Principal {
             ));
         }
         let peer = caller.head.as_ref()?.extensions.get::<PeerAddr>()?;
-        Some(Self::Peer(peer.0.ip()))
+        Some(Self::Peer(match peer.0.ip().to_canonical() {
+            IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(
+                v6.to_bits() & !((1u128 << 64) - 1),
+            )),
+            v4 => v4,
+        }))
     }
 }
 
@@ -209,5 +215,23 @@ mod tests {
         let _third = quota.take(Some(a.clone())).unwrap();
         drop(second);
         assert!(quota.take(None).unwrap().is_none(), "nobody is not counted");
+    }
+
+    #[test]
+    fn an_ipv6_peer_counts_by_its_64_and_a_mapped_ipv4_peer_as_itself() {
+        let of = |addr: &str| {
+            let mut parts = http::Request::new(()).into_parts().0;
+            parts
+                .extensions
+                .insert(PeerAddr(SocketAddr::new(addr.parse().unwrap(), 1)));
+            Principal::of(&Caller {
+                principal: None,
+                head: Some(Arc::new(parts)),
+                revocation: None,
+            })
+        };
+        assert_eq!(of("2001:db8:1:2:aaaa::1"), of("2001:db8:1:2:ffff::9"));
+        assert_ne!(of("2001:db8:1:2::1"), of("2001:db8:1:3::1"));
+        assert_eq!(of("::ffff:192.0.2.7"), of("192.0.2.7"));
     }
 }

@@ -96,6 +96,9 @@ pub(super) struct HttpSession {
     /// Its place in its principal's quota of sessions, while it lives on
     /// this process (an adopted session takes none).
     held: Mutex<Option<Held>>,
+    /// Held while a `GET` stream is claimed and opened, so that two `GET`s
+    /// on this process cannot both claim it.
+    pub(super) opening_get: tokio::sync::Mutex<()>,
 }
 
 /// Saves one session's state through the bus, and tells the other
@@ -288,8 +291,13 @@ impl HttpSession {
         Some(receiver)
     }
 
+    /// Ends the `GET` stream, if one is open (its claim was lost).
+    fn close_get(&self) {
+        self.routes().get = None;
+    }
+
     /// Whether the `GET` stream is open.
-    fn get_is_open(&self) -> bool {
+    pub(super) fn get_is_open(&self) -> bool {
         self.routes().get.as_ref().is_some_and(|g| !g.is_closed())
     }
 
@@ -376,27 +384,62 @@ impl Sessions {
         sessions
     }
 
-    /// Claims session `id`'s `GET` stream for this process across the
-    /// deployment (a bus that shares sessions): `false` when another
-    /// process holds it. A bus that cannot tell leaves it to this process.
-    pub(super) async fn claim_get(&self, id: &str) -> bool {
+    /// Claims session `id`'s `GET` stream, for the stream named `claim`
+    /// (a bus that shares sessions), across the deployment: `false` when
+    /// another stream holds it. A bus that cannot tell leaves it to this
+    /// process. The caller holds `opening_get` and no stream of the session.
+    pub(super) async fn claim_get(&self, id: &str, claim: &str) -> bool {
         let Some(bus) = &self.shared_by else {
             return true;
         };
-        let claim = bus.claim_stream(id, self.idle).await;
-        tracing::debug!(session = id, ?claim, "claimed the session's GET stream");
-        match claim {
+        let claimed = bus.claim_stream(id, claim, self.idle).await;
+        tracing::debug!(session = id, ?claimed, "claimed the session's GET stream");
+        match claimed {
             StreamClaim::HeldElsewhere => false,
             StreamClaim::Granted | StreamClaim::Unknown => true,
         }
     }
 
-    /// What gives up this process's claim of session `id`'s `GET` stream
-    /// when the stream ends.
-    pub(super) fn release_get(&self, id: &str) -> Option<impl FnOnce() + Send + Sync + 'static> {
-        let bus = self.shared_by.clone()?;
-        let id = id.to_owned();
-        Some(move || bus.release_stream(&id))
+    /// Keeps `session`'s claim `claim` of its `GET` stream while `slot` is
+    /// held: renewed every quarter of its lease (a stream may outlive the
+    /// idle timeout), given up when the stream ends; a renewal that finds
+    /// the claim taken (this process was thought gone) ends the stream.
+    pub(super) fn keep_get_claim(
+        &self,
+        session: &Arc<HttpSession>,
+        claim: String,
+        slot: &mut super::quota::StreamSlot,
+    ) {
+        let Some(bus) = self.shared_by.clone() else {
+            return;
+        };
+        let done = CancellationToken::new();
+        slot.on_end({
+            let (done, bus, id, claim) =
+                (done.clone(), bus.clone(), session.id.clone(), claim.clone());
+            move || {
+                done.cancel();
+                bus.release_stream(&id, &claim);
+            }
+        });
+        let lease = self.idle;
+        let weak = Arc::downgrade(session);
+        let id = session.id.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = done.cancelled() => return,
+                    () = tokio::time::sleep(lease / 4) => {}
+                }
+                if bus.claim_stream(&id, &claim, lease).await == StreamClaim::HeldElsewhere {
+                    tracing::warn!(session = id, "a GET stream lost its claim: it ends");
+                    if let Some(session) = weak.upgrade() {
+                        session.close_get();
+                    }
+                    return;
+                }
+            }
+        });
     }
 
     /// Forgets a session everywhere (its saved state, and every process's
@@ -406,12 +449,12 @@ impl Sessions {
         let here = self.get(id);
         let ours = match (&here, &self.shared_by) {
             (Some(session), _) => session.serves(caller),
-            (None, Some(bus)) => match load(bus, id).await {
+            (None, Some(bus)) if is_session_id(id) => match load(bus, id).await {
                 Some(record) => owner_of(&record)
                     .is_none_or(|o| caller.principal.as_deref().is_some_and(|p| o.is(p))),
                 None => false,
             },
-            (None, None) => false,
+            (None, _) => false,
         };
         if !ours {
             return false;
@@ -436,7 +479,7 @@ impl Sessions {
         if let Some(session) = self.get(id) {
             return Some(session);
         }
-        let bus = self.shared_by.as_ref()?;
+        let bus = self.shared_by.as_ref().filter(|_| is_session_id(id))?;
         // A session created a moment ago may not be saved yet: a few short
         // tries before it is unknown.
         let mut record = None;
@@ -581,6 +624,7 @@ impl Sessions {
             last_active: Mutex::new(Instant::now()),
             saver,
             held: Mutex::new(None),
+            opening_get: tokio::sync::Mutex::new(()),
         });
         tokio::spawn(route(Arc::downgrade(&http), outbox));
         self.start_sweeper();
@@ -632,6 +676,12 @@ impl Sessions {
 /// A fresh session id: 128 bits from the operating system's random
 /// source, as 32 hex digits; `None` when the source fails (never a
 /// guessable id).
+/// Whether `id` is one [`session_id`] could have made (32 lowercase hex
+/// digits): any other is no session, without asking the bus.
+fn is_session_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn session_id() -> Option<String> {
     let mut bytes = [0u8; 16];
     if let Err(e) = getrandom::fill(&mut bytes) {

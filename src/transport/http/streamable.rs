@@ -351,9 +351,18 @@ impl McpService {
             Ok(slot) => slot,
             Err(why) => return super::too_many_streams(&why),
         };
-        // One `GET` stream per session in the whole deployment: claimed
-        // before it opens here, given up when it ends.
-        if !self.0.sessions.claim_get(&session.id).await {
+        // One `GET` stream per session in the whole deployment: claimed,
+        // under the session's lock, before it opens here; kept while it is
+        // open, given up when it ends.
+        let opening = session.opening_get.lock().await;
+        if session.get_is_open() {
+            return plain(
+                StatusCode::CONFLICT,
+                "this session's stream is already open",
+            );
+        }
+        let claim = stream_claim();
+        if !self.0.sessions.claim_get(&session.id, &claim).await {
             let mut response = plain(
                 StatusCode::CONFLICT,
                 "this session's stream is already open (on another process of the deployment)",
@@ -369,9 +378,8 @@ impl McpService {
                 "this session's stream is already open",
             );
         };
-        if let Some(release) = self.0.sessions.release_get(&session.id) {
-            slot.on_end(release);
-        }
+        drop(opening);
+        self.0.sessions.keep_get_claim(&session, claim, &mut slot);
         // It ends at shutdown, or once its token is revoked.
         let stop = self.0.stop.child_token();
         self.watch_token(caller, &mut slot, {
@@ -457,6 +465,14 @@ fn unknown_session() -> Response<McpBody> {
         StatusCode::NOT_FOUND,
         "no such session (unknown, expired or deleted): send initialize to open a new one",
     )
+}
+
+/// A name for one `GET` stream's claim, unique on this process (the bus
+/// tells processes apart).
+fn stream_claim() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
 #[cfg(test)]
