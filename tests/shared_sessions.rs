@@ -346,6 +346,19 @@ fn get(id: &str) -> hyper::Request<ReqBody> {
     )
 }
 
+/// A `GET` stream for session `id` on `on`, tried for up to a second (a
+/// claim given up a moment ago is freed in order with the bus).
+async fn get_soon(on: &Process, id: &str) -> Option<(Client, Response<Incoming>)> {
+    for _ in 0..50 {
+        let (client, response) = send(on, get(id)).await;
+        if response.status() == StatusCode::OK {
+            return Some((client, response));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
 #[tokio::test]
 async fn a_session_has_one_get_stream_in_the_deployment_and_a_new_one_takes_over_once_its_holder_is_gone()
  {
@@ -362,32 +375,18 @@ async fn a_session_has_one_get_stream_in_the_deployment_and_a_new_one_takes_over
     // The holder closes its stream: its claim is given up, B may open one.
     drop(stream);
     held.close().await;
-    let mut opened = None;
-    for _ in 0..50 {
-        let (client, response) = send(&b, get(&id)).await;
-        if response.status() == StatusCode::OK {
-            opened = Some((client, response));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (_b_client, _b_stream) = opened.expect("B opens the stream once A closed its own");
+    let (_b_client, _b_stream) = get_soon(&b, &id)
+        .await
+        .expect("B opens the stream once A closed its own");
     let (_c, on_a) = send(&a, get(&id)).await;
     assert_eq!(on_a.status(), StatusCode::CONFLICT, "now A is refused");
     // B's client reconnects on B: its own stale claim is free to it, and
     // the old stream's release does not undo the new one's claim.
     drop(_b_stream);
     drop(_b_client);
-    let mut again = None;
-    for _ in 0..50 {
-        let (client, response) = send(&b, get(&id)).await;
-        if response.status() == StatusCode::OK {
-            again = Some((client, response));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (_b_client, _b_stream) = again.expect("B opens a new stream after its own closed");
+    let (_b_client, _b_stream) = get_soon(&b, &id)
+        .await
+        .expect("B opens a new stream after its own closed");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let (_c, on_a) = send(&a, get(&id)).await;
     assert_eq!(
