@@ -43,6 +43,7 @@ use tokio_util::codec::{Encoder, FramedRead};
 
 use crate::definition::{PromptDefinition, ResourceDefinition, ToolDefinition};
 use crate::error::{ErrorCode, RpcError};
+use crate::principal::Principal;
 use crate::server::{Input, Server};
 use crate::transport::{FrameCodec, LineCodec};
 
@@ -92,20 +93,96 @@ impl TestClient {
     /// Connects with MCP v1.0's framing, without a handshake (for
     /// handshake tests).
     pub async fn connect(server: &Server) -> Self {
-        Self::connect_with(server, false)
+        Self::connect_with(server, false, None)
     }
 
     /// Connects with the Model Context Protocol's framing
     /// (newline-delimited JSON), without a handshake.
     pub async fn connect_model_context(server: &Server) -> Self {
-        Self::connect_with(server, true)
+        Self::connect_with(server, true, None)
     }
 
-    fn connect_with(server: &Server, model_context: bool) -> Self {
+    /// Connects as `principal`, in either dialect (`model_context`), without
+    /// a handshake: every request is served as if a verified token named it,
+    /// as over HTTP with OAuth — the items' scope rules
+    /// ([`ServerBuilder::require_scopes`](crate::ServerBuilder::require_scopes))
+    /// hold (`-32007` naming the scopes a refused request needs), and tools
+    /// see it ([`ToolContext::principal`](crate::ToolContext::principal),
+    /// [`Principal::current`]).
+    ///
+    /// ```
+    /// use clawmcp::definition::ToolDefinition;
+    /// use clawmcp::testing::TestClient;
+    /// use clawmcp::tool::rich_tool_fn;
+    /// use clawmcp::{Principal, Server, ToolContext, ToolOutput};
+    /// use serde_json::{Value, json};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let whoami = ToolDefinition {
+    ///     mcp_id: "mcp://t/tools/whoami:v1".into(),
+    ///     name: "whoami".into(),
+    ///     description: "Who calls.".into(),
+    ///     input_schema: json!({"type": "object"}),
+    ///     output_schema: json!({}),
+    /// };
+    /// let server = Server::builder()
+    ///     .tool(rich_tool_fn(whoami, |_args: Value, ctx: ToolContext| async move {
+    ///         let who = ctx.principal().and_then(|p| p.subject().map(str::to_owned));
+    ///         Ok(ToolOutput::text(who.unwrap_or_default()))
+    ///     }))
+    ///     .require_scopes("whoami", ["profile"])
+    ///     .build()
+    ///     .unwrap();
+    /// let ada = Principal::new("https://as.example").with_subject("ada").with_scopes(["profile"]);
+    /// let mut client = TestClient::model_context_as(&server, json!({}), ada).await;
+    /// let result = client.call_tool("whoami", json!({})).await.unwrap();
+    /// assert_eq!(result["content"][0]["text"], "ada");
+    ///
+    /// let nobody = Principal::new("https://as.example").with_subject("bob");
+    /// let mut client = TestClient::model_context_as(&server, json!({}), nobody).await;
+    /// let refused = client.call_tool("whoami", json!({})).await.unwrap_err();
+    /// assert_eq!(refused.code.0, -32007);
+    /// # }
+    /// ```
+    pub async fn connect_as(server: &Server, model_context: bool, principal: Principal) -> Self {
+        Self::connect_with(server, model_context, Some(principal))
+    }
+
+    /// [`initialized`](Self::initialized) (MCP v1.0), as `principal` (see
+    /// [`connect_as`](Self::connect_as)).
+    pub async fn initialized_as(server: &Server, principal: Principal) -> Self {
+        Self::connect_as(server, false, principal)
+            .await
+            .v1_handshake()
+            .await
+    }
+
+    /// [`model_context`](Self::model_context), as `principal` (see
+    /// [`connect_as`](Self::connect_as)).
+    pub async fn model_context_as(
+        server: &Server,
+        capabilities: Value,
+        principal: Principal,
+    ) -> Self {
+        let client = Self::connect_as(server, true, principal).await;
+        client.model_context_handshake(capabilities).await
+    }
+
+    fn connect_with(server: &Server, model_context: bool, principal: Option<Principal>) -> Self {
         let (client, server_end) = tokio::io::duplex(256 * 1024);
         let (server_read, server_write) = tokio::io::split(server_end);
         let server = server.clone();
-        let serving = tokio::spawn(async move { server.serve_io(server_read, server_write).await });
+        let serving = tokio::spawn(async move {
+            match principal {
+                Some(principal) => {
+                    server
+                        .serve_io_as(server_read, server_write, principal)
+                        .await
+                }
+                None => server.serve_io(server_read, server_write).await,
+            }
+        });
         let (read, write) = tokio::io::split(client);
         let framing = if model_context {
             Framing::Lines(LineCodec::new(usize::MAX))
@@ -129,7 +206,16 @@ impl TestClient {
     /// (one `ping`). Declare `{"elicitation": {}}`,
     /// `{"sampling": {}}` or `{"roots": {}}` to let tools ask for them.
     pub async fn model_context(server: &Server, capabilities: Value) -> Self {
-        let mut client = Self::connect_model_context(server).await;
+        Self::connect_model_context(server)
+            .await
+            .model_context_handshake(capabilities)
+            .await
+    }
+
+    /// The Model Context Protocol's handshake with `capabilities`, then a
+    /// `ping` round trip.
+    async fn model_context_handshake(mut self, capabilities: Value) -> Self {
+        let client = &mut self;
         client
             .initialize_model_context(json!({
                 "protocolVersion": MODEL_CONTEXT_VERSION,
@@ -141,7 +227,7 @@ impl TestClient {
         // returns, so what the test does next (a resource change, …) finds
         // it ready.
         let _ = client.call("ping", None).await;
-        client
+        self
     }
 
     /// Sends the Model Context Protocol's `initialize` (id 1) with `params`,
@@ -155,12 +241,16 @@ impl TestClient {
     /// `initialized`), and waits until the session is ready (one
     /// `mcp/listTools` round trip): a change the test makes next reaches it.
     pub async fn initialized(server: &Server) -> Self {
-        let mut client = Self::connect(server).await;
-        client.initialize(json!({"clientCapabilities": {}})).await;
-        // A round trip (MCP v1.0 has no ping; any answer will do): the
-        // session has taken `initialized` in when this returns.
-        let _ = client.call("mcp/listTools", None).await;
-        client
+        Self::connect(server).await.v1_handshake().await
+    }
+
+    /// MCP v1.0's handshake, then a round trip (MCP v1.0 has no ping; any
+    /// answer will do): the session has taken `initialized` in when this
+    /// returns.
+    async fn v1_handshake(mut self) -> Self {
+        self.initialize(json!({"clientCapabilities": {}})).await;
+        let _ = self.call("mcp/listTools", None).await;
+        self
     }
 
     /// Sends `initialize` (id 1) with `params`, checks it succeeded, then

@@ -98,7 +98,7 @@ impl Server {
         #[cfg(unix)]
         if let Some((reader, writer, watch)) = unix_pipes() {
             return self
-                .serve_framed(reader, writer, shutdown, output_closed(watch))
+                .serve_framed(reader, writer, shutdown, output_closed(watch), None)
                 .await;
         }
         self.serve_io_until(tokio::io::stdin(), tokio::io::stdout(), shutdown)
@@ -120,8 +120,36 @@ impl Server {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        self.serve_framed(reader, writer, shutdown, std::future::pending())
+        self.serve_framed(reader, writer, shutdown, std::future::pending(), None)
             .await
+    }
+
+    /// [`serve_io`](Self::serve_io) with every request served as if a
+    /// verified token named `principal` (the test client's
+    /// `TestClient::connect_as`): its scopes decide what it may use.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn serve_io_as<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        principal: crate::Principal,
+    ) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let caller = crate::principal::Caller {
+            principal: Some(Arc::new(principal)),
+            ..Default::default()
+        };
+        self.serve_framed(
+            reader,
+            writer,
+            std::future::pending(),
+            std::future::pending(),
+            Some(caller),
+        )
+        .await
     }
 
     /// Serves one session; `output_gone` completes when the transport learns
@@ -136,6 +164,7 @@ impl Server {
         writer: W,
         shutdown: impl Future<Output = ()>,
         output_gone: impl Future<Output = ()>,
+        caller: Option<crate::principal::Caller>,
     ) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -159,8 +188,8 @@ impl Server {
                     input,
                     writer,
                     Framing::Frames,
-                    shutdown,
-                    output_gone,
+                    (shutdown, output_gone),
+                    caller,
                 )
                 .await
             }
@@ -177,23 +206,25 @@ impl Server {
                     input,
                     writer,
                     Framing::Lines,
-                    shutdown,
-                    output_gone,
+                    (shutdown, output_gone),
+                    caller,
                 )
                 .await
             }
         }
     }
 
-    /// Runs one session over `input`, writing its messages to `writer`.
+    /// Runs one session over `input`, writing its messages to `writer`,
+    /// until the first of `ends` (shutdown) or the output is gone (the
+    /// second); its requests are `caller`'s (stdio's: nobody's).
     async fn serve_session<S, W>(
         &self,
         dialect: Dialect,
         input: S,
         writer: W,
         framing: Framing,
-        shutdown: impl Future<Output = ()>,
-        output_gone: impl Future<Output = ()>,
+        ends: (impl Future<Output = ()>, impl Future<Output = ()>),
+        caller: Option<crate::principal::Caller>,
     ) -> io::Result<()>
     where
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
@@ -202,7 +233,11 @@ impl Server {
         let (out, frames) = crate::session::outbox::frames(framing.encoder(), OUTBOX, WRITE_BATCH);
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
-        let session = Session::new(self.inner(), dialect, Outbox::Frames(out), stop.clone());
+        let (shutdown, output_gone) = ends;
+        let mut session = Session::new(self.inner(), dialect, Outbox::Frames(out), stop.clone());
+        if let Some(caller) = caller {
+            session = session.with_caller(caller);
+        }
         let run = async {
             session.run(input).await;
             ended.cancel();
