@@ -1,7 +1,7 @@
 //! The one scanner of JSON text under the hand-written readers of the hot
-//! path — the plain tool-call reader (`jsonrpc::plain_call`), the check
-//! that captured arguments read as a value (`jsonrpc::arguments`) and the
-//! quick schema check (`engine::quick_check`): whitespace, single bytes,
+//! path — the plain tool-call reader (`fast::plain_call`), the check
+//! that captured arguments read as a value (`fast::arguments`) and the
+//! quick schema check (`fast::quick_check`): whitespace, single bytes,
 //! literals, the separators of members and items, strings
 //! ([`Cursor::string`]) and numbers ([`Cursor::number`]), with the one
 //! nesting limit ([`SERDE_JSON_DEPTH`]) and the one range rule for numbers

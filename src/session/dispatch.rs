@@ -368,17 +368,18 @@ fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
     Ok(())
 }
 
-/// Serves the one message of an implicit MCP v1.0 session (an HTTP single
-/// exchange) without building the session — its outbox channel, its slots,
-/// its state: [`dispatch`] in the implicit phase, and a job by the executor
-/// policy. Only a job that does not finish on its first poll (or may
-/// block) needs a session to finish in. `shared` is the server's
-/// [`Shared::detached`] state, which no exchange changes: effects are not
-/// applied (an implicit session that ends after one message would drop
-/// them unseen), and nothing a single MCP v1.0 request does reads or
-/// changes a session's state (its trace level, its cancel registry and its
-/// outbox are for notifications, batches and work that waits). The caller
-/// checks that shutdown has not begun.
+/// Serves the one message of an implicit session without building the
+/// session — its outbox channel, its slots, its state: an MCP v1.0 HTTP
+/// single exchange, or a 2026-07-28 request over HTTP (which has no
+/// session at all). It is [`dispatch`] in the implicit phase, and a job by
+/// the executor policy. Only a job that does not finish on its first poll
+/// (or may block) needs a session to finish in. `shared` is the server's
+/// [`Shared::detached`] state for that kind of request, which no request
+/// changes: effects are not applied (an implicit session that ends after
+/// one message would drop them unseen), and nothing such a request does
+/// reads or changes a session's state (its trace level, its cancel
+/// registry and its outbox are for notifications, batches and work that
+/// waits). The caller checks that shutdown has not begun.
 pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller) -> Alone {
     let handled = match dispatch(shared, Phase::Implicit, false, message, caller) {
         Dispatched::Forbidden(handled) => {

@@ -531,7 +531,7 @@ pub(crate) fn route_in(
             _ => read(method, params)
                 .or_else(|e| {
                     // Refused where the value reading refuses (tested in
-                    // `dialect::arguments`), and worded by it.
+                    // `fast::arguments`), and worded by it.
                     read::<schema::CallToolParamsShape<'_>>(method, params).and(Err(e))
                 })
                 .and_then(|p| call_tool_with(catalog, p)),

@@ -249,7 +249,7 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
     let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).map_err(|e| {
         // Refused where the value reading refuses (tested in
-        // `dialect::arguments`), and worded by it.
+        // `fast::arguments`), and worded by it.
         let e = serde_json::from_str::<ExecuteParamsShape<'_>>(raw.get())
             .err()
             .unwrap_or(e);
