@@ -392,7 +392,9 @@ impl Sessions {
         let Some(bus) = &self.shared_by else {
             return true;
         };
-        let claimed = bus.claim_stream(id, claim, self.idle).await;
+        let claimed = bus
+            .claim_stream(id, claim, self.idle.max(Duration::from_secs(4)))
+            .await;
         tracing::debug!(session = id, ?claimed, "claimed the session's GET stream");
         match claimed {
             StreamClaim::HeldElsewhere => false,
@@ -422,7 +424,8 @@ impl Sessions {
                 bus.release_stream(&id, &claim);
             }
         });
-        let lease = self.idle;
+        // (At least a second between renewals, whatever the idle timeout.)
+        let lease = self.idle.max(Duration::from_secs(4));
         let weak = Arc::downgrade(session);
         let id = session.id.clone();
         tokio::spawn(async move {
