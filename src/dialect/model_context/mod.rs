@@ -191,46 +191,44 @@ fn seen<'a>(
     let (key, size) = (kind.key(), lists.page_size);
     Cow::Owned(match kind {
         PagedList::Tools => {
-            let items: Vec<_> = catalog
-                .tools
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| shows(Item::Tool(*i)))
-                .map(|(_, t)| tool_item(t))
-                .collect();
+            let items = visible(&catalog.tools, |i| shows(Item::Tool(i)), tool_item);
             pages(key, &items, size)
         }
         PagedList::Resources => {
-            let items: Vec<_> = catalog
-                .resources
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| shows(Item::Resource(*i)))
-                .map(|(_, (info, resource))| resource_item(info, &**resource))
-                .collect();
+            let items = visible(
+                &catalog.resources,
+                |i| shows(Item::Resource(i)),
+                |r| resource_item(&r.0, &*r.1),
+            );
             pages(key, &items, size)
         }
         PagedList::Templates => {
-            let items: Vec<_> = catalog
-                .templates
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| shows(Item::Template(*i)))
-                .map(|(_, t)| template_item(t))
-                .collect();
+            let items = visible(
+                &catalog.templates,
+                |i| shows(Item::Template(i)),
+                template_item,
+            );
             pages(key, &items, size)
         }
         PagedList::Prompts => {
-            let items: Vec<_> = catalog
-                .prompts
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| shows(Item::Prompt(*i)))
-                .map(|(_, p)| prompt_item(p))
-                .collect();
+            let items = visible(&catalog.prompts, |i| shows(Item::Prompt(i)), prompt_item);
             pages(key, &items, size)
         }
     })
+}
+
+/// The list items made by `item` of those of `all` that `shows` (by
+/// index) lets a principal see.
+fn visible<'a, T, I>(
+    all: &'a [T],
+    shows: impl Fn(usize) -> bool,
+    item: impl Fn(&'a T) -> I,
+) -> Vec<I> {
+    all.iter()
+        .enumerate()
+        .filter(|(i, _)| shows(*i))
+        .map(|(_, t)| item(t))
+        .collect()
 }
 
 fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {
