@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::discovery::discover;
-use super::fetch::Client;
+use super::issuer::Issuer;
 use super::jwt::principal_of;
 use super::{Audience, TokenVerifier, VerifyError};
 use crate::principal::Principal;
@@ -36,13 +36,11 @@ const DISCOVERY_BACKOFF: Duration = Duration::from_secs(5);
 /// # let _ = verifier;
 /// ```
 pub struct IntrospectionVerifier {
-    issuer: String,
+    issuer: Issuer,
     client_id: String,
     client_secret: String,
     endpoint: Option<String>,
     cache_for: Duration,
-    leeway: Duration,
-    client: Client,
     discovered: tokio::sync::OnceCell<String>,
     /// When discovery last failed, and why.
     discovery_failed: Mutex<Option<(Instant, VerifyError)>>,
@@ -52,7 +50,7 @@ pub struct IntrospectionVerifier {
 impl std::fmt::Debug for IntrospectionVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IntrospectionVerifier")
-            .field("issuer", &self.issuer)
+            .field("issuer", &self.issuer.id)
             .field("client_id", &self.client_id)
             .field("endpoint", &self.endpoint)
             .field("cache_for", &self.cache_for)
@@ -71,13 +69,11 @@ impl IntrospectionVerifier {
         client_secret: impl Into<String>,
     ) -> Self {
         Self {
-            issuer: issuer.into(),
+            issuer: Issuer::new(issuer.into()),
             client_id: client_id.into(),
             client_secret: client_secret.into(),
             endpoint: None,
             cache_for: Duration::from_secs(30),
-            leeway: Duration::from_secs(30),
-            client: Client::default(),
             discovered: tokio::sync::OnceCell::new(),
             discovery_failed: Mutex::new(None),
             asking: tokio::sync::Semaphore::new(MAX_ASKING),
@@ -99,20 +95,7 @@ impl IntrospectionVerifier {
         self
     }
 
-    /// How far past `exp` (and before `nbf`) a token is still accepted, for
-    /// clocks that disagree (default 30 s).
-    #[must_use]
-    pub fn leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
-        self
-    }
-
-    /// How long a request to the issuer may take.
-    #[must_use]
-    pub fn issuer_timeout(mut self, timeout: Duration) -> Self {
-        self.client.timeout = timeout;
-        self
-    }
+    super::issuer::issuer_setters!();
 
     async fn endpoint_url(&self) -> Result<String, VerifyError> {
         if let Some(url) = &self.endpoint {
@@ -136,11 +119,11 @@ impl IntrospectionVerifier {
         let found = self
             .discovered
             .get_or_try_init(|| async {
-                let metadata = discover(&self.client, &self.issuer).await?;
+                let metadata = discover(&self.issuer.client, &self.issuer.id).await?;
                 metadata.introspection_endpoint.ok_or_else(|| {
                     VerifyError::Config(format!(
                         "the metadata of {} has no introspection_endpoint",
-                        self.issuer
+                        self.issuer.id
                     ))
                 })
             })
@@ -167,6 +150,7 @@ impl TokenVerifier for IntrospectionVerifier {
             .await
             .map_err(|_| VerifyError::Unavailable("the verifier is closed".into()))?;
         let answer = self
+            .issuer
             .client
             .post_form(
                 &endpoint,
@@ -185,7 +169,7 @@ impl TokenVerifier for IntrospectionVerifier {
             ));
         }
         if let Some(iss) = claims.get("iss").and_then(Value::as_str)
-            && iss != self.issuer
+            && iss != self.issuer.id
         {
             return Err(VerifyError::Invalid(format!("issued by {iss:?}")));
         }
@@ -202,7 +186,7 @@ impl TokenVerifier for IntrospectionVerifier {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs();
-        let leeway = self.leeway.as_secs();
+        let leeway = self.issuer.leeway.as_secs();
         if claims
             .get("exp")
             .and_then(Value::as_u64)
@@ -217,7 +201,7 @@ impl TokenVerifier for IntrospectionVerifier {
         {
             return Err(VerifyError::Invalid("the token is not valid yet".into()));
         }
-        let principal = principal_of(&self.issuer, claims);
+        let principal = principal_of(&self.issuer.id, claims);
         // RFC 8707: a token without an audience, or for another, is not
         // for this server.
         if !audience.accepts(principal.audiences().iter().map(String::as_str)) {

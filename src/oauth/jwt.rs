@@ -21,7 +21,7 @@ use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
 use super::discovery::discover;
-use super::fetch::Client;
+use super::issuer::Issuer;
 use super::{Audience, TokenVerifier, VerifyError};
 use crate::principal::Principal;
 
@@ -37,11 +37,9 @@ use crate::principal::Principal;
 /// # let _ = verifier;
 /// ```
 pub struct JwtVerifier {
-    issuer: String,
+    issuer: Issuer,
     jwks_uri: Option<String>,
-    leeway: Duration,
     min_refresh: Duration,
-    client: Client,
     keys: RwLock<Arc<KeySet>>,
     refresh: tokio::sync::Mutex<Refresh>,
     fetches: AtomicU64,
@@ -50,9 +48,9 @@ pub struct JwtVerifier {
 impl std::fmt::Debug for JwtVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JwtVerifier")
-            .field("issuer", &self.issuer)
+            .field("issuer", &self.issuer.id)
             .field("jwks_uri", &self.jwks_uri)
-            .field("leeway", &self.leeway)
+            .field("leeway", &self.issuer.leeway)
             .field("min_refresh", &self.min_refresh)
             .finish_non_exhaustive()
     }
@@ -95,11 +93,9 @@ impl JwtVerifier {
             &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
         );
         Self {
-            issuer: issuer.into(),
+            issuer: Issuer::new(issuer.into()),
             jwks_uri: None,
-            leeway: Duration::from_secs(30),
             min_refresh: Duration::from_secs(10),
-            client: Client::default(),
             keys: RwLock::default(),
             refresh: tokio::sync::Mutex::default(),
             fetches: AtomicU64::new(0),
@@ -113,25 +109,12 @@ impl JwtVerifier {
         self
     }
 
-    /// How far past `exp` (and before `nbf`) a token is still accepted,
-    /// for clocks that disagree.
-    #[must_use]
-    pub fn leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
-        self
-    }
+    super::issuer::issuer_setters!();
 
     /// The least time between two fetches of the key set.
     #[must_use]
     pub fn min_refresh_interval(mut self, interval: Duration) -> Self {
         self.min_refresh = interval;
-        self
-    }
-
-    /// How long a request to the issuer may take.
-    #[must_use]
-    pub fn issuer_timeout(mut self, timeout: Duration) -> Self {
-        self.client.timeout = timeout;
         self
     }
 
@@ -176,20 +159,23 @@ impl JwtVerifier {
         let uri = match (&self.jwks_uri, &state.discovered) {
             (Some(uri), _) | (None, Some(uri)) => uri.clone(),
             (None, None) => {
-                let metadata = discover(&self.client, &self.issuer).await?;
+                let metadata = discover(&self.issuer.client, &self.issuer.id).await?;
                 let uri = metadata.jwks_uri.ok_or_else(|| {
-                    VerifyError::Config(format!("the metadata of {} has no jwks_uri", self.issuer))
+                    VerifyError::Config(format!(
+                        "the metadata of {} has no jwks_uri",
+                        self.issuer.id
+                    ))
                 })?;
                 state.discovered = Some(uri.clone());
                 uri
             }
         };
         self.fetches.fetch_add(1, Ordering::Relaxed);
-        let document = self.client.get_json(&uri).await?;
+        let document = self.issuer.client.get_json(&uri).await?;
         let set: JwkSet = serde_json::from_value(document)
             .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWK set: {e}")))?;
         let keys = Arc::new(KeySet::of(&set));
-        tracing::debug!(issuer = %self.issuer, keys = keys.keys.len(), "fetched the key set");
+        tracing::debug!(issuer = %self.issuer.id, keys = keys.keys.len(), "fetched the key set");
         *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.clone();
         Ok(keys)
     }
@@ -300,14 +286,14 @@ impl TokenVerifier for JwtVerifier {
         }
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
-        validation.set_issuer(&[&self.issuer]);
+        validation.set_issuer(&[&self.issuer.id]);
         validation.set_audience(audience.accepted());
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.validate_nbf = true;
-        validation.leeway = self.leeway.as_secs();
+        validation.leeway = self.issuer.leeway.as_secs();
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
             .map_err(|e| VerifyError::Invalid(e.to_string()))?;
-        Ok(principal_of(&self.issuer, data.claims))
+        Ok(principal_of(&self.issuer.id, data.claims))
     }
 }
 

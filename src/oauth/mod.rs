@@ -48,6 +48,7 @@ mod challenge;
 mod discovery;
 mod fetch;
 mod introspection;
+mod issuer;
 mod jwt;
 
 use std::fmt;
