@@ -263,15 +263,25 @@ impl Job {
         let span = self.span();
         let mut round_source = None;
         let source = source(shared, self.info.round.as_ref(), &mut round_source);
+        self.lazy_context(source, &span, &mut progress).get()
+    }
+
+    /// The request's context, made only when asked for, in `source`'s
+    /// session: the one place a job's context is put together.
+    fn lazy_context<'j>(
+        &'j mut self,
+        source: &'j dyn ContextSource,
+        span: &'j tracing::Span,
+        progress: &'j mut Option<Box<RawValue>>,
+    ) -> LazyContext<'j> {
         LazyContext::of_parts(
             &self.id,
             &mut self.cancel,
             source,
-            &span,
-            &mut progress,
+            span,
+            progress,
             &self.caller,
         )
-        .get()
     }
 
     /// The tracing span of the request's work: `tool` at debug level, for
@@ -344,14 +354,7 @@ impl Job {
         let source = source(shared, round.as_ref(), &mut round_source);
         // A round whose work asked what it cannot answer ends now.
         let waits = || round.as_ref().is_some_and(|r| r.waits_for_input());
-        let ctx = LazyContext::of_parts(
-            &self.id,
-            &mut self.cancel,
-            source,
-            &span,
-            &mut progress,
-            &self.caller,
-        );
+        let ctx = self.lazy_context(source, &span, &mut progress);
         let started = catch_unwind(AssertUnwindSafe(|| {
             operation::start_json_call(tool, &text, ctx, &span)
         }));
