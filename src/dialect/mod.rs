@@ -262,6 +262,17 @@ pub(crate) enum TraceLevel {
     Verbose,
 }
 
+/// A request as a method table reads it: its id, method and params, the
+/// one-pass reading of a tool call's params (when the message was one),
+/// and who sent it.
+pub(crate) struct Request<'r> {
+    pub(crate) id: &'r RequestId,
+    pub(crate) method: &'r str,
+    pub(crate) params: Option<&'r RawValue>,
+    pub(crate) call: Option<ToolCall<'r>>,
+    pub(crate) principal: Option<&'r Principal>,
+}
+
 /// How a request is served.
 pub(crate) enum Step {
     /// The reply is known at once.
@@ -336,25 +347,16 @@ impl Dialect {
 
     /// Reads a request through the method table, against the items of
     /// `listing` (which the request's job then keeps).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn route(
         self,
         session: &impl SessionState,
         listing: &Listing,
-        id: &RequestId,
-        method: &str,
-        params: Option<&RawValue>,
-        call: Option<ToolCall<'_>>,
-        principal: Option<&Principal>,
+        request: Request<'_>,
     ) -> Step {
         match self {
-            Self::McpV1 => v1::route(listing, id, method, params, call, principal),
-            Self::ModelContext => {
-                model_context::route(listing, id, method, params, call, principal)
-            }
-            Self::Stateless => {
-                stateless::route(session, listing, id, method, params, call, principal)
-            }
+            Self::McpV1 => v1::route(listing, request),
+            Self::ModelContext => model_context::route(listing, request),
+            Self::Stateless => stateless::route(session, listing, request),
         }
     }
 

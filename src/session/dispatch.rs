@@ -17,7 +17,9 @@ use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
 use crate::dialect::model_context::methods;
-use crate::dialect::{Admission, Change, Control, Dialect, Listing, Phase, Step, TraceLevel};
+use crate::dialect::{
+    Admission, Change, Control, Dialect, Listing, Phase, Request, Step, TraceLevel,
+};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -121,21 +123,22 @@ pub(crate) fn dispatch(
             if before_handshake && dialect.discovers(&method) {
                 shared.set_discovered();
             }
-            match dialect.admit(phase, &method, &id) {
-                Admission::Serve => {
-                    serve(shared, dialect, id, &method, params, call, started, caller)
-                }
-                Admission::Reject(error) => {
-                    let reply = dialect.error(Some(&id), &error);
-                    Dispatched::Reply(answered(shared, id, &method, started, reply))
-                }
-                Admission::Initialize => match dialect.initialize(&**shared, &id, params) {
+            let serving = Serving {
+                shared,
+                dialect,
+                id,
+                method: &method,
+                started,
+            };
+            match dialect.admit(phase, &method, &serving.id) {
+                Admission::Serve => serve(serving, params, call, caller),
+                Admission::Reject(error) => serving.failed(&error),
+                Admission::Initialize => match dialect.initialize(&**shared, &serving.id, params) {
                     Ok((reply, change)) => {
                         shared.record(change);
-                        let reply = answered(shared, id, &method, started, reply);
-                        Dispatched::Effect(Effect::Initialized(reply))
+                        Dispatched::Effect(Effect::Initialized(serving.answered(reply)))
                     }
-                    Err(reply) => Dispatched::Reply(answered(shared, id, &method, started, reply)),
+                    Err(reply) => Dispatched::Reply(serving.answered(reply)),
                 },
             }
         }
@@ -167,17 +170,49 @@ pub(crate) fn dispatch(
     }
 }
 
-/// A request `dialect` serves through its method table: the reply, or the
-/// job whose work makes it.
-#[allow(clippy::too_many_arguments)]
-fn serve(
-    shared: &Arc<Shared>,
+/// A request being served: what its reply and its trace line need.
+struct Serving<'s> {
+    shared: &'s Arc<Shared>,
     dialect: Dialect,
     id: RequestId,
-    method: &str,
+    method: &'s str,
+    /// When it was read, if trace lines need it.
+    started: Option<Instant>,
+}
+
+impl Serving<'_> {
+    /// A reply known at once, with its trace line.
+    fn answered(self, reply: Vec<u8>) -> Handled {
+        let trace = (self.shared).trace_line(self.method, &self.id, self.started, Some(&reply));
+        Handled {
+            trace,
+            ..Handled::reply(self.id, Some(reply))
+        }
+    }
+
+    /// The error reply `error`, with its trace line.
+    fn failed(self, error: &RpcError) -> Dispatched {
+        let reply = self.dialect.error(Some(&self.id), error);
+        Dispatched::Reply(self.answered(reply))
+    }
+
+    /// Refused for want of `needed` scopes: the `-32007` reply, with the
+    /// scopes for a transport that can still challenge instead.
+    fn forbidden(self, needed: &[String]) -> Dispatched {
+        let reply = (self.dialect).error(Some(&self.id), &RpcError::insufficient_scope(needed));
+        Dispatched::Forbidden(Handled {
+            refused: Some(needed.into()),
+            ..self.answered(reply)
+        })
+    }
+}
+
+/// A request served through its dialect's method table: the reply, or the
+/// job whose work makes it.
+fn serve(
+    serving: Serving<'_>,
     params: Option<&RawValue>,
     call: Option<jsonrpc::ToolCall<'_>>,
-    started: Option<Instant>,
     caller: &Caller,
 ) -> Dispatched {
     let principal = caller.principal.as_deref();
@@ -187,47 +222,43 @@ fn serve(
         .and_then(Principal::expires_at)
         .is_some_and(|at| at <= std::time::SystemTime::now())
     {
-        let error = RpcError::new(
+        return serving.failed(&RpcError::new(
             ErrorCode::TOKEN_EXPIRED,
             "the access token of this stream has expired: open a new one with a fresh token",
-        );
-        let reply = dialect.error(Some(&id), &error);
-        return Dispatched::Reply(answered(shared, id, method, started, reply));
+        ));
     }
+    let shared = serving.shared;
     let listing = shared.server.listing();
-    match dialect.route(&**shared, &listing, &id, method, params, call, principal) {
-        Step::Reply(reply) => Dispatched::Reply(answered(shared, id, method, started, reply)),
+    let request = Request {
+        id: &serving.id,
+        method: serving.method,
+        params,
+        call,
+        principal,
+    };
+    match serving.dialect.route(&**shared, &listing, request) {
+        Step::Reply(reply) => Dispatched::Reply(serving.answered(reply)),
         Step::Record(reply, change) => {
-            let catalog = &listing.catalog;
             // A subscription tells of a resource's changes: it needs what
             // reading it needs.
             if let Change::Subscription { uri, on: true } = &change {
-                if let Some(needed) = operation::refused_uri(catalog, uri, principal) {
-                    return forbidden(shared, dialect, id, method, started, needed);
+                if let Some(needed) = operation::refused_uri(&listing.catalog, uri, principal) {
+                    return serving.forbidden(needed);
                 }
                 if let Err(error) = admit_subscription(shared, uri) {
-                    let reply = dialect.error(Some(&id), &error);
-                    return Dispatched::Reply(answered(shared, id, method, started, reply));
+                    return serving.failed(&error);
                 }
             }
             shared.record(change);
-            Dispatched::Reply(answered(shared, id, method, started, reply))
+            Dispatched::Reply(serving.answered(reply))
         }
-        Step::Run { work, progress } => run(
-            shared,
-            dialect,
-            id,
-            method,
-            started,
-            caller,
-            (listing, work, progress, None),
-        ),
+        Step::Run { work, progress } => run(serving, caller, (listing, work, progress, None)),
         Step::Listen(filter) => {
             let listening = Listening {
-                id,
+                id: serving.id,
                 filter,
                 listing,
-                started,
+                started: serving.started,
             };
             Dispatched::Run(Job::listening(listening, caller))
         }
@@ -235,15 +266,7 @@ fn serve(
             work,
             progress,
             round,
-        } => run(
-            shared,
-            dialect,
-            id,
-            method,
-            started,
-            caller,
-            (listing, work, progress, Some(round)),
-        ),
+        } => run(serving, caller, (listing, work, progress, Some(round))),
     }
 }
 
@@ -258,45 +281,29 @@ type Planned = (
 
 /// The job of a request whose reply needs work (one place makes jobs, so
 /// that making one is inlined here), or its refusal for want of scopes.
-#[allow(clippy::too_many_arguments)]
 fn run(
-    shared: &Arc<Shared>,
-    dialect: Dialect,
-    id: RequestId,
-    method: &str,
-    started: Option<Instant>,
+    serving: Serving<'_>,
     caller: &Caller,
     (listing, work, progress, round): Planned,
 ) -> Dispatched {
     let catalog = &listing.catalog;
     if let Some(needed) = operation::refused(catalog, &work, caller.principal.as_deref()) {
-        return forbidden(shared, dialect, id, method, started, needed);
+        return serving.forbidden(needed);
     }
     let run = Run {
-        dialect,
+        dialect: serving.dialect,
         progress,
-        started,
+        started: serving.started,
         round,
     };
-    Dispatched::Run(Job::new(shared, listing, id, work, run, caller))
-}
-
-/// A request refused for want of `needed` scopes: its `-32007` reply, with
-/// the scopes for a transport that can still challenge instead.
-fn forbidden(
-    shared: &Shared,
-    dialect: Dialect,
-    id: RequestId,
-    method: &str,
-    started: Option<Instant>,
-    needed: &[String],
-) -> Dispatched {
-    let error = RpcError::insufficient_scope(needed);
-    let reply = dialect.error(Some(&id), &error);
-    Dispatched::Forbidden(Handled {
-        refused: Some(needed.into()),
-        ..answered(shared, id, method, started, reply)
-    })
+    Dispatched::Run(Job::new(
+        serving.shared,
+        listing,
+        serving.id,
+        work,
+        run,
+        caller,
+    ))
 }
 
 /// The one executor policy: a job is polled once where it was dispatched —
@@ -311,21 +318,6 @@ pub(crate) fn poll_once(shared: &Arc<Shared>, job: Job) -> Result<Handled, Job> 
         Err(job)
     } else {
         job.try_now(shared)
-    }
-}
-
-/// A reply known at once, with its trace line.
-fn answered(
-    shared: &Shared,
-    id: RequestId,
-    method: &str,
-    started: Option<Instant>,
-    reply: Vec<u8>,
-) -> Handled {
-    let trace = shared.trace_line(method, &id, started, Some(&reply));
-    Handled {
-        trace,
-        ..Handled::reply(id, Some(reply))
     }
 }
 
@@ -439,9 +431,9 @@ pub(crate) enum Beside {
 /// Serves one request of a running session on the caller's task instead
 /// of the session's reader — no hand-over to the reader and no second
 /// parse — when it can: the handshake is done, no request is parked (this
-/// one would overtake it), a slot is free and the method table serves the
-/// method. It is then [`dispatch`]ed and run by the executor policy, as on
-/// the reader. A reply known at once, or work that ends on its first poll,
+/// one would overtake it) and a slot is free. It is then [`dispatch`]ed in
+/// the ready phase and run by the executor policy, exactly as on the
+/// reader (so its admission is decided in one place). A reply known at once, or work that ends on its first poll,
 /// is answered to the caller when nothing at all was sent meanwhile (so
 /// nothing can have come before the reply); anything else goes out through
 /// the session's output, in order, like the reader's replies — from a task
@@ -456,27 +448,9 @@ pub(crate) async fn beside(
     message: Incoming<'_>,
     caller: &Caller,
 ) -> Beside {
-    if !shared.is_ready() || shared.parked() > 0 {
-        return Beside::Not;
-    }
-    // Only a request the method table serves is taken here: its admission
-    // is decided once, and the reader answers anything else.
-    let Incoming::Request {
-        id,
-        method,
-        params,
-        call,
-    } = message
-    else {
-        return Beside::Not;
-    };
-    let dialect = shared
-        .dialect
-        .of_request(&method, params, call.as_ref(), false);
-    if (id == RequestId::Null && !dialect.allows_null_ids())
-        || dialect.admit(Phase::Ready, &method, &id) != Admission::Serve
-    {
-        // Handed back whole, for the reader to answer.
+    // Only a request is taken here, and only while nothing it could
+    // overtake waits; the reader serves anything else.
+    if !shared.is_ready() || shared.parked() > 0 || !matches!(message, Incoming::Request { .. }) {
         return Beside::Not;
     }
     let Some(slot) = shared
@@ -488,9 +462,10 @@ pub(crate) async fn beside(
         return Beside::Not;
     };
     let before = shared.sent();
-    let started = shared.trace_on().then(Instant::now);
-    let mut handled = match serve(shared, dialect, id, &method, params, call, started, caller) {
-        Dispatched::Reply(handled) => handled,
+    let mut handled = match dispatch(shared, Phase::Ready, false, message, caller) {
+        // (A ready session's `initialize` is refused, so no request here
+        // initializes one.)
+        Dispatched::Reply(handled) | Dispatched::Effect(Effect::Initialized(handled)) => handled,
         Dispatched::Forbidden(handled) if handled.trace.is_none() => {
             let needed = handled.refused.unwrap_or_default();
             return Beside::Forbidden(handled.reply.unwrap_or_default(), needed);
@@ -503,8 +478,11 @@ pub(crate) async fn beside(
                 return Beside::Sent;
             }
         },
-        // Not for a servable request; the reader would apply it.
-        Dispatched::Nothing | Dispatched::Effect(_) => return Beside::Not,
+        // Only notifications and responses dispatch to these, and a
+        // request was checked for above.
+        Dispatched::Nothing | Dispatched::Effect(_) => {
+            return Beside::Answered(Vec::new());
+        }
     };
     let quiet = shared.sent() == before && handled.caused.is_empty() && handled.trace.is_none();
     if quiet && let Some(reply) = handled.reply.take() {

@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 
 use super::Phase;
 use super::{
-    Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, SessionState, Step,
+    Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, Request, SessionState, Step,
     Subscriptions,
 };
 use crate::completion::CompletionContext;
@@ -481,35 +481,19 @@ pub(crate) enum Revision {
 }
 
 /// Reads a request through the method table.
-pub(crate) fn route(
-    listing: &Listing,
-    id: &RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    call: Option<ToolCall<'_>>,
-    principal: Option<&Principal>,
-) -> Step {
-    route_in(
-        Revision::Session,
-        listing,
+pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
+    route_in(Revision::Session, listing, request)
+}
+
+/// [`route`], for a request of `revision`.
+pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'_>) -> Step {
+    let Request {
         id,
         method,
         params,
         call,
         principal,
-    )
-}
-
-/// [`route`], for a request of `revision`.
-pub(crate) fn route_in(
-    revision: Revision,
-    listing: &Listing,
-    id: &RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    call: Option<ToolCall<'_>>,
-    principal: Option<&Principal>,
-) -> Step {
+    } = request;
     let catalog = &listing.catalog;
     let lists = &listing.model_context;
     let provides = lists.provides;

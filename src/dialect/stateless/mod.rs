@@ -33,7 +33,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::model_context::{self, Revision, methods};
-use super::{Admission, Ended, JobInfo, ServerInner, SessionState, Step};
+use super::{Admission, Ended, JobInfo, Request, ServerInner, SessionState, Step};
 use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
@@ -160,16 +160,8 @@ struct Declared {
 }
 
 /// Reads a request through the method table, by this revision's rules.
-pub(crate) fn route(
-    session: &impl SessionState,
-    listing: &Listing,
-    id: &RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    call: Option<ToolCall<'_>>,
-    principal: Option<&Principal>,
-) -> Step {
-    match prepare(session, listing, id, method, params, call, principal) {
+pub(crate) fn route(session: &impl SessionState, listing: &Listing, request: Request<'_>) -> Step {
+    match prepare(session, listing, request) {
         Ok(step) => step,
         Err(reply) => Step::Reply(reply),
     }
@@ -178,12 +170,15 @@ pub(crate) fn route(
 fn prepare(
     session: &impl SessionState,
     listing: &Listing,
-    id: &RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    call: Option<ToolCall<'_>>,
-    principal: Option<&Principal>,
+    request: Request<'_>,
 ) -> Result<Step, Vec<u8>> {
+    let Request {
+        id,
+        method,
+        params,
+        call,
+        principal,
+    } = request;
     let server = session.server();
     let envelope = envelope(method, params, call.as_ref()).map_err(|e| error(Some(id), &e))?;
     let declared = declared(id, envelope.meta.as_ref())?;
@@ -208,15 +203,14 @@ fn prepare(
         (Map::new(), Binding::default())
     };
     let cache = cache_for(server, listing, method, principal);
-    let step = model_context::route_in(
-        Revision::Stateless,
-        listing,
+    let request = Request {
         id,
         method,
         params,
         call,
         principal,
-    );
+    };
+    let step = model_context::route_in(Revision::Stateless, listing, request);
     Ok(match step {
         Step::Reply(reply) | Step::Record(reply, _) => Step::Reply(finish(server, reply, cache)),
         // (The table has no listen.)

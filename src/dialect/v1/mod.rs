@@ -14,7 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Phase;
-use super::{Admission, Control, Ended, JobInfo, Step, TraceLevel};
+use super::{Admission, Control, Ended, JobInfo, Request, Step, TraceLevel};
 use super::{Change, SessionState};
 use crate::content::StructuredJson;
 use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
@@ -25,7 +25,6 @@ use crate::jsonrpc::{
     ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
     encode_result_text,
 };
-use crate::principal::Principal;
 use crate::tool::CancelReason;
 use schema::{
     CancelParams, ExecutionProvider, InitializeParams, InitializeResult, LogTraceParams,
@@ -153,14 +152,14 @@ fn provides(caps: &ServerCapabilities, op: Operation) -> bool {
 }
 
 /// Reads a request through the method table.
-pub(crate) fn route(
-    listing: &Listing,
-    id: &RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    call: Option<ToolCall<'_>>,
-    principal: Option<&Principal>,
-) -> Step {
+pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
+    let Request {
+        id,
+        method,
+        params,
+        call,
+        principal,
+    } = request;
     let lists = &listing.v1;
     let catalog = &listing.catalog;
     // Lists that hide what a token cannot use are made for it (docs/oauth.md §4).
