@@ -8,10 +8,9 @@ use std::time::Duration;
 use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
-use crate::dialect::listing::{Blueprint, Listings};
-use crate::dialect::stateless::seal::StateKeys;
-use crate::dialect::stateless::{CacheHints, Stateless};
-use crate::dialect::{Dialect, Limits, Providers, ServerInner};
+use crate::dialect::{
+    Blueprint, CacheHints, Dialect, Limits, Listings, Providers, ServerInner, StateKeys, Stateless,
+};
 use crate::engine::access::AccessRules;
 use crate::engine::catalog;
 use crate::error::BuildError;
@@ -220,7 +219,7 @@ pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(60);
 /// # Errors
 /// [`BuildError::StateKeys`] when an entry is not 64 hex digits.
 pub fn state_keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, BuildError> {
-    crate::dialect::stateless::seal::keys_from_hex(list).map_err(BuildError::StateKeys)
+    crate::dialect::keys_from_hex(list).map_err(BuildError::StateKeys)
 }
 
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a

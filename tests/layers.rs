@@ -523,6 +523,60 @@ fn no_module_names_a_module_of_a_higher_layer() {
     );
 }
 
+/// The layers above `dialect` that reach a dialect only through the
+/// `dialect` module's own items (the `Dialect` enum, and the types and
+/// functions it re-exports), never by naming `dialect::v1`,
+/// `dialect::model_context` or any other module inside it.
+const THROUGH_DIALECT: [&str; 2] = ["session", "server"];
+
+#[test]
+fn session_and_server_reach_a_dialect_only_through_dialect() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut known = BTreeMap::new();
+    modules(&src, &Vec::new(), &mut known);
+    let layers = layers(known.get(&Vec::new()).expect("src/lib.rs"));
+    let dialect: Module = vec!["dialect".to_owned()];
+    let mut reached = Vec::new();
+    for (module, text) in &known {
+        let held = layer_of(module, &layers)
+            .is_some_and(|i| THROUGH_DIALECT.contains(&layers[i].0.as_str()));
+        if !held {
+            continue;
+        }
+        for (inline, code) in scopes(&code_only(text)) {
+            let mut scope = module.clone();
+            scope.extend(inline);
+            for path in named_paths(&code) {
+                // Read as written: a name the dialect module re-exports is
+                // its own.
+                if let Some(target) = resolve(&scope, &path, &known, &HashMap::new())
+                    && target.starts_with(&dialect)
+                    && target.len() > dialect.len()
+                {
+                    reached.push(format!(
+                        "{} names {}: {}",
+                        show(module),
+                        show(&target),
+                        path.join("::")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        !layers.is_empty()
+            && THROUGH_DIALECT
+                .iter()
+                .all(|l| layers.iter().any(|(n, _)| n == l)),
+        "the layers {THROUGH_DIALECT:?} are not all in lib.rs's list"
+    );
+    assert!(
+        reached.is_empty(),
+        "names of a dialect's own modules, not through `dialect`:\n{}",
+        reached.join("\n")
+    );
+}
+
 #[test]
 fn no_two_sibling_modules_name_each_other() {
     let krate = read_crate();

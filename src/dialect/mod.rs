@@ -33,6 +33,9 @@ use crate::jsonrpc::{RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 pub(crate) use handshake::Phase;
+pub(crate) use listing::{Blueprint, Listings};
+pub(crate) use stateless::seal::{StateKeys, keys_from_hex};
+pub(crate) use stateless::{CacheHints, Filter, Stateless};
 
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]
@@ -482,6 +485,37 @@ impl Dialect {
         self == Self::Stateless && method == model_context::methods::DISCOVER
     }
 
+    /// What this dialect sends its client on a tool's behalf, or `None`
+    /// when it carries nothing back (MCP v1.0).
+    pub(crate) fn to_client(self) -> Option<&'static ToClient> {
+        match self {
+            Self::McpV1 => None,
+            Self::ModelContext | Self::Stateless => Some(&model_context::to_client::MESSAGES),
+        }
+    }
+
+    /// A trace line for a request (MCP v1.0's `$/logTrace`), `elapsed`
+    /// microseconds after it was read, with its reply when `verbose`; the
+    /// Model Context Protocol has none.
+    pub(crate) fn trace_line(
+        self,
+        method: &str,
+        id: &RequestId,
+        elapsed: u128,
+        verbose: Option<&[u8]>,
+    ) -> Option<Vec<u8>> {
+        match self {
+            Self::McpV1 => Some(v1::trace_line(method, id, elapsed, verbose)),
+            Self::ModelContext | Self::Stateless => None,
+        }
+    }
+
+    /// Whether a notification `method` is heard on a connection that has
+    /// not initialized: a 2026-07-28 request's cancellation is.
+    pub(crate) fn hears_before_handshake(self, method: &str) -> bool {
+        self == Self::ModelContext && method == model_context::methods::CANCELLED
+    }
+
     /// The name of a request in this dialect's trace lines (MCP v1.0's
     /// `$/logTrace`); the Model Context Protocol has none.
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
@@ -490,6 +524,21 @@ impl Dialect {
             Self::ModelContext | Self::Stateless => "",
         }
     }
+}
+
+/// What a dialect sends its client on a tool's behalf: the bytes of
+/// progress, of a log line and of the notice that the server stopped
+/// waiting for an answer, and the methods of its requests to the client.
+#[derive(Debug)]
+pub(crate) struct ToClient {
+    /// A progress notification for the request whose token is given.
+    pub(crate) progress: fn(&RawValue, f64, Option<f64>, Option<&str>) -> Vec<u8>,
+    /// A tool's log line.
+    pub(crate) log_line: fn(LogLevel, Box<RawValue>) -> Vec<u8>,
+    /// The notice that the server no longer waits for its request `id`.
+    pub(crate) stopped_waiting: fn(u64) -> Vec<u8>,
+    /// The method of a request to the client.
+    pub(crate) method: fn(crate::tool::ClientRequest) -> &'static str,
 }
 
 /// Serialises a fixed value once. The protocol types always serialise.

@@ -16,7 +16,6 @@ use super::listen::{Listener, Listening};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
-use crate::dialect::model_context::methods;
 use crate::dialect::{
     Admission, Change, Control, Dialect, Listing, Phase, Request, Step, TraceLevel,
 };
@@ -145,8 +144,7 @@ pub(crate) fn dispatch(
         Incoming::Notification { method, params } => {
             // (A 2026-07-28 request may be cancelled on a connection that
             // never initialized.)
-            let cancels = dialect == Dialect::ModelContext && method == methods::CANCELLED;
-            if !phase.hears_notifications() && !cancels {
+            if !phase.hears_notifications() && !dialect.hears_before_handshake(&method) {
                 tracing::debug!(%method, "notification before initialize dropped");
                 return Dispatched::Nothing;
             }

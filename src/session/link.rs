@@ -13,8 +13,7 @@ use super::outbox::{About, Outgoing};
 use super::peer::Answer;
 use super::shared::Shared;
 use crate::client::{ClientError, LogLevel};
-use crate::dialect::Dialect;
-use crate::dialect::model_context::to_client;
+use crate::dialect::{Dialect, ToClient};
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, encode_request};
 use crate::round_trip::{Question, RoundTrip};
@@ -36,8 +35,11 @@ impl Drop for Waiting<'_> {
         if self.answered {
             return;
         }
+        let Some(to_client) = self.session.dialect.to_client() else {
+            return;
+        };
         let _ = self.session.out.try_send(Outgoing {
-            bytes: to_client::stopped_waiting(self.id),
+            bytes: (to_client.stopped_waiting)(self.id),
             about: About::Related(self.related.clone()),
         });
     }
@@ -89,6 +91,8 @@ impl Shared {
 #[derive(Debug)]
 pub(crate) struct Link {
     shared: Weak<Shared>,
+    /// What the session's dialect sends the client.
+    to_client: &'static ToClient,
     /// `_meta.progressToken` of the request, with the last progress sent.
     progress: Option<(Box<RawValue>, Mutex<Option<f64>>)>,
 }
@@ -99,7 +103,7 @@ impl Link {
     fn model_context(&self) -> Option<Arc<Shared>> {
         self.shared
             .upgrade()
-            .filter(|s| matches!(s.dialect, Dialect::ModelContext | Dialect::Stateless))
+            .filter(|s| s.dialect.to_client().is_some())
     }
 }
 
@@ -111,9 +115,11 @@ impl ContextSource for Arc<Shared> {
     fn link(&self, progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>> {
         // Only a Model Context Protocol session can carry progress, log
         // lines or requests to the client.
+        let to_client = self.dialect.to_client()?;
         (self.dialect == Dialect::ModelContext).then(|| {
             Arc::new(Link {
                 shared: Arc::downgrade(self),
+                to_client,
                 progress: progress.map(|token| (token, Mutex::new(None))),
             }) as Arc<dyn ClientLink>
         })
@@ -145,7 +151,7 @@ impl ClientLink for Link {
         }
         shared
             .send(Outgoing {
-                bytes: to_client::progress(token, progress, total, message),
+                bytes: (self.to_client.progress)(token, progress, total, message),
                 about: About::Related(related.clone()),
             })
             .await;
@@ -162,7 +168,7 @@ impl ClientLink for Link {
         };
         shared
             .send(Outgoing {
-                bytes: to_client::log_line(level, data),
+                bytes: (self.to_client.log_line)(level, data),
                 about: About::Related(related.clone()),
             })
             .await;
@@ -182,7 +188,7 @@ impl ClientLink for Link {
     ) -> Result<Value, ClientError> {
         let shared = self.session_for(request)?;
         shared
-            .ask(related, to_client::method(request), &params, cancel)
+            .ask(related, (self.to_client.method)(request), &params, cancel)
             .await
     }
 
@@ -223,6 +229,7 @@ impl ContextSource for RoundSource {
         Some(Arc::new(RoundLink {
             stream: Link {
                 shared: Arc::downgrade(&self.shared),
+                to_client: Dialect::Stateless.to_client()?,
                 progress: progress.map(|token| (token, Mutex::new(None))),
             },
             round: self.round.clone(),
@@ -286,7 +293,7 @@ impl ClientLink for RoundLink {
         }
         self.round.ask(Question {
             key,
-            method: to_client::method(request),
+            method: (self.stream.to_client.method)(request),
             params,
         });
         // The round ends at the end of this poll; the work is dropped

@@ -15,8 +15,7 @@ use std::time::Instant;
 
 use super::outbox::{About, Outgoing};
 use super::shared::Shared;
-use crate::dialect::stateless::{self, Filter};
-use crate::dialect::{Listing, ServerInner};
+use crate::dialect::{Filter, Listing, ServerInner};
 use crate::engine::Done;
 use crate::handle::{Push, Subscription};
 use crate::jsonrpc::RequestId;
@@ -81,11 +80,11 @@ impl Listener {
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Vec<u8>> {
         if !self.acknowledged {
             self.acknowledged = true;
-            return Poll::Ready(stateless::acknowledged(&self.id, &self.filter));
+            return Poll::Ready(self.filter.acknowledged(&self.id));
         }
         loop {
             if let Some(change) = self.taken.find(|change| self.filter.wants(change)) {
-                return Poll::Ready(stateless::pushed(&self.id, &change));
+                return Poll::Ready(Filter::pushed(&self.id, &change));
             }
             match self.subscription.queue().poll_next_batch(cx) {
                 Poll::Ready(Some(batch)) => self.taken = batch.into_iter(),
@@ -109,9 +108,9 @@ impl Listener {
         let mut last = Vec::with_capacity(2);
         if !self.acknowledged {
             self.acknowledged = true;
-            last.push(stateless::acknowledged(&self.id, &self.filter));
+            last.push(self.filter.acknowledged(&self.id));
         }
-        last.push(stateless::subscription_ended(&self.server, &self.id));
+        last.push(Filter::ended(&self.server, &self.id));
         last
     }
 }

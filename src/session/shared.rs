@@ -404,7 +404,7 @@ impl Shared {
         }
         let elapsed = started.map_or(0, |t| t.elapsed().as_micros());
         let verbose = (level == 2).then(|| reply.unwrap_or_default());
-        Some(crate::dialect::v1::trace_line(method, id, elapsed, verbose))
+        self.dialect.trace_line(method, id, elapsed, verbose)
     }
 }
 

@@ -11,6 +11,14 @@ use crate::client::LogLevel;
 use crate::jsonrpc::encode_notification;
 use crate::tool::ClientRequest;
 
+/// The bytes this protocol sends its client on a tool's behalf.
+pub(crate) static MESSAGES: crate::dialect::ToClient = crate::dialect::ToClient {
+    progress,
+    log_line,
+    stopped_waiting,
+    method,
+};
+
 /// `notifications/progress` for the request whose token is `token`.
 pub(crate) fn progress(
     token: &RawValue,

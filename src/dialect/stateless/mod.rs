@@ -325,9 +325,29 @@ fn filter(
     })
 }
 
+/// The messages of a listen stream, asked for through its filter (the
+/// session holds the filter, and reaches the revision through nothing
+/// else).
+impl Filter {
+    /// The stream's acknowledgement: what it will carry.
+    pub(crate) fn acknowledged(&self, id: &RequestId) -> Vec<u8> {
+        acknowledged(id, self)
+    }
+
+    /// The notification of `change` on stream `id`.
+    pub(crate) fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
+        pushed(id, change)
+    }
+
+    /// The result that ends stream `id` gracefully.
+    pub(crate) fn ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+        subscription_ended(server, id)
+    }
+}
+
 /// `notifications/subscriptions/acknowledged` for stream `id`: what it
 /// will carry.
-pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
+fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
     let mut notifications = Map::new();
     for (on, name) in [
         (filter.tools, "toolsListChanged"),
@@ -352,7 +372,7 @@ pub(crate) fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
 
 /// The notification of `change` on stream `id`, written straight to bytes:
 /// one is made per stream for every change, so it builds no JSON value.
-pub(crate) fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
+fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
     let method = match change {
         Push::Updated(_) => methods::RESOURCE_UPDATED,
         Push::ListChanged(kind) => model_context::list_changed_method(*kind),
@@ -692,7 +712,7 @@ fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> 
 
 /// The result that ends listen stream `id` gracefully: it names the
 /// subscription.
-pub(crate) fn subscription_ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+fn subscription_ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
     let reply = crate::jsonrpc::encode_result(id, &json!({}));
     finish_as(server, reply, None, Some(id))
 }
