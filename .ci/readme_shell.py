@@ -1,14 +1,16 @@
-"""Runs the README's shell snippets against the reference example, as a
-reader pastes them, and checks the output each one shows in its comment
-lines that hold a JSON-RPC message (`...` and `…` match anything).
+"""Runs the shell snippets of the README and of the pages it sends readers
+to for more (PAGES) against the reference example, as a reader pastes
+them, and checks the output each one shows in its comment lines that hold
+a JSON-RPC message (`...` and `…` match anything).
 
     python3 .ci/readme_shell.py REFERENCE_BINARY
 
-Every ```sh block is either run or listed in SKIPPED with the reason, so a
-new snippet cannot go unchecked by accident. `cargo run ... --example
-reference` in a snippet runs the given binary instead (no build in the
-middle of a check); `127.0.0.1:8080` becomes a free port; `curl -s` becomes `curl -sf`, so an
-error status fails the snippet even where it shows no output.
+Every ```sh block of those pages is either run or listed in SKIPPED with
+the reason, so a new snippet cannot go unchecked by accident. `cargo run
+... --example reference` in a snippet runs the given binary instead (no
+build in the middle of a check); `127.0.0.1:8080` becomes a free port;
+`curl -s` becomes `curl -sf`, so an error status fails the snippet even
+where it shows no output.
 """
 
 import os
@@ -23,6 +25,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The pages whose shell snippets are checked, in this order.
+PAGES = ["README.md", "docs/by-hand.md", "docs/scale-out.md"]
+
 # First line of a block -> why it is not run here.
 SKIPPED = {
     "cargo run --example reference     # the reference server, on stdin/stdout":
@@ -30,12 +35,12 @@ SKIPPED = {
         "reference server is what every other check here runs",
     "npx @modelcontextprotocol/inspector cargo run -q --example reference":
         "MCP Inspector is interactive (a browser UI)",
-    "cargo run --features oauth --example reference -- --http 127.0.0.1:8080 \\":
-        "needs an authorization server: .ci/run's OAuth step runs the reference "
-        "example with --oauth-issuer against oidc-provider and the official Python client",
+    "tests/oauth/provider/start.sh --port 9400 &   # a test issuer: prints READY http://127.0.0.1:9400 once it listens":
+        "starts an authorization server (oidc-provider, Node.js): .ci/run's OAuth step "
+        "runs the reference example with --oauth-issuer against it and the official Python client",
     "redis-server --port 6379 --bind 127.0.0.1 &":
-        "starts a deployment (redis-server and three processes): .ci/run's scale-out "
-        "step runs that topology, with nginx, in tests/scale_out.py",
+        "starts a deployment (redis-server, three processes and nginx): .ci/run's "
+        "scale-out step runs that topology in tests/scale_out.py",
     "claude mcp add --transport http example https://mcp.example.com/mcp   # Claude Code":
         "a host's own command, for a server on the internet",
 }
@@ -60,7 +65,7 @@ def expected_patterns(block: str):
 
 def main() -> None:
     binary = os.path.abspath(sys.argv[1])
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    readme = "".join(open(os.path.join(ROOT, page), encoding="utf-8").read() for page in PAGES)
     # Every shell-like fence, whatever its info string says after the language.
     blocks = re.findall(r"^```(?:sh|bash|shell|console)\b[^\n]*\n(.*?)^```", readme, re.S | re.M)
     port = free_port()
@@ -101,7 +106,7 @@ def main() -> None:
         unknown = set(SKIPPED) - {b.splitlines()[0] for b in blocks}
         if unknown:
             failed += 1
-            print(f"FAIL SKIPPED names blocks the README no longer has: {unknown}")
+            print(f"FAIL SKIPPED names blocks the pages no longer have: {unknown}")
         sys.exit(1 if failed else 0)
     finally:
         server.send_signal(signal.SIGTERM)
