@@ -43,7 +43,7 @@
 //! with [`tool_fn`].
 //!
 //! This is `examples/hello.rs`. `examples/reference.rs` serves every kind
-//! of item; the README shows how to talk to it by hand.
+//! of item; `docs/by-hand.md` shows how to talk to it by hand.
 //!
 //! ## What the crate guarantees
 //! - Every request gets exactly one reply; notifications never get one.

@@ -12,7 +12,7 @@ use crate::dialect::{
     Blueprint, CacheHints, Dialect, Limits, Listings, Providers, ServerInner, StateKeys, Stateless,
 };
 use crate::engine::access::AccessRules;
-use crate::engine::catalog;
+use crate::engine::catalog::{self, RegisteredTool};
 use crate::error::BuildError;
 pub use crate::handle::ServerHandle;
 use crate::principal::Caller;
@@ -243,7 +243,7 @@ pub struct ServerBuilder {
     name: String,
     version: String,
     instructions: Option<String>,
-    tools: Vec<Arc<dyn Tool>>,
+    tools: Vec<RegisteredTool>,
     resources: Vec<Arc<dyn Resource>>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Arc<dyn Prompt>>,
@@ -320,7 +320,7 @@ impl ServerBuilder {
 
     /// Registers a tool. Tools are listed in registration order.
     pub fn tool(mut self, tool: impl Tool) -> Self {
-        self.tools.push(Arc::new(tool));
+        self.tools.push(RegisteredTool::new(tool));
         self
     }
 
@@ -330,7 +330,7 @@ impl ServerBuilder {
     /// ([`ToolContext::elicit`](crate::ToolContext::elicit)).
     pub fn model_context_tool(mut self, tool: impl Tool) -> Self {
         self.model_context_only.push(self.tools.len());
-        self.tools.push(Arc::new(tool));
+        self.tools.push(RegisteredTool::new(tool));
         self
     }
 

@@ -349,12 +349,6 @@ impl TypedTool {
         &mut self.definition
     }
 
-    /// `tool` as a typed tool, when it is one.
-    pub(crate) fn of(tool: &dyn Tool) -> Option<&Self> {
-        let any: &dyn std::any::Any = tool;
-        any.downcast_ref()
-    }
-
     /// The server's fast path: the call with the arguments' JSON text, or
     /// the context back.
     pub(crate) fn call_text<'c>(

@@ -22,7 +22,7 @@ use super::{Listing, Providers, ServerInner, model_context, v1};
 use crate::definition::ServerInfo;
 use crate::engine::Catalog;
 use crate::engine::access::AccessRules;
-use crate::engine::catalog::Items;
+use crate::engine::catalog::{Items, RegisteredTool};
 use crate::error::BuildError;
 use crate::handle::{ListKind, Served, ServerHandle};
 use crate::prompt::Prompt;
@@ -33,7 +33,7 @@ use crate::tool::Tool;
 /// An edit of a built server's items.
 enum Edit {
     AddTool {
-        tool: Arc<dyn Tool>,
+        tool: RegisteredTool,
         model_context_only: bool,
     },
     /// By name or mcpId.
@@ -98,7 +98,7 @@ impl ServerHandle {
     /// ```
     pub fn add_tool(&self, tool: impl Tool) -> Result<(), BuildError> {
         self.edit(Edit::AddTool {
-            tool: Arc::new(tool),
+            tool: RegisteredTool::new(tool),
             model_context_only: false,
         })
         .map(drop)
@@ -109,7 +109,7 @@ impl ServerHandle {
     /// announced as [`add_tool`](Self::add_tool) announces.
     pub fn add_model_context_tool(&self, tool: impl Tool) -> Result<(), BuildError> {
         self.edit(Edit::AddTool {
-            tool: Arc::new(tool),
+            tool: RegisteredTool::new(tool),
             model_context_only: true,
         })
         .map(drop)
@@ -219,7 +219,7 @@ impl Blueprint {
             }
             Edit::RemoveTool(name) => {
                 let index = items.tools.iter().position(|t| {
-                    let definition = t.definition();
+                    let definition = t.tool.definition();
                     definition.name == name || definition.mcp_id == name
                 })?;
                 items.tools.remove(index);

@@ -34,6 +34,10 @@ pub(crate) struct CompiledTool {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) mirrored: Vec<(String, String)>,
     pub(crate) tool: Arc<dyn Tool>,
+    /// The same tool as a typed tool, which the fast path calls with its
+    /// arguments' JSON text.
+    #[cfg(feature = "schemars")]
+    pub(crate) typed: Option<Arc<crate::typed::TypedTool>>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) may_block: bool,
     pub(crate) input: Validator,
@@ -74,10 +78,33 @@ pub(crate) enum CompletionRef {
     Template(String, String),
 }
 
+/// A tool as registered: the tool, and for a typed tool the same tool as
+/// the fast path calls it, with its arguments' JSON text.
+#[derive(Clone)]
+pub(crate) struct RegisteredTool {
+    pub(crate) tool: Arc<dyn Tool>,
+    #[cfg(feature = "schemars")]
+    pub(crate) typed: Option<Arc<crate::typed::TypedTool>>,
+}
+
+impl RegisteredTool {
+    /// `tool`, recognised as a typed tool while its type is known.
+    pub(crate) fn new<T: Tool>(tool: T) -> Self {
+        let tool = Arc::new(tool);
+        Self {
+            #[cfg(feature = "schemars")]
+            typed: (tool.clone() as Arc<dyn std::any::Any + Send + Sync>)
+                .downcast()
+                .ok(),
+            tool,
+        }
+    }
+}
+
 /// The items, as registered.
 #[derive(Clone)]
 pub(crate) struct Items {
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) tools: Vec<RegisteredTool>,
     /// The indices in `tools` of tools only the Model Context Protocol
     /// lists and calls.
     pub(crate) model_context_only: Vec<usize>,
@@ -126,7 +153,13 @@ impl Catalog {
         let mut tool_names = HashMap::default();
         // The mcpIds of tools MCP v1.0 does not see: unique all the same.
         let mut unlisted_ids = HashSet::new();
-        for (index, tool) in items.tools.into_iter().enumerate() {
+        for (index, registered) in items.tools.into_iter().enumerate() {
+            let tool = registered.tool;
+            // A typed tool reads its arguments from their JSON text.
+            #[cfg(feature = "schemars")]
+            let (typed, reads_text) = (registered.typed.clone(), registered.typed.is_some());
+            #[cfg(not(feature = "schemars"))]
+            let reads_text = false;
             let in_v1 = !items.model_context_only.contains(&index);
             let definition = tool.definition();
             let id = &definition.mcp_id;
@@ -159,12 +192,14 @@ impl Catalog {
                 lists_output: validate::is_object_schema(&definition.output_schema),
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
-                quick_input: quick_check(&definition.input_schema).filter(|_| reads_text(&*tool)),
+                quick_input: quick_check(&definition.input_schema).filter(|_| reads_text),
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),
                 in_v1,
                 mirrored: mirrored(&definition.input_schema),
                 tool,
+                #[cfg(feature = "schemars")]
+                typed,
                 input,
                 output,
                 definition,
@@ -409,17 +444,6 @@ fn is_absolute_uri(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !rest.is_empty()
         && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
-/// Whether `tool` reads its arguments from their JSON text: a typed tool.
-fn reads_text(tool: &dyn Tool) -> bool {
-    #[cfg(feature = "schemars")]
-    return crate::typed::TypedTool::of(tool).is_some();
-    #[cfg(not(feature = "schemars"))]
-    {
-        let _ = tool;
-        false
-    }
 }
 
 /// The quick check of `schema`, with the `fast-path` feature on; without

@@ -399,7 +399,7 @@ pub(crate) fn start_json_call<'c>(
     }
     let _in_span = span.enter();
     #[cfg(feature = "schemars")]
-    if let Some(typed) = crate::typed::TypedTool::of(&*tool.tool) {
+    if let Some(typed) = &tool.typed {
         return typed.call_text(text, ctx);
     }
     Err(ctx)

@@ -42,11 +42,25 @@ impl<'a> ArgumentsText<'a> {
 impl<'de: 'a, 'a> Deserialize<'de> for ArgumentsText<'a> {
     fn deserialize<D: Deserializer<'de>>(reader: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(reader)?;
-        if reads_as_value(raw.get().as_bytes()) {
+        if reads(raw.get()) {
             Ok(Self(raw.get()))
         } else {
             Err(D::Error::custom("arguments a value reading refuses"))
         }
+    }
+}
+
+/// Whether captured `arguments` text reads as a value: checked by
+/// [`reads_as_value`] with the `fast-path` feature on, else by serde_json
+/// itself (inside an array, which stands for the params object: a level
+/// of nesting serde_json counts too).
+fn reads(text: &str) -> bool {
+    if cfg!(feature = "fast-path") {
+        reads_as_value(text.as_bytes())
+    } else {
+        let wrapped = format!("[{text}]");
+        serde_json::from_str::<serde::de::IgnoredAny>(&wrapped).is_ok()
+            && serde_json::from_str::<serde_json::Value>(&wrapped).is_ok()
     }
 }
 

@@ -57,7 +57,7 @@ pub use context::{Cancellation, Keyed, ToolContext};
 /// }
 /// ```
 #[async_trait]
-pub trait Tool: std::any::Any + Send + Sync {
+pub trait Tool: Send + Sync + 'static {
     /// The tool's definition as `mcp/listTools` shows it.
     fn definition(&self) -> ToolDefinition;
 
