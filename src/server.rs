@@ -9,7 +9,8 @@ use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
 use crate::dialect::{
-    Blueprint, CacheHints, Dialect, Limits, Listings, Providers, ServerInner, StateKeys, Stateless,
+    Blueprint, CacheHints, Dialect, Limits, Listings, Providers, Revision2026Settings, ServerInner,
+    StateKeys,
 };
 use crate::engine::access::AccessRules;
 use crate::engine::catalog::{self, RegisteredTool};
@@ -53,10 +54,10 @@ pub struct Server {
     inner: Arc<ServerInner>,
     /// The state every HTTP single exchange's request served without a
     /// session shares ([`session::alone`]).
-    exchange: Arc<Shared>,
+    detached_v1: Arc<Shared>,
     /// The same, for the 2026-07-28 requests of Streamable HTTP.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    stateless: Arc<Shared>,
+    detached_2026: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Server {
@@ -137,7 +138,7 @@ impl Server {
         // One message, most often answered at once: no session is built.
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                return match session::alone(&self.exchange, message, caller) {
+                return match session::alone(&self.detached_v1, message, caller) {
                     Alone::Answered(reply) => answered(reply),
                     Alone::Forbidden(reply, needed) => Exchanged {
                         forbidden: Some(needed),
@@ -167,8 +168,8 @@ impl Server {
 
     /// The state a 2026-07-28 request served without a session shares.
     #[cfg(feature = "http")]
-    pub(crate) fn stateless(&self) -> &Arc<Shared> {
-        &self.stateless
+    pub(crate) fn detached_2026(&self) -> &Arc<Shared> {
+        &self.detached_2026
     }
 
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
@@ -694,7 +695,7 @@ impl ServerBuilder {
             protocols: self.protocols,
             limits: self.limits,
             handle: self.handle,
-            stateless: Stateless {
+            revision_2026: Revision2026Settings {
                 server_info,
                 keys,
                 state_ttl: self.state_ttl,
@@ -704,12 +705,12 @@ impl ServerBuilder {
         let served: Arc<dyn crate::handle::Served> = inner.clone();
         inner.handle.set_served(Arc::downgrade(&served));
         inner.handle.start_bus();
-        let exchange = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
-        let stateless = Arc::new(Shared::detached(inner.clone(), Dialect::Stateless));
+        let detached_v1 = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
+        let detached_2026 = Arc::new(Shared::detached(inner.clone(), Dialect::Revision2026));
         Ok(Server {
             inner,
-            exchange,
-            stateless,
+            detached_v1,
+            detached_2026,
         })
     }
 }
@@ -781,7 +782,7 @@ mod tests {
                 assert_eq!(reply["result"]["output"]["id"], id.to_string(), "{tool}");
             }
         }
-        let exchange = &server.exchange;
+        let exchange = &server.detached_v1;
         assert!(exchange.out.is_closed());
         assert!(!exchange.trace_on());
         assert_eq!(

@@ -52,12 +52,12 @@ pub const MODEL_CONTEXT_VERSION: &str = "2025-11-25";
 
 /// How the client frames messages: as the dialect it speaks does.
 #[derive(Debug)]
-enum Framing {
+enum ClientCodec {
     Frames(FrameCodec),
     Lines(LineCodec),
 }
 
-impl tokio_util::codec::Decoder for Framing {
+impl tokio_util::codec::Decoder for ClientCodec {
     type Item = Input;
     type Error = std::io::Error;
 
@@ -79,7 +79,7 @@ impl tokio_util::codec::Decoder for Framing {
 /// A client connected to a server over an in-memory pipe.
 pub struct TestClient {
     writer: Option<WriteHalf<DuplexStream>>,
-    reader: FramedRead<ReadHalf<DuplexStream>, Framing>,
+    reader: FramedRead<ReadHalf<DuplexStream>, ClientCodec>,
     /// Speaks the Model Context Protocol (else MCP v1.0).
     model_context: bool,
     /// Messages received but not yet asked for.
@@ -185,9 +185,9 @@ impl TestClient {
         });
         let (read, write) = tokio::io::split(client);
         let framing = if model_context {
-            Framing::Lines(LineCodec::new(usize::MAX))
+            ClientCodec::Lines(LineCodec::new(usize::MAX))
         } else {
-            Framing::Frames(FrameCodec::new(usize::MAX))
+            ClientCodec::Frames(FrameCodec::new(usize::MAX))
         };
         Self {
             writer: Some(write),

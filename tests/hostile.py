@@ -46,7 +46,7 @@ ACCEPT = "application/json, text/event-stream"
 META = {"io.modelcontextprotocol/protocolVersion": STATELESS,
         "io.modelcontextprotocol/clientCapabilities": {}}
 V1_BASE = "mcp://clawmcp/examples"
-# docs/model-context.md §7.6 (status_of in src/transport/http/stateless.rs):
+# docs/model-context.md §7.6 (status_of in src/transport/http/revision_2026.rs):
 # the HTTP status of a 2026-07-28 error by its code; a result and any other
 # code get 200.
 STATUS_BY_CODE = {-32601: 404, -32602: 400, -32020: 400, -32021: 400, -32022: 400}

@@ -13,7 +13,7 @@
 pub(crate) mod handshake;
 pub(crate) mod listing;
 pub(crate) mod model_context;
-pub(crate) mod stateless;
+pub(crate) mod revision_2026;
 pub(crate) mod v1;
 
 use std::collections::HashSet;
@@ -34,8 +34,8 @@ use crate::principal::Principal;
 use crate::tool::CancelReason;
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
-pub(crate) use stateless::seal::{StateKeys, keys_from_hex};
-pub(crate) use stateless::{CacheHints, Filter, Stateless};
+pub(crate) use revision_2026::seal::{StateKeys, keys_from_hex};
+pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};
 
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +78,7 @@ pub(crate) struct ServerInner {
     pub(crate) limits: Limits,
     pub(crate) handle: ServerHandle,
     /// The 2026-07-28 revision's keys and hints.
-    pub(crate) stateless: stateless::Stateless,
+    pub(crate) revision_2026: revision_2026::Revision2026Settings,
 }
 
 /// Capabilities announced even without items of their kind.
@@ -220,13 +220,13 @@ impl Protocols {
 
 /// The dialect one session speaks, or one request of it: a Model Context
 /// Protocol connection serves each 2026-07-28 request in that revision
-/// ([`stateless`]), the rest in its session's.
+/// ([`revision_2026`]), the rest in its session's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dialect {
     McpV1,
     ModelContext,
     /// The Model Context Protocol's 2026-07-28 revision.
-    Stateless,
+    Revision2026,
 }
 
 /// What to do with a request, given the session's phase.
@@ -290,7 +290,7 @@ pub(crate) enum Step {
     },
     /// A 2026-07-28 `subscriptions/listen`: a stream of the changes the
     /// filter opts in to, until the client closes or cancels it.
-    Listen(stateless::Filter),
+    Listen(revision_2026::Filter),
     /// The same, in a round of a 2026-07-28 request: what the client
     /// declared and answered with it.
     Round {
@@ -330,7 +330,7 @@ impl Dialect {
         match self {
             Self::McpV1 => v1::admit(phase, method, id),
             Self::ModelContext => model_context::admit(phase, method),
-            Self::Stateless => stateless::admit(method),
+            Self::Revision2026 => revision_2026::admit(method),
         }
     }
 
@@ -344,7 +344,9 @@ impl Dialect {
     ) -> Result<(Vec<u8>, Change), Vec<u8>> {
         match self {
             Self::McpV1 => v1::initialize(session, id, params),
-            Self::ModelContext | Self::Stateless => model_context::initialize(session, id, params),
+            Self::ModelContext | Self::Revision2026 => {
+                model_context::initialize(session, id, params)
+            }
         }
     }
 
@@ -359,7 +361,7 @@ impl Dialect {
         match self {
             Self::McpV1 => v1::route(listing, request),
             Self::ModelContext => model_context::route(listing, request),
-            Self::Stateless => stateless::route(session, listing, request),
+            Self::Revision2026 => revision_2026::route(session, listing, request),
         }
     }
 
@@ -367,7 +369,7 @@ impl Dialect {
     pub(crate) fn control(self, method: &str, params: Option<&RawValue>) -> Control {
         match self {
             Self::McpV1 => v1::control(method, params),
-            Self::ModelContext | Self::Stateless => model_context::control(method, params),
+            Self::ModelContext | Self::Revision2026 => model_context::control(method, params),
         }
     }
 
@@ -383,7 +385,7 @@ impl Dialect {
         match self {
             Self::McpV1 => Some(v1::encode_end(id, ended, job)),
             Self::ModelContext => model_context::encode_end(id, ended, job),
-            Self::Stateless => stateless::encode_end(session.server(), id, ended, job),
+            Self::Revision2026 => revision_2026::encode_end(session.server(), id, ended, job),
         }
     }
 
@@ -392,7 +394,7 @@ impl Dialect {
     pub(crate) fn error(self, id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
         match self {
             Self::McpV1 => v1::error(id, error),
-            Self::ModelContext | Self::Stateless => model_context::error(id, error),
+            Self::ModelContext | Self::Revision2026 => model_context::error(id, error),
         }
     }
 
@@ -400,7 +402,7 @@ impl Dialect {
     pub(crate) fn too_large(self, declared: usize, limit: usize) -> RpcError {
         match self {
             Self::McpV1 => v1::too_large(declared, limit),
-            Self::ModelContext | Self::Stateless => model_context::too_large(declared, limit),
+            Self::ModelContext | Self::Revision2026 => model_context::too_large(declared, limit),
         }
     }
 
@@ -408,7 +410,7 @@ impl Dialect {
     pub(crate) fn shutting_down(self, id: &RequestId) -> Vec<u8> {
         match self {
             Self::McpV1 => v1::shutting_down(id),
-            Self::ModelContext | Self::Stateless => model_context::shutting_down(id),
+            Self::ModelContext | Self::Revision2026 => model_context::shutting_down(id),
         }
     }
 
@@ -417,7 +419,7 @@ impl Dialect {
     pub(crate) fn cancelled_unstarted(self, id: &RequestId) -> Option<Vec<u8>> {
         match self {
             Self::McpV1 => Some(v1::cancelled(id)),
-            Self::ModelContext | Self::Stateless => None,
+            Self::ModelContext | Self::Revision2026 => None,
         }
     }
 
@@ -426,7 +428,7 @@ impl Dialect {
         match self {
             Self::McpV1 => true,
             Self::ModelContext => model_context::allows_batches(session),
-            Self::Stateless => false,
+            Self::Revision2026 => false,
         }
     }
 
@@ -436,7 +438,7 @@ impl Dialect {
     pub(crate) fn pushed(self, subscriptions: &Subscriptions, change: &Push) -> Option<Vec<u8>> {
         match (self, change) {
             (Self::McpV1, Push::Updated(uri)) => Some(v1::resource_changed(uri)),
-            (Self::McpV1, Push::ListChanged(_)) | (Self::Stateless, _) => None,
+            (Self::McpV1, Push::ListChanged(_)) | (Self::Revision2026, _) => None,
             (Self::ModelContext, change) => model_context::pushed(subscriptions, change),
         }
     }
@@ -472,8 +474,8 @@ impl Dialect {
                 method,
                 model_context::methods::INITIALIZE | model_context::methods::PING
             );
-        if self == Self::ModelContext && (probed || stateless::claims(method, params, call)) {
-            Self::Stateless
+        if self == Self::ModelContext && (probed || revision_2026::claims(method, params, call)) {
+            Self::Revision2026
         } else {
             self
         }
@@ -482,7 +484,7 @@ impl Dialect {
     /// Whether serving `method` in this dialect, before the handshake,
     /// makes the connection one that discovered the 2026-07-28 revision.
     pub(crate) fn discovers(self, method: &str) -> bool {
-        self == Self::Stateless && method == model_context::methods::DISCOVER
+        self == Self::Revision2026 && method == model_context::methods::DISCOVER
     }
 
     /// What this dialect sends its client on a tool's behalf, or `None`
@@ -490,7 +492,7 @@ impl Dialect {
     pub(crate) fn to_client(self) -> Option<&'static ToClient> {
         match self {
             Self::McpV1 => None,
-            Self::ModelContext | Self::Stateless => Some(&model_context::to_client::MESSAGES),
+            Self::ModelContext | Self::Revision2026 => Some(&model_context::to_client::MESSAGES),
         }
     }
 
@@ -506,7 +508,7 @@ impl Dialect {
     ) -> Option<Vec<u8>> {
         match self {
             Self::McpV1 => Some(v1::trace_line(method, id, elapsed, verbose)),
-            Self::ModelContext | Self::Stateless => None,
+            Self::ModelContext | Self::Revision2026 => None,
         }
     }
 
@@ -521,7 +523,7 @@ impl Dialect {
     pub(crate) fn trace_name(self, work: &Work) -> &'static str {
         match self {
             Self::McpV1 => v1::trace_name(work),
-            Self::ModelContext | Self::Stateless => "",
+            Self::ModelContext | Self::Revision2026 => "",
         }
     }
 }

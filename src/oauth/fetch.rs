@@ -35,7 +35,7 @@ impl Client {
     /// `GET url`, its JSON answer. (Metadata and key sets concern no
     /// token: a `400` is the issuer's configuration, not a token's fault.)
     pub(crate) async fn get_json(&self, url: &str) -> Result<serde_json::Value, VerifyError> {
-        self.exchange(Method::GET, url, None, None)
+        self.send(Method::GET, url, None, None)
             .await
             .map_err(|error| match error {
                 VerifyError::Invalid(why) => VerifyError::Config(why),
@@ -55,19 +55,19 @@ impl Client {
             .extend_pairs(form)
             .finish();
         let credentials = basic_credentials(basic.0, basic.1);
-        self.exchange(Method::POST, url, Some(credentials), Some(body))
+        self.send(Method::POST, url, Some(credentials), Some(body))
             .await
     }
 
-    async fn exchange(
+    async fn send(
         &self,
         method: Method,
         url: &str,
         authorization: Option<String>,
         form: Option<String>,
     ) -> Result<serde_json::Value, VerifyError> {
-        let exchange = self.exchange_unbounded(method, url, authorization, form);
-        match tokio::time::timeout(self.timeout, exchange).await {
+        let sending = self.send_unbounded(method, url, authorization, form);
+        match tokio::time::timeout(self.timeout, sending).await {
             Ok(result) => result,
             Err(_) => Err(VerifyError::Unavailable(format!(
                 "{url} did not answer within {:?}",
@@ -76,7 +76,7 @@ impl Client {
         }
     }
 
-    async fn exchange_unbounded(
+    async fn send_unbounded(
         &self,
         method: Method,
         url: &str,

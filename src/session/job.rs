@@ -175,7 +175,7 @@ impl Job {
     /// the stream itself takes it back out ([`into_listening`](Self::into_listening)).
     pub(crate) fn listening(listening: Listening, caller: &Caller) -> Self {
         Job {
-            dialect: Dialect::Stateless,
+            dialect: Dialect::Revision2026,
             method: "",
             may_block: false,
             cause: None,

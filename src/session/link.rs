@@ -22,14 +22,14 @@ use crate::tool::{Cancellation, ClientLink, ClientRequest, ContextSource};
 /// Removes a pending request however its wait ends; when the wait is
 /// abandoned before an answer (a time limit, a cancel, the tool's future
 /// dropped), tells the client to stop working on it (best effort).
-struct Waiting<'a> {
+struct PendingAsk<'a> {
     session: &'a Shared,
     id: u64,
     related: &'a RequestId,
     answered: bool,
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for PendingAsk<'_> {
     fn drop(&mut self) {
         self.session.peer.forget(self.id);
         if self.answered {
@@ -56,7 +56,7 @@ impl Shared {
         cancel: &Cancellation,
     ) -> Answer {
         let (id, answer) = self.peer.start()?;
-        let mut waiting = Waiting {
+        let mut waiting = PendingAsk {
             session: self,
             id,
             related,
@@ -229,7 +229,7 @@ impl ContextSource for RoundSource {
         Some(Arc::new(RoundLink {
             stream: Link {
                 shared: Arc::downgrade(&self.shared),
-                to_client: Dialect::Stateless.to_client()?,
+                to_client: Dialect::Revision2026.to_client()?,
                 progress: progress.map(|token| (token, Mutex::new(None))),
             },
             round: self.round.clone(),

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::RequestId;
 
 /// How a message becomes bytes on the output (a frame or a line).
-pub(crate) type Framing = fn(&[u8], &mut BytesMut);
+pub(crate) type FrameFn = fn(&[u8], &mut BytesMut);
 
 /// Where a session's outgoing messages go.
 #[derive(Clone)]
@@ -78,8 +78,8 @@ impl Outbox {
 
 /// Frames waiting for a session's writer, shared with its senders.
 struct Frames {
-    waiting: Mutex<Waiting>,
-    framing: Framing,
+    waiting: Mutex<Backlog>,
+    framing: FrameFn,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
     /// How large a chunk grows before the next message starts another.
@@ -100,7 +100,7 @@ struct Frames {
 /// What waits for the writer: chunks of frames, oldest first. A burst of
 /// large replies fills several chunks, which the writer takes one at a
 /// time while senders go on filling the last: what waits is held once.
-struct Waiting {
+struct Backlog {
     chunks: VecDeque<BytesMut>,
     /// Chunks the writer has written, to be filled again.
     spare: Vec<BytesMut>,
@@ -115,7 +115,7 @@ struct Waiting {
 const SPARE_CHUNKS: usize = 2;
 
 impl Frames {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Backlog> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -258,9 +258,9 @@ impl FrameWriter {
 /// A queue of frames: at most `limit` messages wait for the writer, each
 /// written by `framing` into chunks of about `chunk` bytes (a larger
 /// message takes one of its own).
-pub(crate) fn frames(framing: Framing, limit: usize, chunk: usize) -> (FrameSender, FrameWriter) {
+pub(crate) fn frames(framing: FrameFn, limit: usize, chunk: usize) -> (FrameSender, FrameWriter) {
     let frames = Arc::new(Frames {
-        waiting: Mutex::new(Waiting {
+        waiting: Mutex::new(Backlog {
             chunks: VecDeque::new(),
             spare: Vec::new(),
             messages: 0,

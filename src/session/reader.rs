@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::{Dispatched, Effect, dispatch, poll_once, run_in_task};
 use super::job::Job;
 use super::outbox::{Handled, Outbox};
-use super::shared::{Shared, Waiting};
+use super::shared::{RoomWait, Shared};
 use super::slots::{Slot, Slots};
 #[cfg(feature = "http")]
 use crate::dialect::Change;
@@ -209,12 +209,19 @@ impl Session {
     /// The session one 2026-07-28 request whose work waits runs in (over
     /// HTTP): no handshake, its messages written to `out`.
     #[cfg(feature = "http")]
-    pub(crate) fn stateless(
+    pub(crate) fn revision_2026(
         server: &Arc<ServerInner>,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
     ) -> Self {
-        Self::with_phase(server, Dialect::Stateless, out, stop, Phase::Implicit, true)
+        Self::with_phase(
+            server,
+            Dialect::Revision2026,
+            out,
+            stop,
+            Phase::Implicit,
+            true,
+        )
     }
 
     fn with_phase(
@@ -467,7 +474,7 @@ impl Session {
     /// parks it otherwise. What it returns, if anything, hands on a reply
     /// that did not fit the outbox at once: await it before reading on.
     #[must_use]
-    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<Waiting<'_>> {
+    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<RoomWait<'_>> {
         if self.parked.is_empty()
             && let Some(slot) = self.slots.try_take()
         {
@@ -685,7 +692,7 @@ fn start<'a>(
     job: Job,
     to: ReplyTo,
     slot: Slot<'a>,
-) -> Option<Waiting<'a>> {
+) -> Option<RoomWait<'a>> {
     match to {
         ReplyTo::Session => match poll_once(shared, job) {
             Ok(handled) => {

@@ -26,7 +26,7 @@ use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation};
 
 /// Messages that wait for room in the outbox, to be awaited in order.
-pub(crate) type Waiting<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+pub(crate) type RoomWait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What the whole session's tasks share.
 pub(crate) struct Shared {
@@ -246,7 +246,7 @@ impl Shared {
     /// usual case: what it hands over at once is sent when this returns,
     /// and the rest (in order) is left to the future returned, which must
     /// be awaited.
-    pub(crate) fn hand_on(&self, handled: Handled) -> Option<Waiting<'_>> {
+    pub(crate) fn hand_on(&self, handled: Handled) -> Option<RoomWait<'_>> {
         let id = handled.id;
         if handled.caused.is_empty() && handled.trace.is_none() {
             // The usual case: the reply alone.
@@ -279,7 +279,7 @@ impl Shared {
                     for message in rest {
                         self.send_waiting(message).await;
                     }
-                }) as Waiting<'_>
+                }) as RoomWait<'_>
             })
         }
     }

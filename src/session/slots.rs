@@ -105,7 +105,7 @@ impl Slots {
             return done;
         }
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        let _counted = Waiting(self);
+        let _counted = CountedWaiter(self);
         loop {
             let freed = self.freed.notified();
             tokio::pin!(freed);
@@ -120,9 +120,9 @@ impl Slots {
 
 /// Counts a waiter for as long as it waits (also when its future is
 /// dropped).
-struct Waiting<'a>(&'a Slots);
+struct CountedWaiter<'a>(&'a Slots);
 
-impl Drop for Waiting<'_> {
+impl Drop for CountedWaiter<'_> {
     fn drop(&mut self) {
         self.0.waiting.fetch_sub(1, Ordering::SeqCst);
     }

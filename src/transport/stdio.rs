@@ -195,7 +195,7 @@ impl Server {
             }
             // (A connection is never opened in the 2026-07-28 revision: its
             // requests arrive on a Model Context Protocol one.)
-            Dialect::ModelContext | Dialect::Stateless => {
+            Dialect::ModelContext | Dialect::Revision2026 => {
                 let input = FramedRead::with_capacity(
                     reader,
                     LineCodec::new(self.max_message_size()),
@@ -301,7 +301,7 @@ enum Framing {
 
 impl Framing {
     /// The function that appends one message so framed.
-    fn encoder(self) -> crate::session::outbox::Framing {
+    fn encoder(self) -> crate::session::outbox::FrameFn {
         match self {
             Self::Frames => super::frame::put_frame,
             Self::Lines => json_line,

@@ -54,7 +54,7 @@ pub(crate) mod methods {
     pub const INITIALIZED: &str = "notifications/initialized";
     /// Liveness check, served in every phase.
     pub const PING: &str = "ping";
-    /// The 2026-07-28 revision's discovery (`dialect::stateless`).
+    /// The 2026-07-28 revision's discovery (`dialect::revision_2026`).
     pub const DISCOVER: &str = "server/discover";
     pub const TOOLS_LIST: &str = "tools/list";
     pub const TOOLS_CALL: &str = "tools/call";
@@ -127,7 +127,7 @@ pub(crate) struct Lists {
     pub(crate) provides: Provides,
     capabilities: Box<RawValue>,
     /// The capabilities `server/discover` lists (2026-07-28).
-    stateless_capabilities: Box<RawValue>,
+    revision_2026_capabilities: Box<RawValue>,
     server_info: Box<RawValue>,
     instructions: Option<String>,
     tools: Vec<Box<RawValue>>,
@@ -159,8 +159,8 @@ impl PagedList {
 
 impl Lists {
     /// The capabilities `server/discover` lists.
-    pub(crate) fn stateless_capabilities(&self) -> &RawValue {
-        &self.stateless_capabilities
+    pub(crate) fn revision_2026_capabilities(&self) -> &RawValue {
+        &self.revision_2026_capabilities
     }
 
     /// The server's instructions, if any.
@@ -326,11 +326,11 @@ impl Lists {
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
         // 2026-07-28 hears of the same changes through
         // `subscriptions/listen` streams.
-        let stateless = capabilities.clone();
+        let revision_2026 = capabilities.clone();
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
-            stateless_capabilities: crate::dialect::raw(&stateless),
+            revision_2026_capabilities: crate::dialect::raw(&revision_2026),
             server_info: crate::dialect::raw(info),
             instructions: instructions.map(str::to_owned),
             tools: pages("tools", &tools, page_size),
@@ -470,14 +470,14 @@ fn read_optional<'a, T: serde::Deserialize<'a> + Default>(
 const EMPTY: &str = "{}";
 
 /// Which shape of the protocol a request has: a 2025-11-25-family
-/// session's, or 2026-07-28's stateless one (`dialect::stateless`), which
+/// session's, or 2026-07-28's stateless one (`dialect::revision_2026`), which
 /// serves the same table with a few rules of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Revision {
     /// A request of an initialized session.
     Session,
     /// A 2026-07-28 request.
-    Stateless,
+    Revision2026,
 }
 
 /// Reads a request through the method table.
@@ -910,7 +910,7 @@ fn tool_error(id: &RequestId, text: &str) -> Vec<u8> {
 fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Vec<u8> {
     let code = match revision {
         Revision::Session => -32002,
-        Revision::Stateless => -32602,
+        Revision::Revision2026 => -32602,
     };
     encode_error_with(Some(id), code, "Resource not found", &json!({ "uri": uri }))
 }

@@ -41,13 +41,13 @@ mod guard;
 mod layer;
 #[cfg(feature = "oauth")]
 mod oauth_layer;
+mod post;
 mod quota;
+mod revision_2026;
 mod serve;
 mod sessions;
 mod sniff;
-mod stateless;
 mod streamable;
-mod v1;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -565,9 +565,9 @@ impl McpService {
         match parts.method {
             Method::POST => {}
             Method::GET | Method::DELETE
-                if dialects.model_context() && stateless::names_no_session_version(parts) =>
+                if dialects.model_context() && revision_2026::names_no_session_version(parts) =>
             {
-                return (stateless::not_allowed(), Leftover::Unread(body));
+                return (revision_2026::not_allowed(), Leftover::Unread(body));
             }
             Method::GET if streamable => {
                 return (
@@ -607,7 +607,7 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        self.exchange(parts, body, streamable, &caller).await
+        self.post(parts, body, streamable, &caller).await
     }
 
     /// Who sent the request: its verified principal, when the endpoint

@@ -64,7 +64,7 @@ pub(super) enum First {
 /// Where a request's messages go.
 enum Route {
     /// Nothing sent yet.
-    Waiting(oneshot::Sender<First>),
+    AwaitingFirst(oneshot::Sender<First>),
     /// Its SSE stream is open.
     Streaming(mpsc::Sender<Vec<u8>>),
 }
@@ -267,14 +267,16 @@ impl HttpSession {
             return Err(());
         }
         let (first, receiver) = oneshot::channel();
-        routes.requests.insert(id.clone(), Route::Waiting(first));
+        routes
+            .requests
+            .insert(id.clone(), Route::AwaitingFirst(first));
         Ok(receiver)
     }
 
     /// Forgets a request whose POST went away before anything came.
     pub(super) fn forget(&self, id: &RequestId) {
         let mut routes = self.routes();
-        if matches!(routes.requests.get(id), Some(Route::Waiting(w)) if w.is_closed()) {
+        if matches!(routes.requests.get(id), Some(Route::AwaitingFirst(w)) if w.is_closed()) {
             routes.requests.remove(id);
         }
     }
@@ -830,7 +832,7 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
             About::Reply(id) => {
                 let route = session.routes().requests.remove(&id);
                 match route {
-                    Some(Route::Waiting(first)) => {
+                    Some(Route::AwaitingFirst(first)) => {
                         let _ = first.send(First::Reply(bytes));
                     }
                     Some(Route::Streaming(stream)) => {
@@ -842,7 +844,7 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
             About::Refused(id, needed) => {
                 let route = session.routes().requests.remove(&id);
                 match route {
-                    Some(Route::Waiting(first)) => {
+                    Some(Route::AwaitingFirst(first)) => {
                         let _ = first.send(First::Refused(bytes, needed));
                     }
                     Some(Route::Streaming(stream)) => {
@@ -853,7 +855,7 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
             }
             About::Unanswered(id) => {
                 let route = session.routes().requests.remove(&id);
-                if let Some(Route::Waiting(first)) = route {
+                if let Some(Route::AwaitingFirst(first)) = route {
                     let _ = first.send(First::Unanswered);
                 }
             }
@@ -862,7 +864,7 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
                 let stream = {
                     let mut routes = session.routes();
                     match routes.requests.remove(&id) {
-                        Some(Route::Waiting(first)) => {
+                        Some(Route::AwaitingFirst(first)) => {
                             let (stream, events) = mpsc::channel(STREAM_BACKLOG);
                             if first.send(First::Stream(bytes, events)).is_ok() {
                                 routes.requests.insert(id, Route::Streaming(stream));

@@ -22,8 +22,8 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 
 use super::body::McpBody;
+use super::revision_2026;
 use super::sessions::{First, HttpSession, Refused};
-use super::stateless;
 use super::{McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::model_context::{self, methods};
 use crate::error::RpcError;
@@ -113,8 +113,8 @@ impl McpService {
                 "Mcp-Session-Id must be one visible-ASCII value",
             );
         };
-        if stateless::is_stateless(parts, session_id.is_some(), &message) {
-            return self.stateless_post(parts, body, message, caller).await;
+        if revision_2026::is_revision_2026(parts, session_id.is_some(), &message) {
+            return self.revision_2026_post(parts, body, message, caller).await;
         }
         let session = match (&message, session_id) {
             (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
@@ -137,12 +137,12 @@ impl McpService {
         match message {
             Incoming::Request { ref id, .. } => {
                 let id = id.clone();
-                let exchange = Exchange {
+                let post = PostInfo {
                     parts,
                     caller,
                     opening: false,
                 };
-                self.request(&session, id, body.clone(), Some(message), exchange)
+                self.request(&session, id, body.clone(), Some(message), post)
                     .await
             }
             Incoming::Notification { .. } => {
@@ -219,14 +219,12 @@ impl McpService {
                 );
             }
         };
-        let exchange = Exchange {
+        let post = PostInfo {
             parts,
             caller,
             opening: true,
         };
-        let mut response = self
-            .request(&session, id.clone(), body, None, exchange)
-            .await;
+        let mut response = self.request(&session, id.clone(), body, None, post).await;
         if response.status() == StatusCode::OK {
             if let Ok(value) = HeaderValue::from_str(&session.id) {
                 response.headers_mut().insert(SESSION_ID, value);
@@ -249,13 +247,13 @@ impl McpService {
         id: RequestId,
         body: Bytes,
         message: Option<Incoming<'_>>,
-        exchange: Exchange<'_>,
+        post: PostInfo<'_>,
     ) -> Response<McpBody> {
-        let Exchange {
+        let PostInfo {
             parts,
             caller,
             opening,
-        } = exchange;
+        } = post;
         let Ok(first) = session.expect(&id) else {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -413,7 +411,7 @@ impl McpService {
 }
 
 /// What a request's POST brought besides its message.
-struct Exchange<'a> {
+struct PostInfo<'a> {
     parts: &'a Parts,
     caller: &'a Caller,
     /// `initialize` opening its session: a reply that is an error is a

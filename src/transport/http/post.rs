@@ -1,5 +1,8 @@
-//! MCP v1.0 over HTTP (docs/mcp-v1.md §8): a `POST` whose first message is
-//! `initialize` opens a streaming session; any other is a single exchange.
+//! Every `POST`: its body read until its first JSON value is complete,
+//! then served as Streamable HTTP, a 2026-07-28 request, or MCP v1.0 over
+//! HTTP (docs/mcp-v1.md §8), where a `POST` whose first message is
+//! `initialize` opens a streaming session and any other is a single
+//! exchange.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -38,7 +41,7 @@ impl McpService {
     /// exchange. The body is read whole but for a streaming session: within
     /// the body timeout in all, stalling no longer than the header-read
     /// timeout.
-    pub(super) async fn exchange<B>(
+    pub(super) async fn post<B>(
         &self,
         parts: &Parts,
         mut body: Pin<Box<B>>,

@@ -83,7 +83,7 @@ pub(crate) struct CacheHints {
 
 /// What a server keeps for this revision.
 #[derive(Debug)]
-pub(crate) struct Stateless {
+pub(crate) struct Revision2026Settings {
     /// The keys that seal request state.
     pub(crate) keys: StateKeys,
     /// How long a sealed state may be retried.
@@ -210,7 +210,7 @@ fn prepare(
         call,
         principal,
     };
-    let step = model_context::route_in(Revision::Stateless, listing, request);
+    let step = model_context::route_in(Revision::Revision2026, listing, request);
     Ok(match step {
         Step::Reply(reply) | Step::Record(reply, _) => Step::Reply(finish(server, reply, cache)),
         // (The table has no listen.)
@@ -568,7 +568,7 @@ fn answers(
         let state: String = serde_json::from_str(raw.get())
             .map_err(|_| RpcError::invalid_params("requestState must be a string"))?;
         let plain = server
-            .stateless
+            .revision_2026
             .keys
             .open(&binding.bytes(), &state)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
@@ -611,7 +611,7 @@ fn cache_for(
     method: &str,
     principal: Option<&Principal>,
 ) -> Option<Cache> {
-    let hints = &server.stateless.cache;
+    let hints = &server.revision_2026.cache;
     match method {
         methods::TOOLS_LIST
         | methods::RESOURCES_LIST
@@ -680,7 +680,7 @@ fn write_meta(out: &mut Vec<u8>, server: &ServerInner, subscription: Option<&Req
     }
     out.extend_from_slice(keys::SERVER_INFO.as_bytes());
     out.extend_from_slice(br#"":"#);
-    out.extend_from_slice(server.stateless.server_info.get().as_bytes());
+    out.extend_from_slice(server.revision_2026.server_info.get().as_bytes());
     out.push(b'}');
 }
 
@@ -699,12 +699,12 @@ fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> 
         id,
         &Discovered {
             supported_versions: &SUPPORTED,
-            capabilities: lists.stateless_capabilities(),
+            capabilities: lists.revision_2026_capabilities(),
             instructions: lists.instructions(),
         },
     );
     let cache = Cache {
-        ttl: server.stateless.cache.lists,
+        ttl: server.revision_2026.cache.lists,
         private: false,
     };
     finish(server, reply, Some(cache))
@@ -738,7 +738,7 @@ pub(crate) fn encode_end(
     }
     let cache = match &ended {
         Ended::Finished(Ok(Done::Contents(contents))) => {
-            let hints = &server.stateless.cache;
+            let hints = &server.revision_2026.cache;
             let ttl = hints
                 .per_resource
                 .get(&contents.uri)
@@ -751,7 +751,7 @@ pub(crate) fn encode_end(
         }
         _ => None,
     };
-    let reply = model_context::encode_end_in(Revision::Stateless, id, ended, job)?;
+    let reply = model_context::encode_end_in(Revision::Revision2026, id, ended, job)?;
     Some(finish(server, reply, cache))
 }
 
@@ -802,13 +802,15 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Ve
     }
     let questions = round.take_questions();
     let sealing = Sealed {
-        exp: now_secs().saturating_add(server.stateless.state_ttl.as_secs()),
+        exp: now_secs().saturating_add(server.revision_2026.state_ttl.as_secs()),
         answers: std::borrow::Cow::Borrowed(round.answers()),
     };
-    let Some(request_state) = serde_json::to_vec(&sealing)
-        .ok()
-        .and_then(|plain| server.stateless.keys.seal(&round.binding().bytes(), &plain))
-    else {
+    let Some(request_state) = serde_json::to_vec(&sealing).ok().and_then(|plain| {
+        server
+            .revision_2026
+            .keys
+            .seal(&round.binding().bytes(), &plain)
+    }) else {
         return error(
             Some(id),
             &RpcError::internal("the request's state could not be sealed"),

@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::model_context::methods;
-use crate::dialect::stateless::keys;
+use crate::dialect::revision_2026::keys;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId, ToolCall};
 use crate::principal::Caller;
@@ -47,7 +47,7 @@ const OUTBOX: usize = 64;
 /// Whether a `POST` is the 2026-07-28 revision's: its
 /// `MCP-Protocol-Version` names a version no session speaks, or, without
 /// a session id, it is not a session's `initialize` and its body says so.
-pub(super) fn is_stateless(parts: &Parts, has_session: bool, message: &Incoming<'_>) -> bool {
+pub(super) fn is_revision_2026(parts: &Parts, has_session: bool, message: &Incoming<'_>) -> bool {
     names_no_session_version(parts) || (!has_session && !opens_session(message) && claims(message))
 }
 
@@ -61,7 +61,7 @@ fn claims(message: &Incoming<'_>) -> bool {
             params,
             call,
             ..
-        } => crate::dialect::stateless::claims(method, *params, call.as_ref()),
+        } => crate::dialect::revision_2026::claims(method, *params, call.as_ref()),
         _ => false,
     }
 }
@@ -133,7 +133,7 @@ struct MetaVersion<'a> {
 
 impl McpService {
     /// A `POST` of the 2026-07-28 revision, its body parsed (`message`).
-    pub(super) async fn stateless_post(
+    pub(super) async fn revision_2026_post(
         &self,
         parts: &Parts,
         body: &Bytes,
@@ -184,11 +184,11 @@ impl McpService {
             // Once shutdown began, a request is answered as a draining
             // session answers it (`-32603`, "server shutting down"); no
             // new stream opens.
-            let reply = crate::dialect::Dialect::Stateless.shutting_down(&id);
+            let reply = crate::dialect::Dialect::Revision2026.shutting_down(&id);
             return json(status_of(&reply, &id), reply);
         }
         let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
-        let session = Session::stateless(self.0.server.inner(), out, self.0.stop.clone())
+        let session = Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone())
             .with_caller(caller.clone());
         if streams {
             // Progress or log lines may come first: the request is served
@@ -203,7 +203,7 @@ impl McpService {
         }
         // Nothing can come before the reply: most requests are answered
         // without building the session.
-        match alone(self.0.server.stateless(), message, caller) {
+        match alone(self.0.server.detached_2026(), message, caller) {
             Alone::Answered(Some(reply)) => json(status_of(&reply, &id), reply),
             Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
             Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply),
@@ -353,7 +353,7 @@ impl McpService {
         }
         // (A listen stream is nothing but notifications, yet it needs no
         // session: `alone` hands it back for the body to read.)
-        Ok(method != crate::dialect::stateless::LISTEN
+        Ok(method != crate::dialect::revision_2026::LISTEN
             && mirrored
                 .meta
                 .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
