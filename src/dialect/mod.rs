@@ -10,6 +10,7 @@
 //! its end; nothing in a tool, a resource or a prompt knows which dialect
 //! called it. Adding a dialect means a module here and a variant below.
 
+pub(crate) mod choice;
 pub(crate) mod handshake;
 pub(crate) mod listing;
 pub(crate) mod model_context;
@@ -32,6 +33,8 @@ use crate::handle::{Push, ServerHandle};
 use crate::jsonrpc::{RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
+#[cfg(feature = "http")]
+pub(crate) use choice::{ByHead, HttpHead, Post};
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
 pub(crate) use revision_2026::seal::{StateKeys, keys_from_hex};
@@ -204,17 +207,6 @@ impl Protocols {
     /// Whether the Model Context Protocol is spoken.
     pub fn model_context(self) -> bool {
         self != Self::McpV1
-    }
-
-    /// The dialect of a stdio session whose first non-blank byte is
-    /// `first` (`None`: the input ended first).
-    pub(crate) fn for_stdio(self, first: Option<u8>) -> Dialect {
-        match self {
-            Self::McpV1 => Dialect::McpV1,
-            Self::ModelContext => Dialect::ModelContext,
-            Self::Both if matches!(first, Some(b'{' | b'[')) => Dialect::ModelContext,
-            Self::Both => Dialect::McpV1,
-        }
     }
 }
 
@@ -454,37 +446,6 @@ impl Dialect {
     /// them to every session alike.
     pub(crate) fn captures_causes(self) -> bool {
         self == Self::ModelContext
-    }
-
-    /// The dialect one request of a session in this dialect is served in:
-    /// a Model Context Protocol connection serves 2026-07-28 requests in
-    /// that revision. `discovered` says the connection was served
-    /// `server/discover` and has not initialized: then every request but
-    /// `initialize` and `ping` is a 2026-07-28 one (whose `_meta` must say
-    /// its version and capabilities), not a request before the handshake.
-    pub(crate) fn of_request(
-        self,
-        method: &str,
-        params: Option<&RawValue>,
-        call: Option<&ToolCall<'_>>,
-        discovered: bool,
-    ) -> Self {
-        let probed = discovered
-            && !matches!(
-                method,
-                model_context::methods::INITIALIZE | model_context::methods::PING
-            );
-        if self == Self::ModelContext && (probed || revision_2026::claims(method, params, call)) {
-            Self::Revision2026
-        } else {
-            self
-        }
-    }
-
-    /// Whether serving `method` in this dialect, before the handshake,
-    /// makes the connection one that discovered the 2026-07-28 revision.
-    pub(crate) fn discovers(self, method: &str) -> bool {
-        self == Self::Revision2026 && method == model_context::methods::DISCOVER
     }
 
     /// What this dialect sends its client on a tool's behalf, or `None`

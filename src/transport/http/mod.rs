@@ -74,6 +74,7 @@ pub use oauth_layer::{OAuthGuard, OAuthGuarded, OAuthLayer};
 pub use quota::PeerAddr;
 use sessions::Sessions;
 
+use crate::dialect::ByHead;
 use crate::principal::Caller;
 use crate::server::Server;
 
@@ -561,24 +562,20 @@ impl McpService {
             Err(refusal) => return (refusal, Leftover::Unread(body)),
         };
         let dialects = self.0.server.inner().protocols;
-        let streamable = sniff::by_headers(dialects, parts);
+        let head = sniff::head(parts);
+        let by_head = dialects.by_head(&head);
         match parts.method {
             Method::POST => {}
-            Method::GET | Method::DELETE
-                if dialects.model_context() && revision_2026::names_no_session_version(parts) =>
-            {
+            Method::GET | Method::DELETE if by_head == ByHead::Revision2026 => {
                 return (revision_2026::not_allowed(), Leftover::Unread(body));
             }
-            Method::GET if streamable => {
+            Method::GET if by_head == ByHead::ModelContext => {
                 return (
                     self.streamable_get(parts, &caller).await,
                     Leftover::Unread(body),
                 );
             }
-            Method::DELETE
-                if dialects.model_context()
-                    && parts.headers.contains_key(streamable::SESSION_ID) =>
-            {
+            Method::DELETE if by_head == ByHead::ModelContext && head.session_id => {
                 return (
                     self.streamable_delete(parts, &caller).await,
                     Leftover::Unread(body),
@@ -607,7 +604,7 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        self.post(parts, body, streamable, &caller).await
+        self.post(parts, body, (by_head, head), &caller).await
     }
 
     /// Who sent the request: its verified principal, when the endpoint

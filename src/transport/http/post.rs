@@ -17,11 +17,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
-use super::sniff;
 use super::{Leftover, McpService, json, plain};
-use crate::dialect::v1::schema::methods;
+use crate::dialect::{ByHead, HttpHead, Post};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_error};
+use crate::jsonrpc::{self, Parsed, RequestId, encode_error};
 use crate::principal::{Caller, Revocation};
 use crate::server::Exchanged;
 use crate::session::Session;
@@ -35,8 +34,8 @@ const REVOKED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
-    /// as Streamable HTTP (the request's headers, or its first message, are
-    /// the Model Context Protocol's: `streamable` or docs/model-context.md §1), an
+    /// as `dialect::choice` says of its head (`by_head`, read from `head`)
+    /// and its first message: Streamable HTTP, a 2026-07-28 request, an
     /// MCP v1.0 streaming session (first message `initialize`) or a single
     /// exchange. The body is read whole but for a streaming session: within
     /// the body timeout in all, stalling no longer than the header-read
@@ -45,7 +44,7 @@ impl McpService {
         &self,
         parts: &Parts,
         mut body: Pin<Box<B>>,
-        mut streamable: bool,
+        (by_head, head): (ByHead, HttpHead<'_>),
         caller: &Caller,
     ) -> (Response<McpBody>, Leftover<B>)
     where
@@ -69,7 +68,7 @@ impl McpService {
         if let Some(data) = first_chunk {
             if body.is_end_stream()
                 && data.len() <= limit
-                && let Some(answered) = self.whole(parts, &data, &mut streamable, caller).await
+                && let Some(answered) = self.whole(parts, &data, (by_head, head), caller).await
             {
                 return (answered, Leftover::Done);
             }
@@ -97,11 +96,15 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
         };
-        let model_context_on = self.0.server.inner().protocols.model_context();
-        match first.map(|end| opens_session(&buf[..end])) {
-            Some(Opening::V1) if !streamable => return self.stream(body, buf, ended, caller),
-            Some(Opening::ModelContext) if model_context_on => streamable = true,
-            _ => {}
+        let protocols = self.0.server.inner().protocols;
+        // Only an `initialize` (or a body with escapes, which may spell
+        // it) can open a streaming session: any other is decided from the
+        // whole body's parse.
+        let decided = first
+            .filter(|&end| may_initialize(&buf[..end]))
+            .map(|end| protocols.for_post(by_head, &head, &jsonrpc::parse(&buf[..end])));
+        if decided == Some(Post::McpV1 { streaming: true }) {
+            return self.stream(body, buf, ended, caller);
         }
         // Read whole (not a streaming session): within the message limit.
         if buf.len() > limit {
@@ -118,17 +121,13 @@ impl McpService {
             }
         }
         let body = buf.freeze();
-        if streamable {
-            let parsed = jsonrpc::parse(&body);
-            return (
-                Box::pin(self.streamable_post(parts, &body, parsed, caller)).await,
-                Leftover::Done,
-            );
-        }
-        (
-            self.single(parts, body, first, caller).await,
-            Leftover::Done,
-        )
+        let parsed = jsonrpc::parse(&body);
+        let post = decided.unwrap_or_else(|| protocols.for_post(by_head, &head, &parsed));
+        let response = match post {
+            Post::McpV1 { .. } => self.single(parts, &body, parsed, first, caller).await,
+            post => Box::pin(self.streamable_post(parts, &body, parsed, post, caller)).await,
+        };
+        (response, Leftover::Done)
     }
 
     /// The next chunk of a body that is being read whole: `408` when the
@@ -166,24 +165,21 @@ impl McpService {
         &self,
         parts: &Parts,
         body: &Bytes,
-        streamable: &mut bool,
+        (by_head, head): (ByHead, HttpHead<'_>),
         caller: &Caller,
     ) -> Option<Response<McpBody>> {
         let parsed = jsonrpc::parse(body);
         if matches!(parsed, Parsed::Error(_)) {
             return None;
         }
-        match opening(&parsed) {
-            Opening::V1 if !*streamable => return None,
-            Opening::ModelContext if self.0.server.inner().protocols.model_context() => {
-                *streamable = true;
+        let protocols = self.0.server.inner().protocols;
+        Some(match protocols.for_post(by_head, &head, &parsed) {
+            Post::McpV1 { streaming: true } => return None,
+            Post::McpV1 { streaming: false } => {
+                self.single_parsed(parts, body, parsed, caller).await
             }
-            _ => {}
-        }
-        if *streamable {
-            return Some(Box::pin(self.streamable_post(parts, body, parsed, caller)).await);
-        }
-        Some(self.single_parsed(parts, body, parsed, caller).await)
+            post => Box::pin(self.streamable_post(parts, body, parsed, post, caller)).await,
+        })
     }
 
     /// A single exchange: one JSON value, an implicit initialized session,
@@ -193,7 +189,8 @@ impl McpService {
     async fn single(
         &self,
         parts: &Parts,
-        body: Bytes,
+        body: &Bytes,
+        parsed: Parsed<'_>,
         first_end: Option<usize>,
         caller: &Caller,
     ) -> Response<McpBody> {
@@ -202,7 +199,7 @@ impl McpService {
         let one_value =
             first_end.is_some_and(|end| body[end..].iter().all(u8::is_ascii_whitespace));
         if !one_value {
-            let mut values = serde_json::Deserializer::from_slice(&body).into_iter::<IgnoredAny>();
+            let mut values = serde_json::Deserializer::from_slice(body).into_iter::<IgnoredAny>();
             let error = match (values.next(), values.next()) {
                 (Some(Ok(_)), None) => None,
                 (Some(Ok(_)), Some(Ok(_))) => Some(RpcError::invalid_request(
@@ -221,8 +218,7 @@ impl McpService {
                 );
             }
         }
-        let parsed = jsonrpc::parse(&body);
-        self.single_parsed(parts, &body, parsed, caller).await
+        self.single_parsed(parts, body, parsed, caller).await
     }
 
     /// A single exchange from its parse.
@@ -233,9 +229,6 @@ impl McpService {
         parsed: Parsed<'_>,
         caller: &Caller,
     ) -> Response<McpBody> {
-        if sniff::by_body(self.0.server.inner().protocols, &parsed) {
-            return Box::pin(self.streamable_post(parts, body, parsed, caller)).await;
-        }
         let exchanged = self
             .0
             .server
@@ -324,47 +317,11 @@ impl McpService {
     }
 }
 
-/// What a body's first message opens.
-#[derive(Debug, PartialEq, Eq)]
-enum Opening {
-    /// MCP v1.0's `initialize`: a streaming session.
-    V1,
-    /// The Model Context Protocol's `initialize` (with `protocolVersion`).
-    ModelContext,
-    /// Anything else.
-    Other,
-}
-
-/// Whether the first message of a body is `initialize`, and whose.
-fn opens_session(first: &[u8]) -> Opening {
+/// Whether a body's first value may be an `initialize`: it names it, or
+/// holds escapes that may spell it (the common case needs no parse).
+fn may_initialize(first: &[u8]) -> bool {
     let holds = |needle: &[u8]| memchr::memmem::find(first, needle).is_some();
-    if !holds(b"initialize") && !holds(b"\\u") {
-        return Opening::Other; // the common case, without parsing
-    }
-    opening(&jsonrpc::parse(first))
-}
-
-/// Whether a parsed body's first message is `initialize`, and whose.
-fn opening(parsed: &Parsed<'_>) -> Opening {
-    let of = |m: &Incoming<'_>| match m {
-        Incoming::Request { method, params, .. } if method == methods::INITIALIZE => {
-            let versioned = params.is_some_and(|p| {
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get())
-                    .is_ok_and(|m| m.contains_key("protocolVersion"))
-            });
-            if versioned {
-                Opening::ModelContext
-            } else {
-                Opening::V1
-            }
-        }
-        _ => Opening::Other,
-    };
-    match parsed {
-        Parsed::Single(message) => of(message),
-        Parsed::Batch(messages) => messages.first().map_or(Opening::Other, of),
-        Parsed::Error(_) => Opening::Other,
-    }
+    holds(b"initialize") || holds(b"\\u")
 }
 
 /// `400` for a body that could not be read.
@@ -391,17 +348,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn first_message_initialize_opens_a_session_of_its_dialect() {
-        let v1 = br#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#;
-        assert_eq!(opens_session(v1), Opening::V1);
-        let batch = br#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#;
-        assert_eq!(opens_session(batch), Opening::V1);
-        let mc = br#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-11-25"},"id":1}"#;
-        assert_eq!(opens_session(mc), Opening::ModelContext);
-        let other = br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#;
-        assert_eq!(opens_session(other), Opening::Other);
-        let notification = br#"{"jsonrpc":"2.0","method":"initialize"}"#;
-        assert_eq!(opens_session(notification), Opening::Other);
-        assert_eq!(opens_session(b"{not json"), Opening::Other);
+    fn only_a_first_value_that_may_be_initialize_is_parsed_early() {
+        assert!(may_initialize(br#"{"method":"initialize"}"#));
+        assert!(may_initialize(br#"{"method":"\u0069nitialize"}"#));
+        assert!(!may_initialize(br#"{"method":"mcp/listTools","id":1}"#));
     }
 }

@@ -44,58 +44,6 @@ const PARAM_PREFIX: &str = "mcp-param-";
 /// Messages a request's stream holds before its work waits.
 const OUTBOX: usize = 64;
 
-/// Whether a `POST` is the 2026-07-28 revision's: its
-/// `MCP-Protocol-Version` names a version no session speaks, or, without
-/// a session id, it is not a session's `initialize` and its body says so.
-pub(super) fn is_revision_2026(parts: &Parts, has_session: bool, message: &Incoming<'_>) -> bool {
-    names_no_session_version(parts) || (!has_session && !opens_session(message) && claims(message))
-}
-
-/// Whether the body says it is the revision's (its method is one only
-/// this revision has, or its `_meta` names a version): a body that says
-/// nothing, without a session id, is a session request that lost it.
-fn claims(message: &Incoming<'_>) -> bool {
-    match message {
-        Incoming::Request {
-            method,
-            params,
-            call,
-            ..
-        } => crate::dialect::revision_2026::claims(method, *params, call.as_ref()),
-        _ => false,
-    }
-}
-
-/// Whether the request's `MCP-Protocol-Version` names a version that no
-/// session speaks (2026-07-28, or one this server does not know).
-pub(super) fn names_no_session_version(parts: &Parts) -> bool {
-    parts.headers.get(PROTOCOL_VERSION).is_some_and(|version| {
-        !version
-            .to_str()
-            .is_ok_and(|v| crate::dialect::model_context::supported_over_http(v.trim()))
-    })
-}
-
-/// Whether `message` is a 2025-11-25-family `initialize` (its params name
-/// `protocolVersion`).
-fn opens_session(message: &Incoming<'_>) -> bool {
-    #[derive(Deserialize)]
-    struct Initialize<'a> {
-        #[serde(borrow, rename = "protocolVersion")]
-        _version: Option<&'a RawValue>,
-    }
-    match message {
-        Incoming::Request {
-            method,
-            params: Some(params),
-            ..
-        } if method == methods::INITIALIZE => {
-            serde_json::from_str::<Initialize<'_>>(params.get()).is_ok_and(|p| p._version.is_some())
-        }
-        _ => false,
-    }
-}
-
 /// `405` for a `GET` or `DELETE` in this revision.
 pub(super) fn not_allowed() -> Response<McpBody> {
     let mut response = plain(

@@ -1,76 +1,53 @@
-//! Which protocol an HTTP request speaks (docs/model-context.md §1),
-//! decided here and nowhere else, in two steps: by its headers, before the
-//! body is read ([`by_headers`]), and, for a `POST` the headers left to MCP
-//! v1.0, by its first message's method once the body is parsed
-//! ([`by_body`]).
+//! What an HTTP request's head says of its protocol, read in one pass over
+//! its headers; `dialect::choice` decides from it (docs/model-context.md
+//! §1).
 
 use http::header::ACCEPT;
 use http::request::Parts;
 
 use super::streamable::{SESSION_ID, listed};
 use super::{MCP_METHOD, PROTOCOL_VERSION};
-use crate::dialect::Protocols;
-use crate::jsonrpc::{Incoming, Parsed};
+use crate::dialect::HttpHead;
 
-/// Whether a request is Streamable HTTP (the Model Context Protocol) by its
-/// headers, for a server speaking `protocols`: always when it speaks only
-/// that protocol, never when it does not speak it.
-pub(super) fn by_headers(protocols: Protocols, parts: &Parts) -> bool {
-    protocols.model_context() && (!protocols.mcp_v1() || headers_say_so(parts))
-}
-
-/// Whether a request's headers say it speaks the Model Context Protocol
-/// (docs/model-context.md §1): a session id, a protocol version or a method
-/// header, or an `Accept` that lists `text/event-stream` by name (a
-/// wildcard such as curl's `*/*` does not).
-fn headers_say_so(parts: &Parts) -> bool {
+/// The facts of `parts` that choose a protocol.
+pub(super) fn head(parts: &Parts) -> HttpHead<'_> {
+    let mut head = HttpHead::default();
     // One pass over the few headers a request has (no hashing of names).
-    parts.headers.iter().any(|(name, value)| {
+    for (name, value) in &parts.headers {
         if name == ACCEPT {
-            return listed(value.as_bytes()).any(|m| m.eq_ignore_ascii_case(b"text/event-stream"));
+            head.accepts_event_stream |=
+                listed(value.as_bytes()).any(|m| m.eq_ignore_ascii_case(b"text/event-stream"));
+        } else if *name == SESSION_ID {
+            head.session_id = true;
+        } else if *name == PROTOCOL_VERSION {
+            head.version.get_or_insert(value.as_bytes());
+        } else if *name == MCP_METHOD {
+            head.method_header = true;
         }
-        *name == SESSION_ID || *name == PROTOCOL_VERSION || *name == MCP_METHOD
-    })
-}
-
-/// Whether a parsed `POST` body the headers left to MCP v1.0 is the Model
-/// Context Protocol's after all, for a server speaking `protocols`: its
-/// (first) message is one of that protocol's methods.
-pub(super) fn by_body(protocols: Protocols, parsed: &Parsed<'_>) -> bool {
-    protocols.model_context() && speaks_model_context(parsed)
-}
-
-/// Whether a parsed body's (first) message is a method of the Model
-/// Context Protocol (docs/model-context.md §1).
-fn speaks_model_context(parsed: &Parsed<'_>) -> bool {
-    let ours = |m: &Incoming<'_>| match m {
-        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
-            crate::dialect::model_context::is_method(method)
-        }
-        _ => false,
-    };
-    match parsed {
-        Parsed::Single(message) => ours(message),
-        Parsed::Batch(messages) => messages.first().is_some_and(ours),
-        Parsed::Error(_) => false,
     }
+    head
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialect::{ByHead, Protocols};
     use crate::transport::http::streamable::tests::with_accept;
 
     #[test]
     fn an_accept_naming_event_streams_is_streamable_http_and_a_wildcard_is_not() {
         let both = with_accept(&["application/json;q=0.9 , TEXT/Event-Stream"]);
-        assert!(by_headers(Protocols::Both, &both));
+        assert_eq!(Protocols::Both.by_head(&head(&both)), ByHead::ModelContext);
         let wild = with_accept(&["text/*, */*;q=0.1"]);
-        assert!(
-            !by_headers(Protocols::Both, &wild),
+        assert_eq!(
+            Protocols::Both.by_head(&head(&wild)),
+            ByHead::McpV1,
             "a wildcard does not make a request Streamable HTTP"
         );
-        assert!(by_headers(Protocols::ModelContext, &wild));
-        assert!(!by_headers(Protocols::McpV1, &both));
+        assert_eq!(
+            Protocols::ModelContext.by_head(&head(&wild)),
+            ByHead::ModelContext
+        );
+        assert_eq!(Protocols::McpV1.by_head(&head(&both)), ByHead::McpV1);
     }
 }

@@ -22,10 +22,10 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 
 use super::body::McpBody;
-use super::revision_2026;
 use super::sessions::{First, HttpSession, Refused};
 use super::{McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::model_context::{self, methods};
+use crate::dialect::Post;
+use crate::dialect::model_context;
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
 use crate::principal::Caller;
@@ -82,12 +82,15 @@ fn session_header(parts: &Parts) -> Result<Option<&str>, ()> {
 
 impl McpService {
     /// A `POST` of the Model Context Protocol, its body read whole and
-    /// parsed (`parsed` is `body`'s parse).
+    /// parsed (`parsed` is `body`'s parse); `post` is what
+    /// `dialect::choice` said it is (a session's request, or a 2026-07-28
+    /// one).
     pub(super) async fn streamable_post(
         &self,
         parts: &Parts,
         body: &Bytes,
         parsed: Parsed<'_>,
+        post: Post,
         caller: &Caller,
     ) -> Response<McpBody> {
         if !(accepts(parts, "application/json") && accepts(parts, "text/event-stream")) {
@@ -113,11 +116,11 @@ impl McpService {
                 "Mcp-Session-Id must be one visible-ASCII value",
             );
         };
-        if revision_2026::is_revision_2026(parts, session_id.is_some(), &message) {
+        if post == Post::Revision2026 {
             return self.revision_2026_post(parts, body, message, caller).await;
         }
         let session = match (&message, session_id) {
-            (Incoming::Request { id, method, .. }, None) if method == methods::INITIALIZE => {
+            (Incoming::Request { id, .. }, None) if post == (Post::Session { opens: true }) => {
                 return self.open_session(parts, id, body.clone(), caller).await;
             }
             (_, None) => {

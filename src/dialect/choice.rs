@@ -1,0 +1,389 @@
+//! Which protocol an incoming message or HTTP request speaks
+//! (docs/model-context.md §1), decided here and nowhere else, for every
+//! transport:
+//!
+//! - a stdio connection, by its first byte ([`Protocols::for_stdio`]);
+//! - an HTTP request, by its head ([`Protocols::by_head`]), then a `POST`
+//!   by its first message ([`Protocols::for_post`]);
+//! - each request of a Model Context Protocol connection, which may be a
+//!   2026-07-28 one ([`Dialect::of_request`]).
+//!
+//! Each answer says what the rest needs: the dialect, and whether the
+//! request opens a session, joins one, or has none. The transports read
+//! the facts (a byte, headers, a parse) and act on the answer; they decide
+//! nothing themselves.
+
+use serde_json::value::RawValue;
+
+use super::{Dialect, Protocols, model_context, revision_2026};
+use crate::jsonrpc::ToolCall;
+#[cfg(feature = "http")]
+use crate::jsonrpc::{Incoming, Parsed};
+
+impl Protocols {
+    /// The dialect of a stdio session whose first non-blank byte is
+    /// `first` (`None`: the input ended first): a JSON line is the Model
+    /// Context Protocol's, anything else a `Content-Length` frame (MCP
+    /// v1.0).
+    pub(crate) fn for_stdio(self, first: Option<u8>) -> Dialect {
+        match self {
+            Self::McpV1 => Dialect::McpV1,
+            Self::ModelContext => Dialect::ModelContext,
+            Self::Both if matches!(first, Some(b'{' | b'[')) => Dialect::ModelContext,
+            Self::Both => Dialect::McpV1,
+        }
+    }
+}
+
+impl Dialect {
+    /// The dialect one request of a session in this dialect is served in:
+    /// a Model Context Protocol connection serves 2026-07-28 requests in
+    /// that revision. `discovered` says the connection was served
+    /// `server/discover` and has not initialized: then every request but
+    /// `initialize` and `ping` is a 2026-07-28 one (whose `_meta` must say
+    /// its version and capabilities), not a request before the handshake.
+    pub(crate) fn of_request(
+        self,
+        method: &str,
+        params: Option<&RawValue>,
+        call: Option<&ToolCall<'_>>,
+        discovered: bool,
+    ) -> Self {
+        if self != Self::ModelContext {
+            return self;
+        }
+        let probed = discovered
+            && !matches!(
+                method,
+                model_context::methods::INITIALIZE | model_context::methods::PING
+            );
+        if probed || revision_2026::claims(method, params, call) {
+            Self::Revision2026
+        } else {
+            self
+        }
+    }
+
+    /// Whether serving `method` in this dialect, before the handshake,
+    /// makes the connection one that discovered the 2026-07-28 revision.
+    pub(crate) fn discovers(self, method: &str) -> bool {
+        self == Self::Revision2026 && method == model_context::methods::DISCOVER
+    }
+}
+
+/// What an HTTP request's head says of its protocol: the facts the HTTP
+/// transport reads, in one pass over the headers.
+#[cfg(feature = "http")]
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct HttpHead<'a> {
+    /// An `Mcp-Session-Id` header is present.
+    pub(crate) session_id: bool,
+    /// The `MCP-Protocol-Version` header's value, if present.
+    pub(crate) version: Option<&'a [u8]>,
+    /// An `Mcp-Method` header (2026-07-28) is present.
+    pub(crate) method_header: bool,
+    /// `Accept` lists `text/event-stream` by name (a wildcard such as
+    /// curl's `*/*` does not count).
+    pub(crate) accepts_event_stream: bool,
+}
+
+#[cfg(feature = "http")]
+impl HttpHead<'_> {
+    /// Whether the request's version names one no session speaks
+    /// (2026-07-28, or one this server does not know).
+    fn names_no_session_version(&self) -> bool {
+        self.version.is_some_and(|version| {
+            !std::str::from_utf8(version)
+                .is_ok_and(|v| model_context::supported_over_http(v.trim()))
+        })
+    }
+}
+
+/// What an HTTP request is, by its head alone.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ByHead {
+    /// The 2026-07-28 revision's: its version is one no session speaks
+    /// (such a `GET` or `DELETE` is refused).
+    Revision2026,
+    /// Streamable HTTP (the Model Context Protocol).
+    ModelContext,
+    /// MCP v1.0, unless a `POST`'s first message says otherwise.
+    McpV1,
+}
+
+/// How a `POST` is served, by its head and its first message.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Post {
+    /// MCP v1.0: a streaming session when its first message is MCP
+    /// v1.0's `initialize`, else a single exchange.
+    McpV1 {
+        /// The body is a streaming session.
+        streaming: bool,
+    },
+    /// A request of a Streamable HTTP session.
+    Session {
+        /// It is the `initialize` (without a session id) that opens one.
+        opens: bool,
+    },
+    /// A 2026-07-28 request, served without a session.
+    Revision2026,
+}
+
+#[cfg(feature = "http")]
+impl Protocols {
+    /// What an HTTP request is by its head, for a server speaking these
+    /// protocols: Streamable HTTP always when it speaks only the Model
+    /// Context Protocol, never when it does not speak it, else when a
+    /// session id, a protocol version, a method header or an `Accept`
+    /// naming event streams says so.
+    pub(crate) fn by_head(self, head: &HttpHead<'_>) -> ByHead {
+        if !self.model_context() {
+            return ByHead::McpV1;
+        }
+        if head.names_no_session_version() {
+            return ByHead::Revision2026;
+        }
+        let says_so = head.session_id
+            || head.version.is_some()
+            || head.method_header
+            || head.accepts_event_stream;
+        if !self.mcp_v1() || says_so {
+            ByHead::ModelContext
+        } else {
+            ByHead::McpV1
+        }
+    }
+
+    /// How a `POST` is served: by its head (`by_head`, what
+    /// [`by_head`](Self::by_head) said), and where that leaves MCP v1.0
+    /// open, by its first message (`first`: the parse of its body, or of
+    /// its first JSON value): an `initialize` names its protocol (a
+    /// `protocolVersion` is the Model Context Protocol's), and so does a
+    /// method of the Model Context Protocol. A Model Context Protocol
+    /// `POST` without a session id is a 2026-07-28 request when it is not
+    /// a session's `initialize` and its message says so (a method only
+    /// that revision has, or a `_meta` that names a version); one that
+    /// says nothing is a session request that lost its session.
+    pub(crate) fn for_post(self, by_head: ByHead, head: &HttpHead<'_>, first: &Parsed<'_>) -> Post {
+        let message = match first {
+            Parsed::Single(message) => Some(message),
+            Parsed::Batch(messages) => messages.first(),
+            Parsed::Error(_) => None,
+        };
+        let opening = message.map_or(Opening::Other, opening);
+        let model_context = match by_head {
+            ByHead::Revision2026 => return Post::Revision2026,
+            ByHead::ModelContext => true,
+            ByHead::McpV1 => {
+                self.model_context()
+                    && (opening == Opening::ModelContext || message.is_some_and(is_model_context))
+            }
+        };
+        if !model_context {
+            return Post::McpV1 {
+                streaming: opening == Opening::V1,
+            };
+        }
+        let single = match first {
+            Parsed::Single(message) => Some(message),
+            _ => None,
+        };
+        if !head.session_id
+            && opening != Opening::ModelContext
+            && single.is_some_and(claims_revision_2026)
+        {
+            return Post::Revision2026;
+        }
+        Post::Session {
+            opens: !head.session_id
+                && single.is_some_and(|m| {
+                    matches!(m, Incoming::Request { method, .. }
+                        if method == model_context::methods::INITIALIZE)
+                }),
+        }
+    }
+}
+
+/// What a body's first message opens.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// MCP v1.0's `initialize` (no `protocolVersion`).
+    V1,
+    /// The Model Context Protocol's `initialize` (its params name
+    /// `protocolVersion`).
+    ModelContext,
+    /// Anything else.
+    Other,
+}
+
+/// Whether `message` is an `initialize`, and whose.
+#[cfg(feature = "http")]
+fn opening(message: &Incoming<'_>) -> Opening {
+    #[derive(serde::Deserialize)]
+    struct Initialize<'a> {
+        #[serde(borrow, rename = "protocolVersion")]
+        version: Option<&'a RawValue>,
+    }
+    match message {
+        Incoming::Request { method, params, .. }
+            if method == model_context::methods::INITIALIZE =>
+        {
+            let versioned = params.is_some_and(|p| {
+                serde_json::from_str::<Initialize<'_>>(p.get()).is_ok_and(|i| i.version.is_some())
+            });
+            if versioned {
+                Opening::ModelContext
+            } else {
+                Opening::V1
+            }
+        }
+        _ => Opening::Other,
+    }
+}
+
+/// Whether a message is a method of the Model Context Protocol.
+#[cfg(feature = "http")]
+fn is_model_context(message: &Incoming<'_>) -> bool {
+    match message {
+        Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
+            model_context::is_method(method)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a message says it is the 2026-07-28 revision's.
+#[cfg(feature = "http")]
+fn claims_revision_2026(message: &Incoming<'_>) -> bool {
+    match message {
+        Incoming::Request {
+            method,
+            params,
+            call,
+            ..
+        } => revision_2026::claims(method, *params, call.as_ref()),
+        _ => false,
+    }
+}
+
+#[cfg(all(test, feature = "http"))]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::parse;
+
+    fn post(protocols: Protocols, head: HttpHead<'_>, body: &str) -> Post {
+        let by_head = protocols.by_head(&head);
+        protocols.for_post(by_head, &head, &parse(body.as_bytes()))
+    }
+
+    #[test]
+    fn a_first_initialize_names_its_protocol_and_a_v1_one_streams() {
+        let none = HttpHead::default();
+        let v1 = r#"{"jsonrpc":"2.0","method":"initialize","params":{},"id":1}"#;
+        assert_eq!(
+            post(Protocols::Both, none, v1),
+            Post::McpV1 { streaming: true }
+        );
+        let batch = r#"[{"jsonrpc":"2.0","method":"initialize","id":1}]"#;
+        assert_eq!(
+            post(Protocols::Both, none, batch),
+            Post::McpV1 { streaming: true }
+        );
+        let mc = r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-11-25"},"id":1}"#;
+        assert_eq!(
+            post(Protocols::Both, none, mc),
+            Post::Session { opens: true }
+        );
+        assert_eq!(
+            post(Protocols::McpV1, none, mc),
+            Post::McpV1 { streaming: false }
+        );
+        let other = r#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#;
+        assert_eq!(
+            post(Protocols::Both, none, other),
+            Post::McpV1 { streaming: false }
+        );
+        let notification = r#"{"jsonrpc":"2.0","method":"initialize"}"#;
+        assert_eq!(
+            post(Protocols::Both, none, notification),
+            Post::McpV1 { streaming: false }
+        );
+        assert_eq!(
+            post(Protocols::Both, none, "{not json"),
+            Post::McpV1 { streaming: false }
+        );
+    }
+
+    #[test]
+    fn a_method_of_the_model_context_protocol_is_streamable_http_without_headers() {
+        let none = HttpHead::default();
+        let list = r#"{"jsonrpc":"2.0","method":"tools/list","id":1}"#;
+        assert_eq!(
+            post(Protocols::Both, none, list),
+            Post::Session { opens: false }
+        );
+        assert_eq!(
+            post(Protocols::McpV1, none, list),
+            Post::McpV1 { streaming: false }
+        );
+    }
+
+    #[test]
+    fn a_version_no_session_speaks_is_the_2026_revision_by_its_head() {
+        let head = HttpHead {
+            version: Some(b"2026-07-28"),
+            ..HttpHead::default()
+        };
+        assert_eq!(Protocols::Both.by_head(&head), ByHead::Revision2026);
+        assert_eq!(Protocols::McpV1.by_head(&head), ByHead::McpV1);
+        let session = HttpHead {
+            version: Some(b" 2025-11-25 "),
+            ..HttpHead::default()
+        };
+        assert_eq!(Protocols::Both.by_head(&session), ByHead::ModelContext);
+        let unreadable = HttpHead {
+            version: Some(b"\xff"),
+            ..HttpHead::default()
+        };
+        assert_eq!(Protocols::Both.by_head(&unreadable), ByHead::Revision2026);
+    }
+
+    #[test]
+    fn without_a_session_a_request_whose_meta_names_a_version_is_the_2026_revision() {
+        let head = HttpHead {
+            accepts_event_stream: true,
+            ..HttpHead::default()
+        };
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(post(Protocols::Both, head, call), Post::Revision2026);
+        let with_session = HttpHead {
+            session_id: true,
+            ..head
+        };
+        assert_eq!(
+            post(Protocols::Both, with_session, call),
+            Post::Session { opens: false }
+        );
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        assert_eq!(
+            post(Protocols::Both, head, plain),
+            Post::Session { opens: false }
+        );
+        let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#;
+        assert_eq!(post(Protocols::Both, head, discover), Post::Revision2026);
+    }
+
+    #[test]
+    fn a_stdio_connection_is_chosen_by_its_first_byte() {
+        assert_eq!(Protocols::Both.for_stdio(Some(b'{')), Dialect::ModelContext);
+        assert_eq!(Protocols::Both.for_stdio(Some(b'C')), Dialect::McpV1);
+        assert_eq!(Protocols::Both.for_stdio(None), Dialect::McpV1);
+        assert_eq!(
+            Protocols::ModelContext.for_stdio(Some(b'C')),
+            Dialect::ModelContext
+        );
+    }
+}
