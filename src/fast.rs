@@ -11,6 +11,12 @@
 //!   (`mcp/executeTool`, `tools/call`).
 //! - [`quick_check`]: a check of valid JSON text against the simple schemas
 //!   most tools have, without building a `Value`.
+//! - [`reply`]: the error code of a reply this server wrote, read where its
+//!   encoder puts the outcome (the HTTP status of a 2026-07-28 reply).
+//! - [`value_end`]: where a JSON value ends in bytes that arrive in pieces
+//!   (streaming sessions, an HTTP body's first value), found without
+//!   parsing it. Framing needs it whatever the feature says: serde_json
+//!   has no incremental splitter that stays linear in the bytes received.
 //!
 //! Each reader only ever agrees with serde_json and jsonschema: where it is
 //! not sure it says "not mine", and the library decides. Differential
@@ -24,3 +30,5 @@ pub(crate) mod arguments;
 pub(crate) mod cursor;
 pub(crate) mod plain_call;
 pub(crate) mod quick_check;
+pub(crate) mod reply;
+pub(crate) mod value_end;

@@ -493,34 +493,30 @@ pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
 }
 
 /// The error code of `reply`, the reply to request `id` that
-/// [`encode_error_with`] or [`encode_result`] wrote: read where the encoder
-/// puts the outcome, the member right after the id, so that nothing a
-/// result holds can be taken for it. `None` for a result.
+/// [`encode_error_with`] or [`encode_result`] wrote; `None` for a result.
+/// With the `fast-path` feature it is read where the encoder puts the
+/// outcome, the member right after the id (`fast::reply`), else by
+/// serde_json; either way nothing a result holds is taken for it.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) fn error_code_of(reply: &[u8], id: &RequestId) -> Option<i32> {
-    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    const ERROR: &[u8] = br#""error":{"code":"#;
-    // An error without an id (the id was null) has none written.
-    let rest = match reply
-        .strip_prefix(br#"{"jsonrpc":"2.0","#.as_slice())?
-        .strip_prefix(ERROR)
-    {
-        Some(rest) => rest,
-        None => {
-            let mut written = Vec::with_capacity(HEAD.len() + 16);
-            written.extend_from_slice(HEAD);
-            write_id(&mut written, id);
-            written.push(b',');
-            reply
-                .strip_prefix(written.as_slice())?
-                .strip_prefix(ERROR)?
+    if cfg!(feature = "fast-path") {
+        let mut written = Vec::with_capacity(16);
+        write_id(&mut written, id);
+        crate::fast::reply::error_code(reply, &written)
+    } else {
+        #[derive(Deserialize)]
+        struct Reply {
+            error: Option<ErrorMember>,
         }
-    };
-    let end = rest
-        .iter()
-        .position(|b| !(b.is_ascii_digit() || *b == b'-'))
-        .unwrap_or(rest.len());
-    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+        #[derive(Deserialize)]
+        struct ErrorMember {
+            code: i32,
+        }
+        serde_json::from_slice::<Reply>(reply)
+            .ok()
+            .and_then(|r| r.error)
+            .map(|e| e.code)
+    }
 }
 
 /// Encodes a request the server sends: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.

@@ -2,9 +2,9 @@
 //! sessions): newline-separated compact values, pretty-printed values, or
 //! values back to back, arriving in chunks of any size.
 //!
-//! The decoder does not parse: it finds where each value ends by tracking
-//! strings, escapes and brackets, and hands the value's bytes to the
-//! session, which parses them (and answers `-32700` if they are not JSON).
+//! The decoder does not parse: it finds where each value ends
+//! (`fast::value_end`, which tracks strings, escapes and brackets), and
+//! hands the value's bytes to the session, which parses them (and answers `-32700` if they are not JSON).
 //! A value longer than the size limit is reported once as
 //! [`Input::TooLarge`] and skipped as it streams past, never buffered.
 //! A closing bracket that does not match ends a value early, so one broken
@@ -15,155 +15,8 @@ use std::io;
 use bytes::{Buf, BytesMut};
 use tokio_util::codec::Decoder;
 
+use crate::fast::value_end::ValueScanner;
 use crate::server::Input;
-
-/// How deep a value's brackets are checked for matching; deeper nesting
-/// is only counted, so a skipped value costs no memory per byte.
-const CHECKED_DEPTH: usize = 256;
-
-/// Finds the end of one JSON value, resuming where the last call stopped.
-#[derive(Debug, Default)]
-pub(crate) struct ValueScanner {
-    /// Bytes of the current value already scanned.
-    pos: usize,
-    /// What the value is, from its first byte: `Some(true)` for an object,
-    /// array or string, `Some(false)` for a bare scalar (or garbage).
-    structured: Option<bool>,
-    /// Closing brackets expected, innermost last (up to [`CHECKED_DEPTH`]).
-    closers: Vec<u8>,
-    /// Open brackets beyond [`CHECKED_DEPTH`].
-    deeper: usize,
-    in_string: bool,
-    escaped: bool,
-}
-
-impl ValueScanner {
-    /// Scans `value` (the unread rest of the current value: its first byte
-    /// unless bytes were discarded) from where the last call stopped;
-    /// returns the value's length once it is complete.
-    pub(crate) fn scan(&mut self, value: &[u8]) -> Option<usize> {
-        let structured = match self.structured {
-            Some(structured) => structured,
-            None => {
-                let structured = matches!(value.first()?, b'{' | b'[' | b'"');
-                self.structured = Some(structured);
-                structured
-            }
-        };
-        if !structured {
-            // A bare scalar (or garbage) ends at white space.
-            let start = self.pos;
-            return match value[start..].iter().position(u8::is_ascii_whitespace) {
-                Some(i) => {
-                    self.pos = start + i;
-                    Some(start + i)
-                }
-                None => {
-                    self.pos = value.len();
-                    None
-                }
-            };
-        }
-        while self.pos < value.len() {
-            if self.in_string && !self.escaped {
-                // Strings are most of a message's bytes: jump to the next
-                // quote or backslash.
-                match memchr::memchr2(b'"', b'\\', &value[self.pos..]) {
-                    Some(i) => self.pos += i,
-                    None => {
-                        self.pos = value.len();
-                        return None;
-                    }
-                }
-            }
-            let b = value[self.pos];
-            self.pos += 1;
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if b == b'\\' {
-                    self.escaped = true;
-                } else if b == b'"' {
-                    self.in_string = false;
-                    if self.closers.is_empty() {
-                        return Some(self.pos);
-                    }
-                }
-                continue;
-            }
-            match b {
-                b'"' => self.in_string = true,
-                b'{' | b'[' if self.closers.len() >= CHECKED_DEPTH => self.deeper += 1,
-                b'{' => self.closers.push(b'}'),
-                b'[' => self.closers.push(b']'),
-                b'}' | b']' if self.deeper > 0 => self.deeper -= 1,
-                b'}' | b']' => {
-                    // A mismatched closer ends the (broken) value here.
-                    let matched = self.closers.pop() == Some(b);
-                    if !matched || self.closers.is_empty() {
-                        return Some(self.pos);
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// Forgets the first `n` scanned bytes (they were discarded); the
-    /// value's state (strings, brackets) is kept.
-    fn discard(&mut self, n: usize) {
-        self.pos -= n;
-    }
-
-    fn reset(&mut self) {
-        self.pos = 0;
-        self.structured = None;
-        self.closers.clear();
-        self.deeper = 0;
-        self.in_string = false;
-        self.escaped = false;
-    }
-}
-
-/// Finds where the first JSON value of a body read in pieces ends, past
-/// any white space before it. The body only grows between calls, and each
-/// of its bytes is looked at once, however it is chunked.
-#[derive(Debug, Default)]
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) struct FirstValue {
-    /// The white space before the value, as far as it is known.
-    lead: usize,
-    scanner: ValueScanner,
-    /// Bytes looked at so far (the work done, for the linearity test).
-    #[cfg(test)]
-    examined: usize,
-}
-
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-impl FirstValue {
-    /// The end of the first value of `body` (the whole body so far, of
-    /// which earlier calls saw a prefix), once it is complete.
-    pub(crate) fn find(&mut self, body: &[u8]) -> Option<usize> {
-        let blanks = body[self.lead..]
-            .iter()
-            .take_while(|b| b.is_ascii_whitespace())
-            .count();
-        self.lead += blanks;
-        #[cfg(test)]
-        let scanned = self.scanner.pos;
-        let end = match body.len() > self.lead {
-            true => self.scanner.scan(&body[self.lead..]),
-            false => None,
-        };
-        #[cfg(test)]
-        {
-            let now = end.unwrap_or(self.scanner.pos);
-            self.examined += blanks + 1 + now.saturating_sub(scanned);
-        }
-        end.map(|end| self.lead + end)
-    }
-}
 
 /// A [`Decoder`] of a stream of JSON values into [`Input`]s.
 ///
@@ -203,7 +56,7 @@ impl Decoder for JsonStreamDecoder {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
         loop {
-            if self.scanner.structured.is_none() && !self.skipping {
+            if !self.scanner.started() && !self.skipping {
                 let blanks = src.iter().take_while(|b| b.is_ascii_whitespace()).count();
                 src.advance(blanks);
             }
@@ -347,7 +200,7 @@ mod tests {
             }
         }
         assert_eq!(too_large, 1);
-        assert!(decoder.scanner.closers.capacity() <= 2 * CHECKED_DEPTH);
+        assert!(decoder.scanner.held_brackets() <= 2 * crate::fast::value_end::CHECKED_DEPTH);
         assert!(buf.is_empty());
     }
 
@@ -355,49 +208,5 @@ mod tests {
     fn an_unfinished_value_at_the_end_is_handed_over() {
         assert_eq!(decode_in_chunks(1024, b"{\"a\":", 2), vec![msg("{\"a\":")]);
         assert!(decode_in_chunks(1024, b" \n\t ", 2).is_empty());
-    }
-
-    #[test]
-    fn the_first_value_of_a_body_costs_work_linear_in_its_bytes_whatever_the_chunking() {
-        // White space one byte per chunk, then a value one byte per chunk:
-        // four times the chunks is four times the work, not sixteen.
-        fn work(blanks: usize) -> usize {
-            let value = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
-            let mut body = vec![b' '; blanks];
-            body.extend_from_slice(value);
-            body.extend(std::iter::repeat_n(b'\n', blanks));
-            let mut first = FirstValue::default();
-            let mut found = None;
-            for end in 1..=body.len() {
-                if let Some(at) = first.find(&body[..end]) {
-                    found = Some(at);
-                    break;
-                }
-            }
-            assert_eq!(found, Some(blanks + value.len()));
-            first.examined
-        }
-        let (small, large) = (work(10_000), work(40_000));
-        let ratio = large as f64 / small as f64;
-        assert!(
-            (3.5..4.5).contains(&ratio),
-            "work {small} -> {large}: ratio {ratio}"
-        );
-    }
-
-    #[test]
-    fn the_first_value_is_found_in_any_chunking() {
-        let body = b" \n\t {\"a\": \"} \\\" {\"} [1] ";
-        for chunk in [1, 2, 3, body.len()] {
-            let mut first = FirstValue::default();
-            let mut found = None;
-            let mut end = 0;
-            while found.is_none() && end < body.len() {
-                end = (end + chunk).min(body.len());
-                found = first.find(&body[..end]);
-            }
-            assert_eq!(found, Some(body.len() - 5), "chunk {chunk}");
-        }
-        assert_eq!(FirstValue::default().find(b"   "), None);
     }
 }

@@ -20,11 +20,12 @@ use super::body::{BodyInputs, McpBody, next_data};
 use super::{Leftover, McpService, json, plain};
 use crate::dialect::{ByHead, HttpHead, Post};
 use crate::error::{ErrorCode, RpcError};
+use crate::fast::value_end::FirstValue;
 use crate::jsonrpc::{self, Parsed, RequestId, encode_error};
 use crate::principal::{Caller, Revocation};
 use crate::server::Exchanged;
 use crate::session::Session;
-use crate::transport::json_stream::{FirstValue, JsonStreamDecoder};
+use crate::transport::json_stream::JsonStreamDecoder;
 
 /// Messages waiting for a streaming response before request tasks wait.
 const OUTBOX: usize = 256;
