@@ -179,6 +179,11 @@ pub(crate) struct Caller {
     /// The HTTP request's method, URI and headers.
     #[cfg(feature = "http")]
     pub(crate) head: Option<Arc<http::request::Parts>>,
+    /// The address of the connection it came on, when the endpoint's own
+    /// server accepted it (an app that mounts the endpoint may put a
+    /// `PeerAddr` in the request's extensions instead).
+    #[cfg(feature = "http")]
+    pub(crate) peer: Option<std::net::SocketAddr>,
     /// For a long-lived stream whose token is watched: set once its issuer
     /// says the token is no longer active.
     pub(crate) revocation: Option<Arc<Revocation>>,

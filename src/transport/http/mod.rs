@@ -454,10 +454,25 @@ impl McpService {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
+        self.respond_to(request, None).await
+    }
+
+    /// [`respond`](Self::respond), for a request that came on a connection
+    /// from `peer` (the endpoint's own server knows it; a request without
+    /// one is counted by the `PeerAddr` in its extensions, if any).
+    pub(super) async fn respond_to<B>(
+        &self,
+        request: Request<B>,
+        peer: Option<PeerAddr>,
+    ) -> Response<McpBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
         let (parts, body) = request.into_parts();
         // Shared with the request's work (its context's HTTP headers).
         let parts = Arc::new(parts);
-        let (mut response, leftover) = self.answer(&parts, Box::pin(body)).await;
+        let (mut response, leftover) = self.answer(&parts, Box::pin(body), peer).await;
         let keep = match leftover {
             Leftover::Done => true,
             Leftover::Broken => false,
@@ -475,6 +490,7 @@ impl McpService {
         &self,
         parts: &Arc<Parts>,
         body: Pin<Box<B>>,
+        peer: Option<PeerAddr>,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -535,7 +551,7 @@ impl McpService {
         }
         let (mut response, leftover) = match origin {
             Some(origin) if preflight => (cors::preflight(parts, origin), Leftover::Unread(body)),
-            _ => self.admitted(parts, body).await,
+            _ => self.admitted(parts, body, peer).await,
         };
         // A browser page of an allowed origin may read every answer.
         if let Some(origin) = origin
@@ -552,12 +568,13 @@ impl McpService {
         &self,
         parts: &Arc<Parts>,
         body: Pin<Box<B>>,
+        peer: Option<PeerAddr>,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let caller = match self.caller(parts).await {
+        let caller = match self.caller(parts, peer).await {
             Ok(caller) => caller,
             Err(refusal) => return (refusal, Leftover::Unread(body)),
         };
@@ -609,7 +626,11 @@ impl McpService {
 
     /// Who sent the request: its verified principal, when the endpoint
     /// verifies tokens (else the response that refuses it), and its head.
-    async fn caller(&self, parts: &Arc<Parts>) -> Result<Caller, Response<McpBody>> {
+    async fn caller(
+        &self,
+        parts: &Arc<Parts>,
+        peer: Option<PeerAddr>,
+    ) -> Result<Caller, Response<McpBody>> {
         #[cfg(feature = "oauth")]
         let principal = match &self.0.gate {
             Some(gate) => Some(gate.admit(parts).await.map_err(|r| r.response(parts))?),
@@ -623,6 +644,7 @@ impl McpService {
             principal,
             head: Some(parts.clone()),
             revocation: None,
+            peer: peer.map(|p| p.0),
         })
     }
 

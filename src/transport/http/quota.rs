@@ -59,8 +59,11 @@ impl Principal {
                 client.map(str::to_owned),
             ));
         }
-        let peer = caller.head.as_ref()?.extensions.get::<PeerAddr>()?;
-        Some(Self::Peer(match peer.0.ip().to_canonical() {
+        let peer = match caller.peer {
+            Some(peer) => peer,
+            None => caller.head.as_ref()?.extensions.get::<PeerAddr>()?.0,
+        };
+        Some(Self::Peer(match peer.ip().to_canonical() {
             IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(
                 v6.to_bits() & !((1u128 << 64) - 1),
             )),
@@ -228,6 +231,7 @@ mod tests {
                 principal: None,
                 head: Some(Arc::new(parts)),
                 revocation: None,
+                peer: None,
             })
         };
         assert_eq!(of("2001:db8:1:2:aaaa::1"), of("2001:db8:1:2:ffff::9"));

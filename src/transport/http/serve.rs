@@ -304,8 +304,8 @@ impl hyper::service::Service<http::Request<hyper::body::Incoming>> for Connected
     type Error = std::convert::Infallible;
     type Future = super::Responding;
 
-    fn call(&self, mut request: http::Request<hyper::body::Incoming>) -> Self::Future {
-        request.extensions_mut().insert(self.peer);
-        hyper::service::Service::call(&self.service, request)
+    fn call(&self, request: http::Request<hyper::body::Incoming>) -> Self::Future {
+        let (service, peer) = (self.service.clone(), self.peer);
+        Box::pin(async move { Ok(service.respond_to(request, Some(peer)).await) })
     }
 }
