@@ -178,15 +178,29 @@ pub(crate) struct Caller {
     pub(crate) principal: Option<Arc<Principal>>,
     /// The HTTP request's method, URI and headers.
     #[cfg(feature = "http")]
-    pub(crate) head: Option<Arc<http::request::Parts>>,
-    /// The address of the connection it came on, when the endpoint's own
-    /// server accepted it (an app that mounts the endpoint may put a
-    /// `PeerAddr` in the request's extensions instead).
-    #[cfg(feature = "http")]
-    pub(crate) peer: Option<std::net::SocketAddr>,
+    pub(crate) head: Option<Arc<Head>>,
     /// For a long-lived stream whose token is watched: set once its issuer
     /// says the token is no longer active.
     pub(crate) revocation: Option<Arc<Revocation>>,
+}
+
+/// An HTTP request's head, and the address of the connection it came on
+/// when the endpoint's own server accepted it (an app that mounts the
+/// endpoint may put a `PeerAddr` in the request's extensions instead).
+/// It reads as its [`Parts`](http::request::Parts).
+#[cfg(feature = "http")]
+pub(crate) struct Head {
+    pub(crate) parts: http::request::Parts,
+    pub(crate) peer: Option<std::net::SocketAddr>,
+}
+
+#[cfg(feature = "http")]
+impl std::ops::Deref for Head {
+    type Target = http::request::Parts;
+
+    fn deref(&self) -> &http::request::Parts {
+        &self.parts
+    }
 }
 
 /// Whether the token of a long-lived stream was revoked, as the watch

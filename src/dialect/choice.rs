@@ -172,10 +172,12 @@ impl Protocols {
             Parsed::Batch(messages) => messages.first(),
             Parsed::Error(_) => None,
         };
+        if by_head == ByHead::Revision2026 {
+            return Post::Revision2026;
+        }
         let opening = message.map_or(Opening::Other, opening);
         let model_context = match by_head {
-            ByHead::Revision2026 => return Post::Revision2026,
-            ByHead::ModelContext => true,
+            ByHead::Revision2026 | ByHead::ModelContext => true,
             ByHead::McpV1 => {
                 self.model_context()
                     && (opening == Opening::ModelContext || message.is_some_and(is_model_context))

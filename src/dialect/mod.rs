@@ -1,14 +1,18 @@
-//! Wire dialects: MCP v1.0 ([`v1`]) and the Model Context Protocol
-//! ([`model_context`]), over one registry of tools, resources and prompts
+//! Wire dialects: MCP v1.0 ([`v1`]), the Model Context Protocol's
+//! session revisions ([`model_context`]) and its 2026-07-28 revision
+//! ([`revision_2026`]), over one registry of tools, resources and prompts
 //! (docs/model-context.md).
 //!
 //! A dialect is a method table with params readers and result encoders over
 //! the server's neutral operations ([`Work`] ending [`Done`] or
 //! [`Failure`]), its handshake and version rules, its notification names
-//! and its error table. A session is given a dialect when it starts (stdio:
-//! the first byte; HTTP: the request's headers and body) and speaks it to
-//! its end; nothing in a tool, a resource or a prompt knows which dialect
-//! called it. Adding a dialect means a module here and a variant below.
+//! and its error table. [`choice`] decides which one a connection and
+//! each of its requests speak (a Model Context Protocol connection serves
+//! a 2026-07-28 request in that revision); nothing in a tool, a resource
+//! or a prompt knows which dialect called it. The layers above reach a
+//! dialect only through this module's own items: [`Dialect`] and what it
+//! re-exports. Adding a dialect means a module here, a variant of
+//! [`Dialect`] with its arms below, and its decision in [`choice`].
 
 pub(crate) mod choice;
 pub(crate) mod handshake;
@@ -37,8 +41,15 @@ use crate::tool::CancelReason;
 pub(crate) use choice::{ByHead, HttpHead, Post};
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
+/// The Model Context Protocol's method names, and the versions a session
+/// of it speaks (newest first) over HTTP.
+#[cfg(feature = "http")]
+pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods, supported_over_http};
 pub(crate) use revision_2026::seal::{StateKeys, keys_from_hex};
 pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};
+/// The 2026-07-28 revision's `_meta` keys and its listen method.
+#[cfg(feature = "http")]
+pub(crate) use revision_2026::{LISTEN, keys};
 
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]

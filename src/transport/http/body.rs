@@ -340,7 +340,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dialect::revision_2026::Filter;
+    use crate::dialect::Filter;
     use crate::jsonrpc::RequestId;
 
     /// Every frame the body gives, polled without waiting, until it ends or

@@ -5,16 +5,20 @@
 //!
 //! Both dialects share the endpoint (docs/model-context.md §1): a request whose
 //! headers or first message are the Model Context Protocol's is served as
-//! Streamable HTTP, any other as MCP v1.0.
+//! Streamable HTTP (or as a 2026-07-28 request), any other as MCP v1.0;
+//! `dialect::choice` decides, from the facts `sniff` reads.
 //!
 //! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
 //!   same checks as a tower layer for an app's own routes;
 //! - `auth`: OAuth (feature `oauth`): the protected-resource metadata, the
 //!   token every request carries, the challenges; `oauth_layer`, the same
 //!   gate as a tower layer for an app's own routes;
-//! - `v1`: the MCP v1.0 exchanges (single and streaming);
-//! - `sniff`: which protocol a request speaks, the one place it is decided;
+//! - `post`: every `POST`, read until its first value, then served as MCP
+//!   v1.0 (a single exchange or a streaming session) or handed on;
+//! - `sniff`: what a request's head says of its protocol;
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
+//! - `revision_2026`: a 2026-07-28 request, with its mirrored headers;
+//! - `quota`: the limits per principal;
 //! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
 //!
@@ -75,7 +79,7 @@ pub use quota::PeerAddr;
 use sessions::Sessions;
 
 use crate::dialect::ByHead;
-use crate::principal::Caller;
+use crate::principal::{Caller, Head};
 use crate::server::Server;
 
 /// Settings of the HTTP transport. Every setter states its default.
@@ -471,8 +475,11 @@ impl McpService {
     {
         let (parts, body) = request.into_parts();
         // Shared with the request's work (its context's HTTP headers).
-        let parts = Arc::new(parts);
-        let (mut response, leftover) = self.answer(&parts, Box::pin(body), peer).await;
+        let parts = Arc::new(Head {
+            parts,
+            peer: peer.map(|p| p.0),
+        });
+        let (mut response, leftover) = self.answer(&parts, Box::pin(body)).await;
         let keep = match leftover {
             Leftover::Done => true,
             Leftover::Broken => false,
@@ -488,9 +495,8 @@ impl McpService {
 
     async fn answer<B>(
         &self,
-        parts: &Arc<Parts>,
+        parts: &Arc<Head>,
         body: Pin<Box<B>>,
-        peer: Option<PeerAddr>,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
@@ -551,7 +557,7 @@ impl McpService {
         }
         let (mut response, leftover) = match origin {
             Some(origin) if preflight => (cors::preflight(parts, origin), Leftover::Unread(body)),
-            _ => self.admitted(parts, body, peer).await,
+            _ => self.admitted(parts, body).await,
         };
         // A browser page of an allowed origin may read every answer.
         if let Some(origin) = origin
@@ -566,15 +572,14 @@ impl McpService {
     /// method's answer.
     async fn admitted<B>(
         &self,
-        parts: &Arc<Parts>,
+        parts: &Arc<Head>,
         body: Pin<Box<B>>,
-        peer: Option<PeerAddr>,
     ) -> (Response<McpBody>, Leftover<B>)
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: std::fmt::Display,
     {
-        let caller = match self.caller(parts, peer).await {
+        let caller = match self.caller(parts).await {
             Ok(caller) => caller,
             Err(refusal) => return (refusal, Leftover::Unread(body)),
         };
@@ -626,11 +631,7 @@ impl McpService {
 
     /// Who sent the request: its verified principal, when the endpoint
     /// verifies tokens (else the response that refuses it), and its head.
-    async fn caller(
-        &self,
-        parts: &Arc<Parts>,
-        peer: Option<PeerAddr>,
-    ) -> Result<Caller, Response<McpBody>> {
+    async fn caller(&self, parts: &Arc<Head>) -> Result<Caller, Response<McpBody>> {
         #[cfg(feature = "oauth")]
         let principal = match &self.0.gate {
             Some(gate) => Some(gate.admit(parts).await.map_err(|r| r.response(parts))?),
@@ -644,7 +645,6 @@ impl McpService {
             principal,
             head: Some(parts.clone()),
             revocation: None,
-            peer: peer.map(|p| p.0),
         })
     }
 

@@ -59,9 +59,10 @@ impl Principal {
                 client.map(str::to_owned),
             ));
         }
-        let peer = match caller.peer {
+        let head = caller.head.as_ref()?;
+        let peer = match head.peer {
             Some(peer) => peer,
-            None => caller.head.as_ref()?.extensions.get::<PeerAddr>()?.0,
+            None => head.extensions.get::<PeerAddr>()?.0,
         };
         Some(Self::Peer(match peer.ip().to_canonical() {
             IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(
@@ -200,6 +201,7 @@ impl Drop for StreamSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::principal::Head;
 
     #[test]
     fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
@@ -229,9 +231,8 @@ mod tests {
                 .insert(PeerAddr(SocketAddr::new(addr.parse().unwrap(), 1)));
             Principal::of(&Caller {
                 principal: None,
-                head: Some(Arc::new(parts)),
+                head: Some(Arc::new(Head { parts, peer: None })),
                 revocation: None,
-                peer: None,
             })
         };
         assert_eq!(of("2001:db8:1:2:aaaa::1"), of("2001:db8:1:2:ffff::9"));

@@ -30,8 +30,7 @@ use tokio::sync::mpsc;
 
 use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::model_context::methods;
-use crate::dialect::revision_2026::keys;
+use crate::dialect::{Dialect, keys, methods};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId, ToolCall};
 use crate::principal::Caller;
@@ -101,7 +100,7 @@ impl McpService {
             Incoming::Response { .. } => {
                 return json(
                     StatusCode::BAD_REQUEST,
-                    crate::dialect::model_context::error(
+                    Dialect::ModelContext.error(
                         None,
                         &RpcError::invalid_request(
                             "2026-07-28 has no requests to the client: a response has nothing to answer",
@@ -114,7 +113,7 @@ impl McpService {
                 let known = (*id != RequestId::Null).then_some(id);
                 return json(
                     StatusCode::BAD_REQUEST,
-                    crate::dialect::model_context::error(known, &error),
+                    Dialect::ModelContext.error(known, &error),
                 );
             }
         };
@@ -124,7 +123,7 @@ impl McpService {
                 let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
                 return json(
                     StatusCode::BAD_REQUEST,
-                    crate::dialect::model_context::error(Some(&id), &error),
+                    Dialect::ModelContext.error(Some(&id), &error),
                 );
             }
         };
@@ -132,16 +131,22 @@ impl McpService {
             // Once shutdown began, a request is answered as a draining
             // session answers it (`-32603`, "server shutting down"); no
             // new stream opens.
-            let reply = crate::dialect::Dialect::Revision2026.shutting_down(&id);
+            let reply = Dialect::Revision2026.shutting_down(&id);
             return json(status_of(&reply, &id), reply);
         }
-        let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
-        let session = Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone())
-            .with_caller(caller.clone());
+        // The session a request runs in when something may come before
+        // its reply; most requests are answered without one.
+        let session = || {
+            let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
+            let session = Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone())
+                .with_caller(caller.clone());
+            (session, outbox)
+        };
         if streams {
             // Progress or log lines may come first: the request is served
             // in a session of its own from the start, so that they reach
             // its stream.
+            let (session, outbox) = session();
             let body = body.clone();
             tokio::spawn(async move {
                 let parsed = crate::jsonrpc::parse(&body);
@@ -149,15 +154,13 @@ impl McpService {
             });
             return self.respond_from(&id, outbox).await;
         }
-        // Nothing can come before the reply: most requests are answered
-        // without building the session.
         match alone(self.0.server.detached_2026(), message, caller) {
             Alone::Answered(Some(reply)) => json(status_of(&reply, &id), reply),
             Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
             Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply),
             Alone::Running(job) => {
-                let bytes = body.len();
-                tokio::spawn(session.run_job(job, bytes));
+                let (session, outbox) = session();
+                tokio::spawn(session.run_job(job, body.len()));
                 self.respond_from(&id, outbox).await
             }
             Alone::Listening(listener) => self.listen_stream(listener, caller),
@@ -203,7 +206,7 @@ impl McpService {
             let error = RpcError::internal("the request ended without a reply");
             return json(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                crate::dialect::model_context::error(Some(id), &error),
+                Dialect::ModelContext.error(Some(id), &error),
             );
         };
         if is_reply(&first) {
@@ -301,7 +304,7 @@ impl McpService {
         }
         // (A listen stream is nothing but notifications, yet it needs no
         // session: `alone` hands it back for the body to read.)
-        Ok(method != crate::dialect::revision_2026::LISTEN
+        Ok(method != crate::dialect::LISTEN
             && mirrored
                 .meta
                 .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
@@ -450,17 +453,15 @@ mod tests {
     fn statuses_follow_the_error_code_of_the_outcome_not_what_a_result_holds() {
         let id = RequestId::Number("1".into());
         let error = |code: i32| {
-            crate::dialect::model_context::error(Some(&id), &RpcError::new(ErrorCode(code), "m"))
+            Dialect::ModelContext.error(Some(&id), &RpcError::new(ErrorCode(code), "m"))
         };
         assert_eq!(status_of(&error(-32601), &id), StatusCode::NOT_FOUND);
         for code in [-32602, -32020, -32021, -32022] {
             assert_eq!(status_of(&error(code), &id), StatusCode::BAD_REQUEST);
         }
         assert_eq!(status_of(&error(-32603), &id), StatusCode::OK);
-        let null = crate::dialect::model_context::error(
-            Some(&RequestId::Null),
-            &RpcError::invalid_params("m"),
-        );
+        let null =
+            Dialect::ModelContext.error(Some(&RequestId::Null), &RpcError::invalid_params("m"));
         assert_eq!(status_of(&null, &RequestId::Null), StatusCode::BAD_REQUEST);
         // A result whose content holds what an error looks like is a result.
         let holds = json!({"structuredContent": {"a": 1, "error": {"code": -32601}},

@@ -496,7 +496,7 @@ impl Sessions {
             }
         }
         let record = record?;
-        let Some(version) = crate::dialect::model_context::VERSIONS
+        let Some(version) = crate::dialect::SESSION_VERSIONS
             .into_iter()
             .find(|v| *v == record.version)
         else {

@@ -24,8 +24,7 @@ use http::{Response, StatusCode};
 use super::body::McpBody;
 use super::sessions::{First, HttpSession, Refused};
 use super::{McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::Post;
-use crate::dialect::model_context;
+use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
 use crate::principal::Caller;
@@ -425,15 +424,13 @@ struct PostInfo<'a> {
 /// 400 when `MCP-Protocol-Version` names a version not served over HTTP.
 fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
     let value = parts.headers.get(PROTOCOL_VERSION)?;
-    let supported = value
-        .to_str()
-        .is_ok_and(|v| model_context::supported_over_http(v.trim()));
+    let supported = value.to_str().is_ok_and(|v| supported_over_http(v.trim()));
     (!supported).then(|| {
         plain(
             StatusCode::BAD_REQUEST,
             &format!(
                 "unsupported MCP-Protocol-Version {value:?}: this server speaks {}",
-                model_context::VERSIONS.join(", ")
+                SESSION_VERSIONS.join(", ")
             ),
         )
     })
@@ -451,7 +448,7 @@ fn is_error(reply: &[u8]) -> bool {
 }
 
 fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<McpBody> {
-    json(status, model_context::error(id, error))
+    json(status, Dialect::ModelContext.error(id, error))
 }
 
 fn accepted() -> Response<McpBody> {
