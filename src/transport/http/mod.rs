@@ -840,10 +840,11 @@ fn json(status: StatusCode, body: Vec<u8>) -> Response<McpBody> {
 
 /// `application/json`, with any parameters.
 fn is_json(content_type: Option<&HeaderValue>) -> bool {
-    content_type
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+    content_type.is_some_and(|value| {
+        let value = value.as_bytes();
+        let media = memchr::memchr(b';', value).map_or(value, |end| &value[..end]);
+        media.trim_ascii().eq_ignore_ascii_case(b"application/json")
+    })
 }
 
 #[cfg(test)]
@@ -863,6 +864,8 @@ mod tests {
             "text/plain",
             "application/jsonl",
             "application/x-www-form-urlencoded",
+            "application/json-patch+json",
+            "; application/json",
         ] {
             assert!(!is_json(Some(&HeaderValue::from_static(bad))), "{bad}");
         }
