@@ -283,6 +283,9 @@ pub(crate) struct Request<'r> {
 pub(crate) enum Step {
     /// The reply is known at once.
     Reply(Vec<u8>),
+    /// `initialize` succeeded: the session records the client, its
+    /// handshake moves on, then this reply goes out.
+    Initialized(Vec<u8>, Change),
     /// The reply is known at once, and the session records this first.
     Record(Vec<u8>, Change),
     /// The reply needs async work; `progress` is the request's
@@ -329,7 +332,7 @@ pub(crate) struct JobInfo {
 
 impl Dialect {
     /// Whether a request is let through in `phase`.
-    pub(crate) fn admit(self, phase: Phase, method: &str, id: &RequestId) -> Admission {
+    fn admit(self, phase: Phase, method: &str, id: &RequestId) -> Admission {
         match self {
             Self::McpV1 => v1::admit(phase, method, id),
             Self::ModelContext => model_context::admit(phase, method),
@@ -339,7 +342,7 @@ impl Dialect {
 
     /// Answers `initialize`: `Ok` (the reply, and what the session records
     /// of the client) when the handshake goes on.
-    pub(crate) fn initialize(
+    fn initialize(
         self,
         session: &impl SessionState,
         id: &RequestId,
@@ -353,18 +356,29 @@ impl Dialect {
         }
     }
 
-    /// Reads a request through the method table, against the items of
-    /// `listing` (which the request's job then keeps).
+    /// Serves a request in `phase`: its admission by the handshake rules,
+    /// then `initialize` or the method table, read against the items of
+    /// `listing` (which the request's job then keeps). The one way into a
+    /// dialect for a request; its end leaves through
+    /// [`encode_end`](Self::encode_end).
     pub(crate) fn route(
         self,
         session: &impl SessionState,
         listing: &Listing,
+        phase: Phase,
         request: Request<'_>,
     ) -> Step {
-        match self {
-            Self::McpV1 => v1::route(listing, request),
-            Self::ModelContext => model_context::route(listing, request),
-            Self::Revision2026 => revision_2026::route(session, listing, request),
+        match self.admit(phase, request.method, request.id) {
+            Admission::Serve => match self {
+                Self::McpV1 => v1::route(listing, request),
+                Self::ModelContext => model_context::route(listing, request),
+                Self::Revision2026 => revision_2026::route(session, listing, request),
+            },
+            Admission::Reject(error) => Step::Reply(self.error(Some(request.id), &error)),
+            Admission::Initialize => match self.initialize(session, request.id, request.params) {
+                Ok((reply, change)) => Step::Initialized(reply, change),
+                Err(reply) => Step::Reply(reply),
+            },
         }
     }
 

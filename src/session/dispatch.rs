@@ -16,9 +16,7 @@ use super::listen::{Listener, Listening};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
-use crate::dialect::{
-    Admission, Change, Control, Dialect, Listing, Phase, Request, Step, TraceLevel,
-};
+use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -129,17 +127,7 @@ pub(crate) fn dispatch(
                 method: &method,
                 started,
             };
-            match dialect.admit(phase, &method, &serving.id) {
-                Admission::Serve => serve(serving, params, call, caller),
-                Admission::Reject(error) => serving.failed(&error),
-                Admission::Initialize => match dialect.initialize(&**shared, &serving.id, params) {
-                    Ok((reply, change)) => {
-                        shared.record(change);
-                        Dispatched::Effect(Effect::Initialized(serving.answered(reply)))
-                    }
-                    Err(reply) => Dispatched::Reply(serving.answered(reply)),
-                },
-            }
+            serve(serving, phase, params, call, caller)
         }
         Incoming::Notification { method, params } => {
             // (A 2026-07-28 request may be cancelled on a connection that
@@ -209,6 +197,7 @@ impl Serving<'_> {
 /// job whose work makes it.
 fn serve(
     serving: Serving<'_>,
+    phase: Phase,
     params: Option<&RawValue>,
     call: Option<jsonrpc::ToolCall<'_>>,
     caller: &Caller,
@@ -234,8 +223,12 @@ fn serve(
         call,
         principal,
     };
-    match serving.dialect.route(&**shared, &listing, request) {
+    match serving.dialect.route(&**shared, &listing, phase, request) {
         Step::Reply(reply) => Dispatched::Reply(serving.answered(reply)),
+        Step::Initialized(reply, change) => {
+            shared.record(change);
+            Dispatched::Effect(Effect::Initialized(serving.answered(reply)))
+        }
         Step::Record(reply, change) => {
             // A subscription tells of a resource's changes: it needs what
             // reading it needs.

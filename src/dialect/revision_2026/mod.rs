@@ -212,7 +212,10 @@ fn prepare(
     };
     let step = model_context::route_in(Revision::Revision2026, listing, request);
     Ok(match step {
-        Step::Reply(reply) | Step::Record(reply, _) => Step::Reply(finish(server, reply, cache)),
+        // (The table records nothing and initializes nothing here.)
+        Step::Reply(reply) | Step::Record(reply, _) | Step::Initialized(reply, _) => {
+            Step::Reply(finish(server, reply, cache))
+        }
         // (The table has no listen.)
         Step::Listen(filter) => Step::Listen(filter),
         Step::Run { work, progress } | Step::Round { work, progress, .. } => {
