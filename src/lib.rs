@@ -58,6 +58,23 @@
 //!   and reads no more input past that.
 //! - A tool that panics is answered `-32603`; the session and server live on.
 //!
+//! ## Where to go next
+//! - Items: [`Tool`] and [`typed_tool`] (with [`ToolContext`] for
+//!   progress, logs and questions to the client), [`Resource`],
+//!   [`TextResource`] and [`template`], [`Prompt`]; changes announced
+//!   through [`ServerHandle`].
+//! - Transports: [`Server::serve_stdio`], [`Server::serve_http`] (feature
+//!   `http`, on by default), or [`transport::McpService`] mounted in an
+//!   axum or tower app; [`transport::HttpConfig`] holds the HTTP limits.
+//! - Several processes as one: [`bus`] (feature `redis` for
+//!   `RedisBus`).
+//! - OAuth 2.1 as a resource server: `oauth` (feature `oauth`).
+//! - Tests of your own server, in-process, as any principal: `testing`
+//!   (feature `testing`).
+//! - The rules on the wire: the crate's `docs/` (`mcp-v1.md`,
+//!   `model-context.md`, `oauth.md`), and `docs/architecture.md` for how a
+//!   request travels through the code.
+//!
 //! ## Layers
 //! The crate is built in layers, lowest first. A module may name modules of
 //! its own layer and of the layers before it, never one after it, and no
