@@ -169,7 +169,9 @@ struct Serving<'s> {
 impl Serving<'_> {
     /// A reply known at once, with its trace line.
     fn answered(self, reply: Vec<u8>) -> Handled {
-        let trace = (self.shared).trace_line(self.method, &self.id, self.started, Some(&reply));
+        let trace = self
+            .shared
+            .trace_line(self.method, &self.id, self.started, Some(&reply));
         Handled {
             trace,
             ..Handled::reply(self.id, Some(reply))
@@ -185,7 +187,8 @@ impl Serving<'_> {
     /// Refused for want of `needed` scopes: the `-32007` reply, with the
     /// scopes for a transport that can still challenge instead.
     fn forbidden(self, needed: &[String]) -> Dispatched {
-        let reply = (self.dialect).error(Some(&self.id), &RpcError::insufficient_scope(needed));
+        let error = RpcError::insufficient_scope(needed);
+        let reply = self.dialect.error(Some(&self.id), &error);
         Dispatched::Forbidden(Handled {
             refused: Some(needed.into()),
             ..self.answered(reply)
@@ -193,8 +196,9 @@ impl Serving<'_> {
     }
 }
 
-/// A request served through its dialect's method table: the reply, or the
-/// job whose work makes it.
+/// A request served by its dialect — admitted by its handshake rules, then
+/// `initialize` or the method table: the reply, or the job whose work
+/// makes it.
 fn serve(
     serving: Serving<'_>,
     phase: Phase,
