@@ -280,6 +280,20 @@ struct OAuthOptions {
     introspect: bool,
 }
 
+/// The value after `flag`, parsed (`what` says what it should be).
+fn flag_value<T>(
+    args: &mut impl Iterator<Item = String>,
+    flag: &str,
+    what: &str,
+) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let text = args.next().ok_or_else(|| format!("{flag} needs {what}"))?;
+    text.parse().map_err(|e| format!("{flag} {text:?}: {e}"))
+}
+
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut options = Options {
@@ -298,43 +312,26 @@ impl Options {
                     options.root = Some(args.next().ok_or("--root needs a folder")?.into());
                 }
                 "--max-message-size" => {
-                    let bytes = args
-                        .next()
-                        .ok_or("--max-message-size needs a number of bytes")?;
-                    let bytes = bytes
-                        .parse()
-                        .map_err(|e| format!("--max-message-size {bytes:?}: {e}"))?;
-                    options.max_message_size = Some(bytes);
+                    options.max_message_size =
+                        Some(flag_value(&mut args, &arg, "a number of bytes")?);
                 }
                 "--max-streams" => {
-                    let n = args.next().ok_or("--max-streams needs a number")?;
-                    let n = n.parse().map_err(|e| format!("--max-streams {n:?}: {e}"))?;
-                    options.max_streams = Some(n);
+                    options.max_streams = Some(flag_value(&mut args, &arg, "a number")?);
                 }
                 "--max-streams-per-principal" => {
-                    let n = args
-                        .next()
-                        .ok_or("--max-streams-per-principal needs a number")?;
-                    let n = n
-                        .parse()
-                        .map_err(|e| format!("--max-streams-per-principal {n:?}: {e}"))?;
-                    options.max_streams_per_principal = Some(n);
+                    options.max_streams_per_principal =
+                        Some(flag_value(&mut args, &arg, "a number")?);
                 }
                 "--max-sessions-per-principal" => {
-                    let n = args
-                        .next()
-                        .ok_or("--max-sessions-per-principal needs a number")?;
-                    let n = n
-                        .parse()
-                        .map_err(|e| format!("--max-sessions-per-principal {n:?}: {e}"))?;
-                    options.max_sessions_per_principal = Some(n);
+                    options.max_sessions_per_principal =
+                        Some(flag_value(&mut args, &arg, "a number")?);
                 }
                 "--http" => {
-                    let addr = args
-                        .next()
-                        .ok_or("--http needs an address, e.g. 127.0.0.1:8080")?;
-                    let addr = addr.parse().map_err(|e| format!("--http {addr:?}: {e}"))?;
-                    options.http = Some(addr);
+                    options.http = Some(flag_value(
+                        &mut args,
+                        &arg,
+                        "an address, e.g. 127.0.0.1:8080",
+                    )?);
                 }
                 "--oauth-issuer" => {
                     let issuer = args.next().ok_or("--oauth-issuer needs the issuer's URL")?;

@@ -236,6 +236,14 @@ async fn open_session(on: &Process) -> String {
     id
 }
 
+/// A session opened on `on` whose client said `initialized` there.
+async fn ready_session(on: &Process) -> String {
+    let id = open_session(on).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    send(on, post(Some(&id), &initialized)).await;
+    id
+}
+
 #[tokio::test]
 async fn a_session_opened_on_one_process_is_served_by_another_with_its_state() {
     let hub = Arc::new(Hub::default());
@@ -286,9 +294,7 @@ async fn an_elicitation_answered_to_another_process_reaches_the_waiting_tool() {
     let hub = Arc::new(Hub::default());
     let a = process(&hub, 0).await;
     let b = process(&hub, 1).await;
-    let id = open_session(&a).await;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    send(&a, post(Some(&id), &initialized)).await;
+    let id = ready_session(&a).await;
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                       "params": {"name": "ask", "arguments": {}}});
     let (_c, response) = send(&a, post(Some(&id), &call)).await;
@@ -405,9 +411,7 @@ async fn subscriptions_are_saved_one_at_a_time_and_bounded_per_session() {
     let hub = Arc::new(Hub::default());
     let a = process(&hub, 0).await;
     let b = process(&hub, 1).await;
-    let id = open_session(&a).await;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    send(&a, post(Some(&id), &initialized)).await;
+    let id = ready_session(&a).await;
     let subscribe = |n: u64, uri: &str| json!({"jsonrpc": "2.0", "id": n, "method": "resources/subscribe", "params": {"uri": uri}});
     // The test items' template `test://items/{id}` takes any id.
     let most = clawmcp::server::DEFAULT_MAX_SUBSCRIPTIONS;

@@ -529,6 +529,20 @@ pub(crate) struct ToClient {
     pub(crate) method: fn(crate::tool::ClientRequest) -> &'static str,
 }
 
+/// The list items made by `item` of those of `all` that `shows` (by
+/// index) lets a principal see.
+pub(crate) fn visible<'a, T, I>(
+    all: &'a [T],
+    shows: impl Fn(usize) -> bool,
+    item: impl Fn(&'a T) -> I,
+) -> Vec<I> {
+    all.iter()
+        .enumerate()
+        .filter(|(i, _)| shows(*i))
+        .map(|(_, t)| item(t))
+        .collect()
+}
+
 /// Serialises a fixed value once. The protocol types always serialise.
 pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawValue> {
     serde_json::value::to_raw_value(value).unwrap_or_else(|e| {

@@ -191,11 +191,11 @@ fn seen<'a>(
     let (key, size) = (kind.key(), lists.page_size);
     Cow::Owned(match kind {
         PagedList::Tools => {
-            let items = visible(&catalog.tools, |i| shows(Item::Tool(i)), tool_item);
+            let items = super::visible(&catalog.tools, |i| shows(Item::Tool(i)), tool_item);
             pages(key, &items, size)
         }
         PagedList::Resources => {
-            let items = visible(
+            let items = super::visible(
                 &catalog.resources,
                 |i| shows(Item::Resource(i)),
                 |r| resource_item(&r.0, &*r.1),
@@ -203,7 +203,7 @@ fn seen<'a>(
             pages(key, &items, size)
         }
         PagedList::Templates => {
-            let items = visible(
+            let items = super::visible(
                 &catalog.templates,
                 |i| shows(Item::Template(i)),
                 template_item,
@@ -211,24 +211,10 @@ fn seen<'a>(
             pages(key, &items, size)
         }
         PagedList::Prompts => {
-            let items = visible(&catalog.prompts, |i| shows(Item::Prompt(i)), prompt_item);
+            let items = super::visible(&catalog.prompts, |i| shows(Item::Prompt(i)), prompt_item);
             pages(key, &items, size)
         }
     })
-}
-
-/// The list items made by `item` of those of `all` that `shows` (by
-/// index) lets a principal see.
-fn visible<'a, T, I>(
-    all: &'a [T],
-    shows: impl Fn(usize) -> bool,
-    item: impl Fn(&'a T) -> I,
-) -> Vec<I> {
-    all.iter()
-        .enumerate()
-        .filter(|(i, _)| shows(*i))
-        .map(|(_, t)| item(t))
-        .collect()
 }
 
 fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {

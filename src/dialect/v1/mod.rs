@@ -171,15 +171,10 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
         Operation::ListTools => no_params(method, params).map(|()| match hiding {
             None => Step::Reply(encode_result(id, &*lists.tool_list)),
             Some(principal) => {
-                let shown: Vec<&ToolDefinition> = catalog
-                    .tools
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, t)| {
-                        t.in_v1 && catalog.access.shows(Some(principal), Item::Tool(*i))
-                    })
-                    .map(|(_, t)| &t.definition)
-                    .collect();
+                let shows = |i: usize| {
+                    catalog.tools[i].in_v1 && catalog.access.shows(Some(principal), Item::Tool(i))
+                };
+                let shown = super::visible(&catalog.tools, shows, |t| &t.definition);
                 Step::Reply(encode_result(id, &shown))
             }
         }),
@@ -188,13 +183,8 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
         Operation::ListPrompts => no_params(method, params).map(|()| match principal {
             None => Step::Reply(encode_result(id, &*lists.prompt_list)),
             Some(principal) => {
-                let shown: Vec<&PromptDefinition> = catalog
-                    .prompts
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| catalog.access.shows(Some(principal), Item::Prompt(*i)))
-                    .map(|(_, p)| &p.definition)
-                    .collect();
+                let shows = |i| catalog.access.shows(Some(principal), Item::Prompt(i));
+                let shown = super::visible(&catalog.prompts, shows, |p| &p.definition);
                 Step::Reply(encode_result(id, &shown))
             }
         }),

@@ -724,21 +724,19 @@ fn sse(body: McpBody) -> Response<McpBody> {
 /// endpoint is taken; `429` with `Retry-After` when the principal holds
 /// its most.
 fn too_many_streams(why: &quota::NoSlot) -> Response<McpBody> {
-    let mut response = match why {
-        quota::NoSlot::Endpoint => plain(
+    match why {
+        quota::NoSlot::Endpoint => retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many streams are open; try again later",
+            "1",
         ),
-        quota::NoSlot::Principal => plain(
+        quota::NoSlot::Principal => retry_later(
             StatusCode::TOO_MANY_REQUESTS,
             "you hold as many open streams as one client may \
              (max_streams_per_principal); close one, or try again later",
+            "1",
         ),
-    };
-    response
-        .headers_mut()
-        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    response
+    }
 }
 
 impl McpService {
@@ -817,6 +815,15 @@ impl McpService {
     fn stream_slot(&self, caller: &Caller) -> Result<quota::StreamSlot, quota::NoSlot> {
         quota::StreamSlot::take(&self.0.streams, &self.0.stream_quota, caller)
     }
+}
+
+/// A refusal to try again after `seconds`: [`plain`] with `Retry-After`.
+fn retry_later(status: StatusCode, text: &str, seconds: &'static str) -> Response<McpBody> {
+    let mut response = plain(status, text);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static(seconds));
+    response
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<McpBody> {

@@ -17,13 +17,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{ACCEPT, HeaderName, HeaderValue, RETRY_AFTER};
+use http::header::{ACCEPT, HeaderName, HeaderValue};
 use http::request::Parts;
 use http::{Response, StatusCode};
 
 use super::body::McpBody;
 use super::sessions::{First, HttpSession, Refused};
-use super::{McpService, PROTOCOL_VERSION, json, plain, sse};
+use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
 use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
 use crate::error::RpcError;
 use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
@@ -194,25 +194,19 @@ impl McpService {
         let session = match self.0.sessions.create(&self.0.server, &self.0.stop, caller) {
             Ok(session) => session,
             Err(Refused::Full) => {
-                let mut response = plain(
+                return retry_later(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too many sessions are open; try again later",
+                    "5",
                 );
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-                return response;
             }
             Err(Refused::PrincipalFull) => {
-                let mut response = plain(
+                return retry_later(
                     StatusCode::TOO_MANY_REQUESTS,
                     "you hold as many sessions as one client may (max_sessions_per_principal): \
                      end one with DELETE, or try again later",
+                    "5",
                 );
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-                return response;
             }
             Err(Refused::NoRandom) => {
                 return plain(
@@ -363,14 +357,11 @@ impl McpService {
         }
         let claim = stream_claim();
         if !self.0.sessions.claim_get(&session.id, &claim).await {
-            let mut response = plain(
+            return retry_later(
                 StatusCode::CONFLICT,
                 "this session's stream is already open (on another process of the deployment)",
+                "5",
             );
-            response
-                .headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-            return response;
         }
         let Some(events) = session.open_get() else {
             return plain(
