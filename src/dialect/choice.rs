@@ -42,7 +42,7 @@ impl Dialect {
     /// `server/discover` and has not initialized: then every request but
     /// `initialize` and `ping` is a 2026-07-28 one (whose `_meta` must say
     /// its version and capabilities), not a request before the handshake.
-    pub(crate) fn of_request(
+    pub(super) fn of_request(
         self,
         method: &str,
         params: Option<&RawValue>,
@@ -66,7 +66,7 @@ impl Dialect {
 
     /// Whether serving `method` in this dialect, before the handshake,
     /// makes the connection one that discovered the 2026-07-28 revision.
-    pub(crate) fn discovers(self, method: &str) -> bool {
+    pub(super) fn discovers(self, method: &str) -> bool {
         self == Self::Revision2026 && method == model_context::methods::DISCOVER
     }
 }

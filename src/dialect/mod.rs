@@ -176,6 +176,11 @@ pub(crate) trait SessionState {
     fn over_http(&self) -> bool;
     /// The Model Context Protocol client, once initialized.
     fn client(&self) -> Option<&ClientInfo>;
+    /// Whether the connection was served `server/discover` (2026-07-28)
+    /// before any `initialize`.
+    fn discovered(&self) -> bool;
+    /// Whether the client subscribed to any resource.
+    fn subscribes(&self) -> bool;
 }
 
 /// What a dialect asks its session to record, returned with a reply.
@@ -194,6 +199,9 @@ pub(crate) enum Change {
         /// Subscribe (`true`) or unsubscribe.
         on: bool,
     },
+    /// The connection was served `server/discover` before any
+    /// `initialize`: its requests read as 2026-07-28 from now on.
+    Discovered,
 }
 
 /// Which protocols a server speaks
@@ -279,6 +287,26 @@ pub(crate) struct Request<'r> {
     pub(crate) principal: Option<&'r Principal>,
 }
 
+/// A request as its dialect read it ([`Dialect::route`]): everything the
+/// session needs to serve it, so that it asks the dialect nothing more
+/// until the work's end is encoded.
+pub(crate) struct Routed {
+    /// The dialect the request speaks — its session's, or the 2026-07-28
+    /// revision's for such a request on a Model Context Protocol
+    /// connection — in which its errors and its end are encoded.
+    pub(crate) dialect: Dialect,
+    /// The items it was read against, which its job keeps.
+    pub(crate) listing: Arc<Listing>,
+    /// How it is served.
+    pub(crate) step: Step,
+    /// Its name in trace lines (MCP v1.0's `$/logTrace`; empty otherwise).
+    pub(crate) trace_name: &'static str,
+    /// Whether the changes its work fires go out as caused by it, before
+    /// its reply: the Model Context Protocol's stream rule, for a session
+    /// that subscribed to something.
+    pub(crate) captures_causes: bool,
+}
+
 /// How a request is served.
 pub(crate) enum Step {
     /// The reply is known at once.
@@ -289,21 +317,16 @@ pub(crate) enum Step {
     /// The reply is known at once, and the session records this first.
     Record(Vec<u8>, Change),
     /// The reply needs async work; `progress` is the request's
-    /// `_meta.progressToken`.
+    /// `_meta.progressToken`, `round` what a 2026-07-28 request declared
+    /// and answered with it.
     Run {
         work: Work,
         progress: Option<Box<RawValue>>,
+        round: Option<std::sync::Arc<crate::round_trip::RoundTrip>>,
     },
     /// A 2026-07-28 `subscriptions/listen`: a stream of the changes the
     /// filter opts in to, until the client closes or cancels it.
     Listen(revision_2026::Filter),
-    /// The same, in a round of a 2026-07-28 request: what the client
-    /// declared and answered with it.
-    Round {
-        work: Work,
-        progress: Option<Box<RawValue>>,
-        round: std::sync::Arc<crate::round_trip::RoundTrip>,
-    },
 }
 
 /// How a request's work ended.
@@ -356,12 +379,48 @@ impl Dialect {
         }
     }
 
-    /// Serves a request in `phase`: its admission by the handshake rules,
-    /// then `initialize` or the method table, read against the items of
-    /// `listing` (which the request's job then keeps). The one way into a
-    /// dialect for a request; its end leaves through
-    /// [`encode_end`](Self::encode_end).
+    /// Reads a request in `phase`: which dialect it speaks (§2 of
+    /// docs/architecture.md), its admission by that dialect's handshake
+    /// rules, then `initialize` or the method table, against the items
+    /// served now. The one way into a dialect for a request; its end leaves
+    /// through [`encode_end`](Self::encode_end).
     pub(crate) fn route(
+        self,
+        session: &impl SessionState,
+        phase: Phase,
+        request: Request<'_>,
+    ) -> Routed {
+        let before_handshake = phase == Phase::AwaitingInitialize;
+        let method = request.method;
+        let dialect = self.of_request(
+            method,
+            request.params,
+            request.call.as_ref(),
+            before_handshake && session.discovered(),
+        );
+        let listing = session.server().listing();
+        let mut step = dialect.step(session, &listing, phase, request);
+        if before_handshake
+            && dialect.discovers(method)
+            && let Step::Reply(reply) = step
+        {
+            step = Step::Record(reply, Change::Discovered);
+        }
+        let trace_name = match &step {
+            Step::Run { work, .. } => self.trace_name(work),
+            _ => "",
+        };
+        Routed {
+            dialect,
+            listing,
+            step,
+            trace_name,
+            captures_causes: self == Self::ModelContext && session.subscribes(),
+        }
+    }
+
+    /// How a request of this dialect is served in `phase`.
+    fn step(
         self,
         session: &impl SessionState,
         listing: &Listing,
@@ -466,13 +525,6 @@ impl Dialect {
         self == Self::McpV1
     }
 
-    /// Whether the changes a request fires are sent as caused by it, before
-    /// its reply (the Model Context Protocol's stream rule); MCP v1.0 sends
-    /// them to every session alike.
-    pub(crate) fn captures_causes(self) -> bool {
-        self == Self::ModelContext
-    }
-
     /// What this dialect sends its client on a tool's behalf, or `None`
     /// when it carries nothing back (MCP v1.0).
     pub(crate) fn to_client(self) -> Option<&'static ToClient> {
@@ -506,7 +558,7 @@ impl Dialect {
 
     /// The name of a request in this dialect's trace lines (MCP v1.0's
     /// `$/logTrace`); the Model Context Protocol has none.
-    pub(crate) fn trace_name(self, work: &Work) -> &'static str {
+    fn trace_name(self, work: &Work) -> &'static str {
         match self {
             Self::McpV1 => v1::trace_name(work),
             Self::ModelContext | Self::Revision2026 => "",

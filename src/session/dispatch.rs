@@ -16,7 +16,7 @@ use super::listen::{Listener, Listening};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
-use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Step, TraceLevel};
+use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Routed, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{self, Incoming, RequestId};
@@ -114,12 +114,6 @@ pub(crate) fn dispatch(
         } => {
             // The clock is read only when trace lines need it.
             let started = shared.trace_on().then(Instant::now);
-            let before_handshake = phase == Phase::AwaitingInitialize;
-            let discovered = before_handshake && shared.discovered();
-            let dialect = dialect.of_request(&method, params, call.as_ref(), discovered);
-            if before_handshake && dialect.discovers(&method) {
-                shared.set_discovered();
-            }
             let serving = Serving {
                 shared,
                 dialect,
@@ -219,7 +213,6 @@ fn serve(
         ));
     }
     let shared = serving.shared;
-    let listing = shared.server.listing();
     let request = Request {
         id: &serving.id,
         method: serving.method,
@@ -227,7 +220,15 @@ fn serve(
         call,
         principal,
     };
-    match serving.dialect.route(&**shared, &listing, phase, request) {
+    let Routed {
+        dialect,
+        listing,
+        step,
+        trace_name,
+        captures_causes,
+    } = serving.dialect.route(&**shared, phase, request);
+    let serving = Serving { dialect, ..serving };
+    match step {
         Step::Reply(reply) => Dispatched::Reply(serving.answered(reply)),
         Step::Initialized(reply, change) => {
             shared.record(change);
@@ -247,7 +248,21 @@ fn serve(
             shared.record(change);
             Dispatched::Reply(serving.answered(reply))
         }
-        Step::Run { work, progress } => run(serving, caller, (listing, work, progress, None)),
+        Step::Run {
+            work,
+            progress,
+            round,
+        } => {
+            let planned = Planned {
+                listing,
+                work,
+                progress,
+                round,
+                trace_name,
+                captures_causes,
+            };
+            run(serving, caller, planned)
+        }
         Step::Listen(filter) => {
             let listening = Listening {
                 id: serving.id,
@@ -257,45 +272,41 @@ fn serve(
             };
             Dispatched::Run(Job::listening(listening, caller))
         }
-        Step::Round {
-            work,
-            progress,
-            round,
-        } => run(serving, caller, (listing, work, progress, Some(round))),
     }
 }
 
 /// What a request's job is made of: the items it was dispatched with,
-/// its work, its progress token and its round (2026-07-28).
-type Planned = (
-    Arc<Listing>,
-    crate::engine::Work,
-    Option<Box<RawValue>>,
-    Option<Arc<crate::round_trip::RoundTrip>>,
-);
+/// its work, its progress token, its round (2026-07-28), and what its
+/// dialect said of it ([`Routed`]).
+struct Planned {
+    listing: Arc<Listing>,
+    work: crate::engine::Work,
+    progress: Option<Box<RawValue>>,
+    round: Option<Arc<crate::round_trip::RoundTrip>>,
+    trace_name: &'static str,
+    captures_causes: bool,
+}
 
 /// The job of a request whose reply needs work (one place makes jobs, so
 /// that making one is inlined here), or its refusal for want of scopes.
-fn run(
-    serving: Serving<'_>,
-    caller: &Caller,
-    (listing, work, progress, round): Planned,
-) -> Dispatched {
-    let catalog = &listing.catalog;
-    if let Some(needed) = operation::refused(catalog, &work, caller.principal.as_deref()) {
+fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
+    let catalog = &planned.listing.catalog;
+    if let Some(needed) = operation::refused(catalog, &planned.work, caller.principal.as_deref()) {
         return serving.forbidden(needed);
     }
     let run = Run {
         dialect: serving.dialect,
-        progress,
+        progress: planned.progress,
         started: serving.started,
-        round,
+        round: planned.round,
+        trace_name: planned.trace_name,
+        captures_causes: planned.captures_causes,
     };
     Dispatched::Run(Job::new(
         serving.shared,
-        listing,
+        planned.listing,
         serving.id,
-        work,
+        planned.work,
         run,
         caller,
     ))

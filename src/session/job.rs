@@ -38,13 +38,16 @@ type Running = Pin<Box<dyn Future<Output = Outcome> + Send>>;
 const POLLED_AFTER_ITS_END: &str = "the request's work was polled after it ended";
 
 /// How a job runs, besides its work: as `dialect` encodes it, with the
-/// request's progress token, the time it was read (if trace is on), and
-/// its round (a 2026-07-28 request).
+/// request's progress token, the time it was read (if trace is on), its
+/// round (a 2026-07-28 request), its name in trace lines and whether the
+/// changes it fires are captured as caused by it.
 pub(crate) struct Run {
     pub(crate) dialect: Dialect,
     pub(crate) progress: Option<Box<RawValue>>,
     pub(crate) started: Option<Instant>,
     pub(crate) round: Option<Arc<RoundTrip>>,
+    pub(crate) trace_name: &'static str,
+    pub(crate) captures_causes: bool,
 }
 
 /// A request whose reply needs async work.
@@ -108,6 +111,8 @@ impl Job {
             progress,
             started,
             round,
+            trace_name: method,
+            captures_causes,
         } = run;
         let catalog = &listing.catalog;
         let limit = work.time_limit(catalog);
@@ -125,12 +130,10 @@ impl Job {
             private: caller.principal.is_some(),
             listing: listing.clone(),
         };
-        let method = shared.dialect.trace_name(&work);
         // A change a tool of this session fires goes on the request's
         // stream (docs/model-context.md §5): capture it, when the session could
         // want it at all.
-        let cause = (shared.dialect.captures_causes() && !shared.subscriptions.is_empty())
-            .then(|| Cause::new(shared.push_number()));
+        let cause = captures_causes.then(|| Cause::new(shared.push_number()));
         let mut job = Job {
             dialect,
             method,

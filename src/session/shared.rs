@@ -355,16 +355,6 @@ impl Shared {
         self.observed(Observed::State);
     }
 
-    /// Whether the connection was served `server/discover` (2026-07-28)
-    /// before any `initialize`.
-    pub(crate) fn discovered(&self) -> bool {
-        self.discovered.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_discovered(&self) {
-        self.discovered.store(true, Ordering::Relaxed);
-    }
-
     /// Past the handshake: notifications of the server's own may be sent.
     pub(crate) fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
@@ -420,6 +410,14 @@ impl SessionState for Shared {
     fn client(&self) -> Option<&ClientInfo> {
         self.client.get()
     }
+
+    fn discovered(&self) -> bool {
+        self.discovered.load(Ordering::Relaxed)
+    }
+
+    fn subscribes(&self) -> bool {
+        !self.subscriptions.is_empty()
+    }
 }
 
 impl Shared {
@@ -430,8 +428,13 @@ impl Shared {
             self.observed(Observed::Subscription { uri, on: *on });
             return;
         }
+        // (Whether a connection discovered the 2026-07-28 revision is its
+        // own: no other copy of its session reads it.)
+        let saved = !matches!(change, Change::Discovered);
         self.restore(change);
-        self.observed(Observed::State);
+        if saved {
+            self.observed(Observed::State);
+        }
     }
 
     /// Applies `change` as [`record`](Self::record) does, but tells the
@@ -444,6 +447,7 @@ impl Shared {
             Change::Trace(value) => self.set_trace(value),
             Change::LogLevel(level) => self.set_log_level(level),
             Change::Subscription { uri, on } => self.subscriptions.set(&uri, on),
+            Change::Discovered => self.discovered.store(true, Ordering::Relaxed),
         }
     }
 }

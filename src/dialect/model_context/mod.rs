@@ -520,6 +520,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
                             uri: p.uri.into_owned(),
                         },
                         progress: None,
+                        round: None,
                     }
                 } else {
                     Step::Reply(not_found(revision, id, &p.uri))
@@ -610,6 +611,7 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
     Ok(Step::Run {
         work: Work::CallTool { tool, arguments },
         progress: progress.and_then(RawText::to_raw_value),
+        round: None,
     })
 }
 
@@ -641,6 +643,7 @@ fn get_prompt(
     Ok(Step::Run {
         work: Work::GetPrompt { prompt, arguments },
         progress: None,
+        round: None,
     })
 }
 
@@ -716,6 +719,7 @@ fn complete(
             item,
         })),
         progress: None,
+        round: None,
     })
 }
 

@@ -218,12 +218,12 @@ fn prepare(
         }
         // (The table has no listen.)
         Step::Listen(filter) => Step::Listen(filter),
-        Step::Run { work, progress } | Step::Round { work, progress, .. } => {
+        Step::Run { work, progress, .. } => {
             let round = RoundTrip::new(declared.capabilities, declared.log_level, answers, binding);
-            Step::Round {
+            Step::Run {
                 work,
                 progress,
-                round: Arc::new(round),
+                round: Some(Arc::new(round)),
             }
         }
     })

@@ -191,6 +191,7 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
         Operation::ListResources => no_params(method, params).map(|()| Step::Run {
             work: Work::ListResources,
             progress: None,
+            round: None,
         }),
         Operation::ExecuteTool => match call {
             Some(ToolCall::V1(read)) => execute(catalog, read),
@@ -262,6 +263,7 @@ fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcErro
     Ok(Step::Run {
         work: Work::CallTool { tool, arguments },
         progress: None,
+        round: None,
     })
 }
 
