@@ -31,6 +31,7 @@ use clawmcp::prompt::{
     MessageRole, Prompt, PromptArgument, PromptArguments, PromptMessage, prompt_fn,
 };
 use clawmcp::resource::BinaryResource;
+use clawmcp::task::TaskSupport;
 use clawmcp::template::resource_template;
 use clawmcp::tool::rich_tool_fn;
 use clawmcp::transport::HttpConfig;
@@ -292,7 +293,7 @@ fn build() -> Result<Server, clawmcp::BuildError> {
         },
     )?;
 
-    Server::builder()
+    let builder = Server::builder()
         .name("clawmcp-conformance")
         .version(env!("CARGO_PKG_VERSION"))
         // Tools, in the reference's order.
@@ -929,5 +930,110 @@ fn build() -> Result<Server, clawmcp::BuildError> {
             "arg1",
             vec!["paris", "park", "party"],
         )
-        .build()
+        ;
+    task_fixtures(builder).build()
+}
+
+/// The tasks extension's fixtures (2026-07-28): `greet` answers in its
+/// request; the others run as tasks when the request declares the
+/// extension (`failing_job` only as one).
+fn task_fixtures(builder: clawmcp::ServerBuilder) -> clawmcp::ServerBuilder {
+    let string = |name: &str| json!({"type": "object", "properties": {name: {"type": "string"}}});
+    let confirm =
+        || Elicitation::new("Confirm?").field("confirm", json!({"type": "boolean"}), true);
+    builder
+        .tool(rich_tool_fn(
+            tool("greet", "Greets someone, at once", string("name")),
+            |args: Value, _ctx: ToolContext| async move {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or("World");
+                Ok(ToolOutput::text(format!("Hello, {name}!")))
+            },
+        ))
+        .tool(
+            rich_tool_fn(
+                tool(
+                    "slow_compute",
+                    "Sleeps `seconds` seconds, then answers",
+                    json!({"type": "object", "properties": {
+                        "seconds": {"type": "number", "minimum": 0},
+                        "label": {"type": "string"}}}),
+                ),
+                |args: Value, ctx: ToolContext| async move {
+                    let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
+                    let label = args.get("label").and_then(Value::as_str).unwrap_or("");
+                    ctx.set_status_message(format!("computing {label}")).await;
+                    tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 3600.0))).await;
+                    Ok(ToolOutput::text(format!("Computed {label} in {seconds}s")))
+                },
+            )
+            .with_task_support(TaskSupport::Optional),
+        )
+        .tool(
+            rich_tool_fn(
+                tool("failing_job", "Fails after a second", no_arguments()),
+                |_args: Value, _ctx: ToolContext| async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Err::<ToolOutput, _>(ToolError::new("the job failed, as it always does"))
+                },
+            )
+            .with_task_support(TaskSupport::Required),
+        )
+        .tool(
+            rich_tool_fn(
+                tool(
+                    "protocol_error_job",
+                    "Ends in a protocol error",
+                    no_arguments(),
+                ),
+                |_args: Value, _ctx: ToolContext| async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if std::hint::black_box(true) {
+                        panic!("protocol_error_job fails at the protocol level");
+                    }
+                    Ok(ToolOutput::text("unreachable"))
+                },
+            )
+            .with_task_support(TaskSupport::Optional),
+        )
+        .tool(
+            rich_tool_fn(
+                tool(
+                    "confirm_delete",
+                    "Asks before deleting a file",
+                    string("filename"),
+                ),
+                move |args: Value, ctx: ToolContext| async move {
+                    let file = args
+                        .get("filename")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned();
+                    let answer = ctx.elicit(confirm()).await?;
+                    Ok(ToolOutput::text(format!(
+                        "Deleted {file}: {}",
+                        describe(&answer)
+                    )))
+                },
+            )
+            .with_task_support(TaskSupport::Optional),
+        )
+        .tool(
+            rich_tool_fn(
+                tool("multi_input", "Asks two questions at once", no_arguments()),
+                move |_args: Value, ctx: ToolContext| async move {
+                    let name = Elicitation::new("Your name?").field(
+                        "name",
+                        json!({"type": "string"}),
+                        true,
+                    );
+                    let (first, second) = tokio::join!(ctx.elicit(name), ctx.elicit(confirm()));
+                    Ok(ToolOutput::text(format!(
+                        "Got {} and {}",
+                        describe(&first?),
+                        describe(&second?)
+                    )))
+                },
+            )
+            .with_task_support(TaskSupport::Optional),
+        )
 }

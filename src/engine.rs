@@ -16,4 +16,4 @@ mod quick_check_tests;
 pub(crate) mod validate;
 
 pub(crate) use catalog::{Catalog, CompletionRef};
-pub(crate) use operation::{Arguments, Done, Failure, Work};
+pub(crate) use operation::{Arguments, Done, Failure, TaskOp, TaskWork, Work};

@@ -90,10 +90,11 @@
 //!    whoever speaks them, who sent a request, and one round of a
 //!    2026-07-28 request.
 //! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
-//!    `completion`, `bus`, `handle`): what a server author implements or
-//!    builds — tools and their [`ToolContext`], typed tools, resources,
-//!    prompts — the [`ServerHandle`] they announce changes through, and
-//!    the bus that carries those to the deployment's other processes.
+//!    `completion`, `bus`, `handle`, `task`): what a server author
+//!    implements or builds — tools and their [`ToolContext`], typed tools,
+//!    resources, prompts — the [`ServerHandle`] they announce changes
+//!    through, the bus that carries those to the deployment's other
+//!    processes, and the store of tasks.
 //! 4. **engine** (`engine`): the registry of compiled items, schema
 //!    validation, and the neutral operations every dialect maps onto.
 //! 5. **dialect** (`dialect`): each protocol as a table of params readers
@@ -145,6 +146,7 @@ mod round_trip;
 pub mod server;
 mod session;
 pub mod state;
+pub mod task;
 pub mod template;
 #[cfg(test)]
 mod test_rng;

@@ -264,6 +264,7 @@ pub struct ServerBuilder {
     state_keys: Vec<[u8; 32]>,
     state_ttl: Duration,
     cache: CacheHints,
+    tasks: crate::task::TaskSettings,
 }
 
 impl Default for ServerBuilder {
@@ -297,6 +298,7 @@ impl Default for ServerBuilder {
             extensions: serde_json::Map::new(),
             state_keys: Vec::new(),
             state_ttl: DEFAULT_STATE_TTL,
+            tasks: crate::task::TaskSettings::default(),
             cache: CacheHints {
                 lists: DEFAULT_LIST_TTL,
                 reads: Duration::ZERO,
@@ -525,6 +527,39 @@ impl ServerBuilder {
         self
     }
 
+    /// Where tasks are kept ([`crate::task`]): by default
+    /// [`MemoryTaskStore`](crate::task::MemoryTaskStore), this process's
+    /// memory. A store the deployment's processes share lets any of them
+    /// read, answer and cancel a task.
+    pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
+        self.tasks.store = Arc::new(store);
+        self
+    }
+
+    /// How long an ended task is kept for `tasks/get` (default one hour;
+    /// `None`: for as long as the store lives). Its `ttlMs` counts from its
+    /// creation and grows when it ends, so that it says when the task goes.
+    pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.tasks.ttl = ttl;
+        self
+    }
+
+    /// How often clients are asked to poll a task (`pollIntervalMs`,
+    /// default 500 ms).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.tasks.poll_interval = interval;
+        self
+    }
+
+    /// The most tasks one principal holds at once, running or kept
+    /// (default 100, at least 1; without OAuth every caller is one
+    /// principal). A call past it is refused with `-32600`, naming the
+    /// bound.
+    pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
+        self.tasks.max_per_owner = tasks.max(1);
+        self
+    }
+
     /// The longest URI a session may subscribe to, in bytes (default
     /// 2 KiB). A longer one is refused with `-32602`, naming the limit.
     pub fn max_uri_length(mut self, bytes: usize) -> Self {
@@ -701,6 +736,7 @@ impl ServerBuilder {
                 state_ttl: self.state_ttl,
                 cache: self.cache,
             },
+            tasks: self.tasks,
         });
         let served: Arc<dyn crate::handle::Served> = inner.clone();
         inner.handle.set_served(Arc::downgrade(&served));

@@ -18,6 +18,7 @@ mod push;
 mod reader;
 mod shared;
 mod slots;
+mod task;
 
 pub(crate) use dispatch::{Alone, alone};
 #[cfg(feature = "http")]

@@ -250,6 +250,7 @@ pub struct TypedTool {
     metadata: ToolMetadata,
     time_limit: Option<Duration>,
     may_block: bool,
+    task_support: crate::task::TaskSupport,
     /// The function, its argument and output types erased.
     function: Box<dyn TypedCall>,
 }
@@ -314,6 +315,7 @@ where
         metadata: ToolMetadata::default(),
         time_limit: None,
         may_block: false,
+        task_support: crate::task::TaskSupport::Never,
         function: Box::new(Typed {
             handler,
             _types: PhantomData,
@@ -344,6 +346,34 @@ impl TypedTool {
         self
     }
 
+    /// Sets whether a call may run as a task ([`Tool::task_support`]):
+    /// a long build, a crawl, a human's approval.
+    ///
+    /// ```
+    /// use clawmcp::task::TaskSupport;
+    /// use clawmcp::{ToolError, typed_tool};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Build { target: String }
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Built { artifact: String }
+    ///
+    /// async fn build(args: Build) -> Result<Built, ToolError> {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     Ok(Built { artifact: format!("{}.tar.gz", args.target) })
+    /// }
+    ///
+    /// let tool = typed_tool("mcp://ci/tools/build:v1", "build", "Builds a target.", build)
+    ///     .with_task_support(TaskSupport::Optional);
+    /// # let _ = clawmcp::Server::builder().tool(tool).build().unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_task_support(mut self, support: crate::task::TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
     /// The definition as it will be listed, e.g. to adjust a derived schema.
     pub fn definition_mut(&mut self) -> &mut ToolDefinition {
         &mut self.definition
@@ -366,6 +396,7 @@ impl std::fmt::Debug for TypedTool {
             .field("definition", &self.definition)
             .field("time_limit", &self.time_limit)
             .field("may_block", &self.may_block)
+            .field("task_support", &self.task_support)
             .finish_non_exhaustive()
     }
 }
@@ -392,6 +423,10 @@ impl Tool for TypedTool {
 
     fn may_block(&self) -> bool {
         self.may_block
+    }
+
+    fn task_support(&self) -> crate::task::TaskSupport {
+        self.task_support
     }
 
     fn needs_state(&self) -> Vec<StateType> {

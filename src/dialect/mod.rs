@@ -46,6 +46,7 @@ pub(crate) use listing::{Blueprint, Listings};
 #[cfg(feature = "http")]
 pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods, supported_over_http};
 pub(crate) use revision_2026::seal::{StateKeys, keys_from_hex};
+pub(crate) use revision_2026::tasks::is_method as is_task_method;
 pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};
 /// The 2026-07-28 revision's `_meta` keys and its listen method.
 #[cfg(feature = "http")]
@@ -93,6 +94,8 @@ pub(crate) struct ServerInner {
     pub(crate) handle: ServerHandle,
     /// The 2026-07-28 revision's keys and hints.
     pub(crate) revision_2026: revision_2026::Revision2026Settings,
+    /// Where tasks are kept, and for how long.
+    pub(crate) tasks: crate::task::TaskSettings,
 }
 
 /// Capabilities announced even without items of their kind.
@@ -318,11 +321,13 @@ pub(crate) enum Step {
     Record(Vec<u8>, Change),
     /// The reply needs async work; `progress` is the request's
     /// `_meta.progressToken`, `round` what a 2026-07-28 request declared
-    /// and answered with it.
+    /// and answered with it; `as_task` says the work runs as a task (its
+    /// request is answered once the task exists).
     Run {
         work: Work,
         progress: Option<Box<RawValue>>,
         round: Option<std::sync::Arc<crate::round_trip::RoundTrip>>,
+        as_task: bool,
     },
     /// A 2026-07-28 `subscriptions/listen`: a stream of the changes the
     /// filter opts in to, until the client closes or cancels it.

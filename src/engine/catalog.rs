@@ -40,6 +40,8 @@ pub(crate) struct CompiledTool {
     pub(crate) typed: Option<Arc<crate::typed::TypedTool>>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) may_block: bool,
+    /// Whether a call may run as a task.
+    pub(crate) task_support: crate::task::TaskSupport,
     pub(crate) input: Validator,
     pub(crate) output: Validator,
     /// The input schema's quick check, for a tool that reads its arguments
@@ -192,6 +194,7 @@ impl Catalog {
                 lists_output: validate::is_object_schema(&definition.output_schema),
                 time_limit: tool.time_limit().or(default_time_limit),
                 may_block: tool.may_block(),
+                task_support: tool.task_support(),
                 quick_input: quick_check(&definition.input_schema).filter(|_| reads_text),
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),

@@ -15,10 +15,11 @@ use super::validate::{check_arguments, check_output};
 use crate::completion::{Complete, Completion, CompletionContext};
 use crate::content::{ResourceContents, ToolOutput, output_not_json};
 use crate::definition::ResourceDefinition;
-use crate::error::{ErrorCode, ToolError};
+use crate::error::{ErrorCode, RpcError, ToolError};
 use crate::jsonrpc::ArgumentsText;
 use crate::principal::Principal;
 use crate::prompt::{PromptArguments, PromptMessage};
+use crate::task::{TaskSignal, TaskState, TaskStore};
 use crate::tool::{CallFailure, Calling, LazyContext, ToolContext};
 
 /// Async work for one request.
@@ -37,6 +38,27 @@ pub(crate) enum Work {
     /// Asks a completer (boxed: completions are rare, and every other
     /// work is smaller).
     Complete(Box<Completing>),
+    /// Reads or signals a task (`tasks/get`, `tasks/update`,
+    /// `tasks/cancel`).
+    Task(Box<TaskWork>),
+}
+
+/// What a `tasks/*` request does with a task of `owner`'s, in `store`.
+pub(crate) struct TaskWork {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) task_id: String,
+    pub(crate) owner: String,
+    pub(crate) op: TaskOp,
+}
+
+/// What is done with a task.
+pub(crate) enum TaskOp {
+    /// Read it.
+    Get,
+    /// Hand these answers to its questions to the process running it.
+    Update(serde_json::Map<String, Value>),
+    /// Ask the process running it to stop it.
+    Cancel,
 }
 
 /// A completion to ask for: a completer of `item`'s (a prompt's argument
@@ -90,6 +112,12 @@ pub(crate) enum Done {
     /// A subscription stream (2026-07-28 `subscriptions/listen`) ended
     /// because the server shuts down.
     SubscriptionEnded,
+    /// A task was created for the request; its work runs on.
+    TaskCreated(Box<TaskState>),
+    /// A task, as `tasks/get` read it.
+    Task(Box<TaskState>),
+    /// A signal was handed on (`tasks/update`, `tasks/cancel`).
+    Acknowledged,
 }
 
 /// Why work failed.
@@ -108,6 +136,8 @@ pub(crate) enum Failure {
     /// A 2026-07-28 round stopped the work: it asked the client questions
     /// the round has no answers for (`round_trip`).
     InputRequired,
+    /// A protocol error, worded already (an unknown task, say).
+    Rpc(RpcError),
 }
 
 impl Work {
@@ -150,7 +180,8 @@ pub(crate) fn refused<'a>(
         Work::GetPrompt { prompt, .. } => Item::Prompt(*prompt),
         Work::Complete(completing) => completing.item,
         Work::ReadResource { uri } => return refused_uri(catalog, uri, principal),
-        Work::ListResources => return None,
+        // (A task's tool is known once it is read: `task_op` checks.)
+        Work::ListResources | Work::Task(_) => return None,
     };
     refused_item(catalog, item, principal?)
 }
@@ -252,7 +283,48 @@ async fn perform_item(
                 what: "the completer".into(),
                 error,
             }),
+        Work::Task(work) => task_op(catalog, *work, principal).await,
     }
+}
+
+/// Reads a task, or hands a signal to the process running it. A task of
+/// another owner's is not found, as one that never existed; one whose tool
+/// `principal` may no longer call is refused as the call would be.
+async fn task_op(
+    catalog: &Catalog,
+    work: TaskWork,
+    principal: Option<&Principal>,
+) -> Result<Done, Failure> {
+    let TaskWork {
+        store,
+        task_id,
+        owner,
+        op,
+    } = work;
+    let failed = |e: crate::task::TaskError| Failure::Rpc(RpcError::internal(e.to_string()));
+    let found = match crate::task::is_task_id(&task_id) {
+        true => store.get(&task_id).await.map_err(failed)?,
+        false => None,
+    };
+    let Some(task) = found.filter(|t| t.owner == owner) else {
+        return Err(Failure::Rpc(RpcError::invalid_params(format!(
+            "Failed to retrieve task: Task not found: {task_id} (unknown, expired, or not yours)"
+        ))));
+    };
+    if let (Some(&tool), Some(principal)) = (catalog.tool_names.get(task.tool.as_str()), principal)
+        && let Some(needed) = refused_item(catalog, Item::Tool(tool), principal)
+    {
+        return Err(Failure::Rpc(RpcError::insufficient_scope(needed)));
+    }
+    let signal = match op {
+        TaskOp::Get => return Ok(Done::Task(Box::new(task))),
+        // An ended task hears nothing more: the ack is the same.
+        _ if task.status.is_terminal() => return Ok(Done::Acknowledged),
+        TaskOp::Update(responses) => TaskSignal::Answers { responses },
+        TaskOp::Cancel => TaskSignal::Cancel,
+    };
+    store.signal(&task_id, signal).await.map_err(failed)?;
+    Ok(Done::Acknowledged)
 }
 
 fn internal(why: &str) -> Failure {

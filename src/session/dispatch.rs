@@ -252,8 +252,10 @@ fn serve(
             work,
             progress,
             round,
+            as_task,
         } => {
             let planned = Planned {
+                as_task,
                 listing,
                 work,
                 progress,
@@ -279,6 +281,7 @@ fn serve(
 /// its work, its progress token, its round (2026-07-28), and what its
 /// dialect said of it ([`Routed`]).
 struct Planned {
+    as_task: bool,
     listing: Arc<Listing>,
     work: crate::engine::Work,
     progress: Option<Box<RawValue>>,
@@ -293,6 +296,19 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
     let catalog = &planned.listing.catalog;
     if let Some(needed) = operation::refused(catalog, &planned.work, caller.principal.as_deref()) {
         return serving.forbidden(needed);
+    }
+    if planned.as_task {
+        let start = super::task::Start {
+            listing: planned.listing,
+            work: planned.work,
+            round: planned.round,
+        };
+        return Dispatched::Run(super::task::starting(
+            serving.shared,
+            serving.id,
+            start,
+            caller,
+        ));
     }
     let run = Run {
         dialect: serving.dialect,

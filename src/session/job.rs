@@ -197,6 +197,46 @@ impl Job {
         }
     }
 
+    /// A job whose work is `work`, made already: a task's start, or a
+    /// task's tool call (`tool`, with its time limit), stopped by `cancel`.
+    pub(crate) fn of_work<F>(
+        listing: Arc<Listing>,
+        id: RequestId,
+        dialect: Dialect,
+        caller: &Caller,
+        (tool, cancel): (Option<usize>, Option<Cancellation>),
+        work: F,
+    ) -> Self
+    where
+        F: Future<Output = Result<Done, Failure>> + Send + 'static,
+    {
+        let limit = tool.and_then(|i| listing.catalog.tools.get(i)?.time_limit);
+        Job {
+            dialect,
+            method: "",
+            may_block: false,
+            cause: None,
+            info: JobInfo {
+                tool,
+                limit,
+                round: None,
+                private: caller.principal.is_some(),
+                listing,
+            },
+            id,
+            cancel,
+            started: None,
+            caller: caller.clone(),
+            stage: Stage::Running(running(work, None)),
+        }
+    }
+
+    /// Runs the job to its end on `shared` (which must outlive it), in
+    /// this task: the reply its dialect encodes, if any.
+    pub(crate) async fn run_to_end(self, shared: Arc<Shared>) -> Handled {
+        self.run(shared).await
+    }
+
     /// Whether the job is a listen stream, not started.
     pub(crate) fn is_listen(&self) -> bool {
         matches!(self.stage, Stage::Listen(_))

@@ -178,6 +178,18 @@ impl Shared {
         Self::new(server, out.into(), dialect)
     }
 
+    /// A session state for work that runs detached from any request (a
+    /// task): nothing reads its outbox, which stays open while the
+    /// receiver returned with it lives, so the work is never stopped as if
+    /// its client had gone.
+    pub(crate) fn unread(
+        server: Arc<ServerInner>,
+        dialect: Dialect,
+    ) -> (Self, mpsc::Receiver<Outgoing>) {
+        let (out, unread) = mpsc::channel(1);
+        (Self::new(server, out.into(), dialect), unread)
+    }
+
     /// Sends one message; dropped (and logged) when the transport is gone.
     /// While the outbox has room (the common case) the message is handed
     /// over at once, and the future returned is a few bytes: it waits

@@ -87,6 +87,10 @@ pub(crate) trait ClientLink: Send + Sync + fmt::Debug {
 
     /// The capabilities the client declared, once it did.
     fn client_capabilities(&self) -> Option<Value>;
+
+    /// Says what the work is doing now (a task's `statusMessage`); nothing
+    /// where the request carries no status.
+    async fn status(&self, _message: String) {}
 }
 
 /// What a context is made of besides its request's own parts: the
@@ -441,6 +445,15 @@ impl ToolContext {
     /// Protocol); `None` in MCP v1.0 and before `initialize`.
     pub fn client_capabilities(&self) -> Option<Value> {
         self.link.as_ref()?.client_capabilities()
+    }
+
+    /// Says what the call is doing now, for a call that runs as a task
+    /// ([`crate::task`]): its `statusMessage`, which `tasks/get` shows.
+    /// Nothing happens for a call answered in its own request.
+    pub async fn set_status_message(&self, message: impl Into<String>) {
+        if let Some(link) = &self.link {
+            link.status(message.into()).await;
+        }
     }
 
     /// The link, when it can carry `request` now.

@@ -93,6 +93,14 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether a call may run as a task (the tasks extension, for
+    /// 2026-07-28 requests; [`crate::task`]): never (the default), when the
+    /// request declares the extension, or always. The tool's code is the
+    /// same either way.
+    fn task_support(&self) -> crate::task::TaskSupport {
+        crate::task::TaskSupport::Never
+    }
+
     /// The state types ([`ServerBuilder::state`](crate::ServerBuilder::state))
     /// the tool needs: `build()` fails when one was not registered. Typed
     /// tools declare theirs; default: none.
@@ -153,6 +161,7 @@ where
         metadata: ToolMetadata::default(),
         function,
         may_block: false,
+        task_support: crate::task::TaskSupport::Never,
         _future: PhantomData,
     }
 }
@@ -192,6 +201,7 @@ where
         metadata: ToolMetadata::default(),
         function,
         may_block: false,
+        task_support: crate::task::TaskSupport::Never,
         _future: PhantomData,
     }
 }
@@ -202,6 +212,7 @@ pub struct FnTool<F, Fut> {
     metadata: ToolMetadata,
     function: F,
     may_block: bool,
+    task_support: crate::task::TaskSupport,
     _future: PhantomData<fn() -> Fut>,
 }
 
@@ -217,6 +228,13 @@ impl<F, Fut> FnTool<F, Fut> {
     #[must_use]
     pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
         self.metadata = metadata;
+        self
+    }
+
+    /// Sets whether a call may run as a task ([`Tool::task_support`]).
+    #[must_use]
+    pub fn with_task_support(mut self, support: crate::task::TaskSupport) -> Self {
+        self.task_support = support;
         self
     }
 }
@@ -242,5 +260,9 @@ where
 
     fn may_block(&self) -> bool {
         self.may_block
+    }
+
+    fn task_support(&self) -> crate::task::TaskSupport {
+        self.task_support
     }
 }

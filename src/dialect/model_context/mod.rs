@@ -311,8 +311,24 @@ impl Lists {
         let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
         let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
         // 2026-07-28 hears of the same changes through
-        // `subscriptions/listen` streams.
-        let revision_2026 = capabilities.clone();
+        // `subscriptions/listen` streams, and offers tasks when a tool runs
+        // as one.
+        let mut revision_2026 = capabilities.clone();
+        if catalog
+            .tools
+            .iter()
+            .any(|t| t.task_support != crate::task::TaskSupport::Never)
+        {
+            let extensions = revision_2026
+                .entry("extensions")
+                .or_insert_with(|| json!({}));
+            if let Some(extensions) = extensions.as_object_mut() {
+                extensions.insert(
+                    crate::dialect::revision_2026::tasks::EXTENSION.into(),
+                    json!({}),
+                );
+            }
+        }
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
@@ -521,6 +537,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
                         },
                         progress: None,
                         round: None,
+                        as_task: false,
                     }
                 } else {
                     Step::Reply(not_found(revision, id, &p.uri))
@@ -612,6 +629,7 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
         work: Work::CallTool { tool, arguments },
         progress: progress.and_then(RawText::to_raw_value),
         round: None,
+        as_task: false,
     })
 }
 
@@ -644,6 +662,7 @@ fn get_prompt(
         work: Work::GetPrompt { prompt, arguments },
         progress: None,
         round: None,
+        as_task: false,
     })
 }
 
@@ -720,6 +739,7 @@ fn complete(
         })),
         progress: None,
         round: None,
+        as_task: false,
     })
 }
 
@@ -788,7 +808,11 @@ pub(crate) fn encode_end_in(
                     },
                 )
             }
-            Done::Resources(_) | Done::SubscriptionEnded => error(
+            Done::Resources(_)
+            | Done::SubscriptionEnded
+            | Done::TaskCreated(_)
+            | Done::Task(_)
+            | Done::Acknowledged => error(
                 Some(id),
                 &RpcError::internal("an operation this protocol does not have"),
             ),
@@ -818,6 +842,7 @@ pub(crate) fn encode_end_in(
             Failure::Item { what, error: e } => {
                 error(Some(id), &RpcError::internal(format!("{what} failed: {e}")))
             }
+            Failure::Rpc(e) => error(Some(id), &e),
         },
         // The client cancelled it (or is gone): no response at all.
         Ended::Stopped(CancelReason::Client | CancelReason::Gone) => return None,

@@ -22,6 +22,7 @@
 //!   client did not declare fails the request with `-32021`.
 
 pub(crate) mod seal;
+pub(crate) mod tasks;
 
 use crate::dialect::Listing;
 use crate::handle::{ListKind, Push};
@@ -185,9 +186,20 @@ fn prepare(
     match method {
         methods::DISCOVER => return Ok(Step::Reply(discover(server, listing, id))),
         LISTEN => {
+            tasks::check_listen(id, params, &declared.capabilities)?;
             return filter(listing, &server.limits, params, principal)
                 .map(Step::Listen)
                 .map_err(|e| error(Some(id), &e));
+        }
+        method if tasks::is_method(method) => {
+            return tasks::route(
+                server,
+                id,
+                method,
+                params,
+                principal,
+                &declared.capabilities,
+            );
         }
         _ => {}
     }
@@ -219,11 +231,13 @@ fn prepare(
         // (The table has no listen.)
         Step::Listen(filter) => Step::Listen(filter),
         Step::Run { work, progress, .. } => {
+            let as_task = tasks::for_call(listing, &work, &declared.capabilities, id)?;
             let round = RoundTrip::new(declared.capabilities, declared.log_level, answers, binding);
             Step::Run {
                 work,
                 progress,
                 round: Some(Arc::new(round)),
+                as_task,
             }
         }
     })
@@ -506,6 +520,19 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Ve
 /// item is what the method acts on: the URI a `resources/read` reads, the
 /// name a `tools/call` or `prompts/get` calls (any other member is not
 /// part of it, so it cannot stand in for the item).
+/// Who a request's state and tasks belong to: the token's issuer, subject
+/// and client; empty without a token.
+fn owner_of(principal: Option<&Principal>) -> String {
+    principal.map_or_else(String::new, |p| {
+        format!(
+            "{}\u{0}{}\u{0}{}",
+            p.issuer(),
+            p.subject().unwrap_or_default(),
+            p.client_id().unwrap_or_default()
+        )
+    })
+}
+
 fn binding(
     method: &str,
     envelope: &Envelope<'_>,
@@ -528,14 +555,7 @@ fn binding(
             )
         }
     };
-    let owner = principal.map_or_else(String::new, |p| {
-        format!(
-            "{}\u{0}{}\u{0}{}",
-            p.issuer(),
-            p.subject().unwrap_or_default(),
-            p.client_id().unwrap_or_default()
-        )
-    });
+    let owner = owner_of(principal);
     Binding {
         method: method.to_owned(),
         item: item.to_owned(),
@@ -641,6 +661,18 @@ fn finish_as(
     cache: Option<Cache>,
     subscription: Option<&RequestId>,
 ) -> Vec<u8> {
+    finish_with(server, reply, cache, subscription, Some("complete"))
+}
+
+/// [`finish_as`], writing `resultType` as `result_type` (`None`: the
+/// result has its own).
+fn finish_with(
+    server: &ServerInner,
+    reply: Vec<u8>,
+    cache: Option<Cache>,
+    subscription: Option<&RequestId>,
+    result_type: Option<&str>,
+) -> Vec<u8> {
     const RESULT: &[u8] = br#","result":{"#;
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(RESULT));
@@ -650,7 +682,11 @@ fn finish_as(
     let open = at + RESULT.len();
     let mut out = Vec::with_capacity(reply.len() + 160);
     out.extend_from_slice(&reply[..open]);
-    out.extend_from_slice(br#""resultType":"complete","#);
+    if let Some(result_type) = result_type {
+        out.extend_from_slice(br#""resultType":""#);
+        out.extend_from_slice(result_type.as_bytes());
+        out.extend_from_slice(br#"","#);
+    }
     if let Some(cache) = cache {
         write_cache(&mut out, cache);
     }
@@ -727,8 +763,31 @@ pub(crate) fn encode_end(
     ended: Ended,
     job: &JobInfo,
 ) -> Option<Vec<u8>> {
-    if matches!(ended, Ended::Finished(Ok(Done::SubscriptionEnded))) {
-        return Some(subscription_ended(server, id));
+    match &ended {
+        Ended::Finished(Ok(Done::SubscriptionEnded)) => {
+            return Some(subscription_ended(server, id));
+        }
+        // (Written whole: its `resultType` is `task`.)
+        Ended::Finished(Ok(Done::TaskCreated(task))) => {
+            return Some(finish_with(
+                server,
+                tasks::created(id, task),
+                None,
+                None,
+                None,
+            ));
+        }
+        Ended::Finished(Ok(Done::Task(task))) => {
+            return Some(finish(server, tasks::detailed(id, task), None));
+        }
+        Ended::Finished(Ok(Done::Acknowledged)) => {
+            return Some(finish(
+                server,
+                crate::jsonrpc::encode_result(id, &json!({})),
+                None,
+            ));
+        }
+        _ => {}
     }
     if let Some(round) = job.round.as_deref() {
         let missing = round.missing();

@@ -192,6 +192,7 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
             work: Work::ListResources,
             progress: None,
             round: None,
+            as_task: false,
         }),
         Operation::ExecuteTool => match call {
             Some(ToolCall::V1(read)) => execute(catalog, read),
@@ -264,6 +265,7 @@ fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcErro
         work: Work::CallTool { tool, arguments },
         progress: None,
         round: None,
+        as_task: false,
     })
 }
 
@@ -339,6 +341,7 @@ fn failure_error(failure: Failure) -> RpcError {
         }
         // (Only a 2026-07-28 round stops for input.)
         Failure::InputRequired => RpcError::internal("a request waited for a round trip"),
+        Failure::Rpc(e) => e,
     }
 }
 

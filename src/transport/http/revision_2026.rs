@@ -62,6 +62,8 @@ struct Mirrored<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     uri: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow, rename = "_meta")]
     meta: Option<MetaVersion<'a>>,
     #[serde(default, borrow)]
@@ -240,6 +242,7 @@ impl McpService {
             (Some(ToolCall::ModelContext(p)), _) => Mirrored {
                 name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
                 uri: None,
+                task_id: None,
                 meta: p.meta.as_ref().map(|m| MetaVersion {
                     version: m.protocol_version,
                     progress: m.progress_token,
@@ -284,6 +287,8 @@ impl McpService {
         let named = match method.as_ref() {
             methods::TOOLS_CALL | methods::PROMPTS_GET => mirrored.name.as_deref(),
             methods::RESOURCES_READ => mirrored.uri.as_deref(),
+            // (So that a balancer can route a task's requests by its id.)
+            method if crate::dialect::is_task_method(method) => mirrored.task_id.as_deref(),
             _ => None,
         };
         if let Some(body_name) = named {

@@ -1,0 +1,373 @@
+//! A task's life in this process (the tasks extension, docs/model-context.md
+//! §8): the request that starts it is answered once the task is in the
+//! store; its tool call then runs detached from that request, to its end,
+//! which the store records. The call's questions to the client
+//! (`ctx.elicit` and the like) put the task in `input_required` and wait,
+//! in the same running call, for the answers a `tasks/update` brings; a
+//! `tasks/cancel` fires its cancellation. Signals reach this process
+//! through the store, whichever process the client sent them to.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::job::Job;
+use super::shared::Shared;
+use crate::client::{ClientError, LogLevel};
+use crate::dialect::{Dialect, Listing, ServerInner};
+use crate::engine::operation::{self, Arguments};
+use crate::engine::{Done, Failure, Work};
+use crate::error::RpcError;
+use crate::handle::ServerHandle;
+use crate::jsonrpc::RequestId;
+use crate::principal::Caller;
+use crate::round_trip::RoundTrip;
+use crate::task::{TaskError, TaskSignal, TaskState, TaskStatus};
+use crate::tool::{
+    CancelReason, Cancellation, ClientLink, ClientRequest, ContextSource, LazyContext,
+};
+
+/// What a task is started with: the items its request was read against,
+/// its work (a tool call) and what its request declared.
+pub(crate) struct Start {
+    pub(crate) listing: Arc<Listing>,
+    pub(crate) work: Work,
+    pub(crate) round: Option<Arc<RoundTrip>>,
+}
+
+/// The job of a request answered with a task: it creates the task in the
+/// store, starts its call, and ends with the task as created.
+pub(crate) fn starting(shared: &Arc<Shared>, id: RequestId, start: Start, caller: &Caller) -> Job {
+    let listing = start.listing.clone();
+    let work = create(shared.server.clone(), start, caller.clone());
+    Job::of_work(
+        listing,
+        id,
+        Dialect::Revision2026,
+        caller,
+        (None, None),
+        work,
+    )
+}
+
+/// Creates the task (a `tasks/get` anywhere finds it once this returns),
+/// then runs its call in a task of its own.
+async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Result<Done, Failure> {
+    let Work::CallTool { tool, arguments } = start.work else {
+        return Err(Failure::Rpc(RpcError::internal(
+            "only a tool call runs as a task",
+        )));
+    };
+    let settings = &server.tasks;
+    let name = start
+        .listing
+        .catalog
+        .tools
+        .get(tool)
+        .map(|t| t.definition.name.clone())
+        .unwrap_or_default();
+    let (owner, capabilities) = match &start.round {
+        Some(round) => (round.binding().owner.clone(), round.capabilities().clone()),
+        None => (String::new(), Map::new()),
+    };
+    let task =
+        TaskState::new(owner, name, settings.ttl, settings.poll_interval).ok_or_else(|| {
+            Failure::Rpc(RpcError::internal(
+                "the system gave no random numbers for a task id",
+            ))
+        })?;
+    // Heard before the task exists, so that no signal is missed.
+    let signals = settings.store.listen(&task.task_id);
+    settings
+        .store
+        .create(&task, settings.max_per_owner)
+        .await
+        .map_err(|e| {
+            Failure::Rpc(match e {
+                TaskError::TooMany(_) => RpcError::invalid_request(e.to_string()),
+                TaskError::Store(_) => RpcError::internal(e.to_string()),
+            })
+        })?;
+    let runner = Arc::new(Runner {
+        server: server.clone(),
+        task: Mutex::new(task.clone()),
+        waiting: Mutex::new(HashMap::new()),
+        keys: Mutex::new(HashSet::new()),
+        unnamed: AtomicUsize::new(0),
+        capabilities,
+        saving: tokio::sync::Mutex::new(()),
+    });
+    let call = Call {
+        listing: start.listing,
+        tool,
+        arguments,
+        caller,
+    };
+    tokio::spawn(runner.run(call, signals));
+    Ok(Done::TaskCreated(Box::new(task)))
+}
+
+/// A task's tool call.
+struct Call {
+    listing: Arc<Listing>,
+    tool: usize,
+    arguments: Arguments,
+    caller: Caller,
+}
+
+/// A task this process runs: its state, the questions its call waits on,
+/// and what its request declared.
+struct Runner {
+    server: Arc<ServerInner>,
+    task: Mutex<TaskState>,
+    /// The answer each outstanding question waits for, by key.
+    waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// Every key asked so far: a key is never used twice in a task's life.
+    keys: Mutex<HashSet<String>>,
+    unnamed: AtomicUsize,
+    /// The client capabilities its request declared.
+    capabilities: Map<String, Value>,
+    /// Held while a state is saved, so that the last save carries the
+    /// newest state.
+    saving: tokio::sync::Mutex<()>,
+}
+
+impl Runner {
+    /// Runs the call to its end (or its cancellation), hearing the task's
+    /// signals meanwhile, and records how it ended.
+    async fn run(self: Arc<Self>, call: Call, mut signals: mpsc::UnboundedReceiver<TaskSignal>) {
+        let task_id = self.lock().task_id.clone();
+        let id = RequestId::String(task_id.as_str().into());
+        let (shared, _unread) = Shared::unread(self.server.clone(), Dialect::Revision2026);
+        let span = tracing::debug_span!("task", task_id = %task_id);
+        let mut cancel = None;
+        let mut progress = None;
+        let source = TaskSource(self.clone());
+        let ctx = LazyContext::of_parts(
+            &id,
+            &mut cancel,
+            &source,
+            &span,
+            &mut progress,
+            &call.caller,
+        )
+        .get();
+        let cancel = cancel.unwrap_or_default();
+        let work =
+            operation::call_tool(call.listing.clone(), call.tool, call.arguments, ctx, false);
+        let job = Job::of_work(
+            call.listing,
+            id,
+            Dialect::Revision2026,
+            &call.caller,
+            (Some(call.tool), Some(cancel.clone())),
+            work,
+        );
+        let running = job.run_to_end(Arc::new(shared));
+        tokio::pin!(running);
+        let handled = loop {
+            tokio::select! {
+                handled = &mut running => break handled,
+                Some(signal) = signals.recv() => match signal {
+                    TaskSignal::Answers { responses } => self.answer(responses).await,
+                    TaskSignal::Cancel => cancel.cancel(CancelReason::Client),
+                },
+            }
+        };
+        self.end(handled.reply.as_deref()).await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
+        self.task.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Saves the task's state as it is now.
+    async fn save(&self) {
+        let _saving = self.saving.lock().await;
+        let task = self.lock().clone();
+        if let Err(e) = self.server.tasks.store.put(&task).await {
+            tracing::warn!(task_id = %task.task_id, "a task's state was not saved: {e}");
+        }
+    }
+
+    /// Hands the answers to the questions they answer; the task works
+    /// again once none is outstanding. Answers to no outstanding question
+    /// are ignored.
+    async fn answer(&self, responses: Map<String, Value>) {
+        let changed = {
+            let mut task = self.lock();
+            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut changed = false;
+            for (key, answer) in responses {
+                if let Some(waits) = waiting.remove(&key) {
+                    task.input_requests.remove(&key);
+                    let _ = waits.send(answer);
+                    changed = true;
+                }
+            }
+            if changed && task.input_requests.is_empty() {
+                task.set_status(TaskStatus::Working, None);
+            }
+            changed
+        };
+        if changed {
+            self.save().await;
+        }
+    }
+
+    /// Records how the call ended: its reply's result (`completed`) or
+    /// error (`failed`), or none (`cancelled`).
+    async fn end(&self, reply: Option<&[u8]>) {
+        #[derive(Deserialize)]
+        struct Reply {
+            #[serde(default)]
+            result: Option<Value>,
+            #[serde(default)]
+            error: Option<Value>,
+        }
+        let ended = reply.map(|bytes| {
+            serde_json::from_slice::<Reply>(bytes).unwrap_or(Reply {
+                result: None,
+                error: Some(json!({"code": -32603, "message": "the call's reply did not read"})),
+            })
+        });
+        {
+            let ttl = self.server.tasks.ttl;
+            let mut task = self.lock();
+            match ended {
+                None => task.set_status(TaskStatus::Cancelled, ttl),
+                Some(Reply {
+                    result: Some(result),
+                    ..
+                }) => {
+                    task.result = Some(result);
+                    task.set_status(TaskStatus::Completed, ttl);
+                }
+                Some(Reply { error, .. }) => {
+                    let error =
+                        error.unwrap_or_else(|| json!({"code": -32603, "message": "no result"}));
+                    task.status_message = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    task.error = Some(error);
+                    task.set_status(TaskStatus::Failed, ttl);
+                }
+            }
+        }
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.save().await;
+    }
+}
+
+/// What a task's context is made from: the server's handle and the task's
+/// link.
+struct TaskSource(Arc<Runner>);
+
+impl ContextSource for TaskSource {
+    fn handle(&self) -> &ServerHandle {
+        &self.0.server.handle
+    }
+
+    fn link(&self, _progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>> {
+        Some(Arc::new(TaskLink(self.0.clone())))
+    }
+}
+
+/// A task's way back to its client: questions surface in `tasks/get` and
+/// wait for `tasks/update`; no progress or log lines (the extension
+/// carries none).
+struct TaskLink(Arc<Runner>);
+
+impl std::fmt::Debug for TaskLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TaskLink").finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientLink for TaskLink {
+    async fn progress(&self, _: &RequestId, _: f64, _: Option<f64>, _: Option<&str>) {}
+
+    fn logs(&self, _level: LogLevel) -> bool {
+        false
+    }
+
+    async fn log(&self, _: &RequestId, _: LogLevel, _: Box<RawValue>) {}
+
+    fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
+        let capability = request.capability();
+        if self.0.capabilities.contains_key(capability) {
+            Ok(())
+        } else {
+            Err(ClientError::CapabilityMissing(capability))
+        }
+    }
+
+    async fn ask(
+        &self,
+        _related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        key: Option<&str>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError> {
+        self.can_ask(request)?;
+        let runner = &self.0;
+        let key = {
+            let mut keys = runner.keys.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut key = key.map_or_else(
+                || format!("input-{}", runner.unnamed.fetch_add(1, Ordering::Relaxed)),
+                str::to_owned,
+            );
+            // A key names one question in a task's whole life.
+            while keys.contains(&key) {
+                key = format!("{key}-{}", runner.unnamed.fetch_add(1, Ordering::Relaxed));
+            }
+            keys.insert(key.clone());
+            key
+        };
+        let method = Dialect::Revision2026
+            .to_client()
+            .map_or("", |to_client| (to_client.method)(request));
+        let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+        let (tx, answered) = oneshot::channel();
+        {
+            let mut task = runner.lock();
+            task.input_requests
+                .insert(key.clone(), json!({"method": method, "params": params}));
+            task.set_status(TaskStatus::InputRequired, None);
+            runner
+                .waiting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key, tx);
+        }
+        runner.save().await;
+        tokio::select! {
+            answer = answered => answer.map_err(|_| ClientError::Gone),
+            () = cancel.cancelled() => Err(ClientError::Cancelled),
+        }
+    }
+
+    fn client_capabilities(&self) -> Option<Value> {
+        Some(Value::Object(self.0.capabilities.clone()))
+    }
+
+    async fn status(&self, message: String) {
+        {
+            let mut task = self.0.lock();
+            task.status_message = Some(message);
+            task.last_updated_at_ms = crate::task::now_ms();
+        }
+        self.0.save().await;
+    }
+}

@@ -1,0 +1,431 @@
+//! Tasks: tool calls that outlive the request that started them (the
+//! Model Context Protocol's `io.modelcontextprotocol/tasks` extension, for
+//! 2026-07-28 requests).
+//!
+//! A tool says whether it may run as a task ([`Tool::task_support`]):
+//! never (the default), when the request allows it, or always. When a
+//! `tools/call` declares the extension in its `_meta` client capabilities
+//! and the tool supports tasks, the server answers at once with a task
+//! (`resultType: "task"`) and runs the tool detached from the request; the
+//! client polls `tasks/get`, answers the tool's questions with
+//! `tasks/update` and stops it with `tasks/cancel`. The tool's code does
+//! not change: [`ToolContext::elicit`](crate::ToolContext::elicit) and the
+//! like put the task in `input_required` until the answer comes, and
+//! resume the same running call.
+//!
+//! Tasks are kept in a [`TaskStore`]: [`MemoryTaskStore`] (the default)
+//! keeps them in this process.
+//!
+//! [`Tool::task_support`]: crate::Tool::task_support
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+/// Whether a tool may run as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskSupport {
+    /// Never: every call is answered in its request. The default.
+    #[default]
+    Never,
+    /// When the request declares the tasks extension: such a call always
+    /// gets a task, any other is answered in its request.
+    Optional,
+    /// Always: a request that does not declare the extension is refused
+    /// (`-32021`, naming the extension).
+    Required,
+}
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The tool runs.
+    Working,
+    /// The tool waits for the client's answers to its questions.
+    InputRequired,
+    /// The tool returned a result (`isError: true` included).
+    Completed,
+    /// The call ended with a JSON-RPC error.
+    Failed,
+    /// The call was cancelled before it ended.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Whether the task has ended (completed, failed or cancelled).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// A task as its store keeps it: what `tasks/get` shows, and whom it
+/// belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    /// Its id: 32 lowercase hex digits (128 random bits).
+    pub task_id: String,
+    /// Who created it: the token's issuer, subject and client, empty
+    /// without a token. Only the same owner sees it.
+    pub owner: String,
+    /// The name of the tool it runs.
+    pub tool: String,
+    /// Its status.
+    pub status: TaskStatus,
+    /// What the tool last said of its state, if anything.
+    pub status_message: Option<String>,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When it last changed, in milliseconds since the Unix epoch.
+    pub last_updated_at_ms: u64,
+    /// How long after its creation it may be deleted, in milliseconds
+    /// (`None`: never). Extended when the task ends, so that an ended task
+    /// is kept for the server's time to live from its end.
+    pub ttl_ms: Option<u64>,
+    /// How often the client should poll, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// The questions outstanding, by key: `{"method", "params"}` each.
+    pub input_requests: Map<String, Value>,
+    /// The call's result object, once `completed`.
+    pub result: Option<Value>,
+    /// The call's JSON-RPC error object, once `failed`.
+    pub error: Option<Value>,
+}
+
+impl TaskState {
+    /// A new working task of `owner`'s running `tool`, kept `ttl` after
+    /// it ends; `None` when the system has no random numbers for its id.
+    pub fn new(
+        owner: String,
+        tool: String,
+        ttl: Option<Duration>,
+        poll_interval: Duration,
+    ) -> Option<Self> {
+        let now = now_ms();
+        Some(Self {
+            task_id: new_task_id()?,
+            owner,
+            tool,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: now,
+            last_updated_at_ms: now,
+            ttl_ms: ttl.map(duration_ms),
+            poll_interval_ms: duration_ms(poll_interval).max(1),
+            input_requests: Map::new(),
+            result: None,
+            error: None,
+        })
+    }
+
+    /// When the store may delete it (milliseconds since the epoch), if
+    /// ever: never while it runs.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        if !self.status.is_terminal() {
+            return None;
+        }
+        self.ttl_ms
+            .map(|ttl| self.created_at_ms.saturating_add(ttl))
+    }
+
+    /// Moves it to `status` now; an ended task's time to live is extended
+    /// to count from its end.
+    pub fn set_status(&mut self, status: TaskStatus, ttl: Option<Duration>) {
+        let now = now_ms();
+        self.status = status;
+        self.last_updated_at_ms = now;
+        if status.is_terminal() {
+            self.input_requests.clear();
+            self.ttl_ms = ttl.map(|ttl| {
+                now.saturating_sub(self.created_at_ms)
+                    .saturating_add(duration_ms(ttl))
+            });
+        }
+    }
+}
+
+/// What a client's `tasks/update` or `tasks/cancel` asks of the process
+/// running a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum TaskSignal {
+    /// Answers to outstanding questions, by key.
+    Answers {
+        /// The answers.
+        responses: Map<String, Value>,
+    },
+    /// Stop the call.
+    Cancel,
+}
+
+/// Why a task store could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The owner has as many tasks as it may.
+    #[error("this caller holds {0} tasks, the most it may: wait for one to end")]
+    TooMany(usize),
+    /// The store itself failed (its backend is unreachable, say).
+    #[error("the task store failed: {0}")]
+    Store(String),
+}
+
+/// Where tasks are kept, and how a signal reaches the process running a
+/// task. A store shared by a deployment's processes lets any process read
+/// a task and signal it.
+///
+/// ```
+/// use clawmcp::task::{MemoryTaskStore, TaskState, TaskStore};
+/// use std::time::Duration;
+///
+/// # tokio_test_block_on(async {
+/// let store = MemoryTaskStore::new();
+/// let task = TaskState::new(String::new(), "build".into(), Some(Duration::from_secs(60)), Duration::from_secs(1))
+///     .expect("the system's random numbers");
+/// store.create(&task, 10).await.expect("room for a task");
+/// let read = store.get(&task.task_id).await.expect("the store works");
+/// assert_eq!(read, Some(task));
+/// # });
+/// # fn tokio_test_block_on(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[async_trait::async_trait]
+pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
+    /// Saves a new task, unless its owner holds `most` tasks already.
+    /// Returns once a [`get`](Self::get) anywhere finds it.
+    async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError>;
+
+    /// The task with this id, if it exists (and has not expired).
+    async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError>;
+
+    /// Saves a task's new state (from the process running it).
+    async fn put(&self, task: &TaskState) -> Result<(), TaskError>;
+
+    /// Delivers `signal` to the process running the task, wherever it
+    /// runs; nothing when none runs it.
+    async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError>;
+
+    /// Where this process hears the signals for a task it runs, until the
+    /// receiver is dropped.
+    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal>;
+}
+
+/// The signals of the tasks this process runs, by task id.
+#[derive(Debug, Default)]
+pub struct Runners(Mutex<HashMap<String, mpsc::UnboundedSender<TaskSignal>>>);
+
+impl Runners {
+    /// Registers a runner for `task_id`.
+    pub fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut runners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        runners.retain(|_, tx| !tx.is_closed());
+        runners.insert(task_id.to_owned(), tx);
+        rx
+    }
+
+    /// Hands `signal` to the runner of `task_id` here, if there is one.
+    pub fn deliver(&self, task_id: &str, signal: TaskSignal) {
+        let runners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = runners.get(task_id) {
+            let _ = tx.send(signal);
+        }
+    }
+}
+
+/// Tasks kept in this process's memory: the default store. Ended tasks
+/// are deleted once their time to live has passed.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    tasks: Mutex<HashMap<String, TaskState>>,
+    runners: Runners,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Drops the tasks whose time to live has passed.
+    fn sweep(tasks: &mut HashMap<String, TaskState>) {
+        let now = now_ms();
+        tasks.retain(|_, t| t.expires_at_ms().is_none_or(|at| at > now));
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for MemoryTaskStore {
+    async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        Self::sweep(&mut tasks);
+        let held = tasks.values().filter(|t| t.owner == task.owner).count();
+        if held >= most {
+            return Err(TaskError::TooMany(most));
+        }
+        tasks.insert(task.task_id.clone(), task.clone());
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
+        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = now_ms();
+        Ok(tasks
+            .get(task_id)
+            .filter(|t| t.expires_at_ms().is_none_or(|at| at > now))
+            .cloned())
+    }
+
+    async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        tasks.insert(task.task_id.clone(), task.clone());
+        Ok(())
+    }
+
+    async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
+        self.runners.deliver(task_id, signal);
+        Ok(())
+    }
+
+    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        self.runners.listen(task_id)
+    }
+}
+
+/// How a server keeps and shows its tasks
+/// ([`ServerBuilder::task_store`](crate::ServerBuilder::task_store) and its
+/// neighbours).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskSettings {
+    pub(crate) store: Arc<dyn TaskStore>,
+    /// How long an ended task is kept (`None`: until the process ends).
+    pub(crate) ttl: Option<Duration>,
+    /// The polling interval suggested to clients.
+    pub(crate) poll_interval: Duration,
+    /// The most tasks one owner holds at once (running or kept).
+    pub(crate) max_per_owner: usize,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        Self {
+            store: Arc::new(MemoryTaskStore::new()),
+            ttl: Some(Duration::from_secs(3600)),
+            poll_interval: Duration::from_millis(500),
+            max_per_owner: 100,
+        }
+    }
+}
+
+/// A new task id: 128 bits from the operating system, in lowercase hex;
+/// `None` when it has no random numbers to give.
+fn new_task_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(hex::encode(bytes))
+}
+
+/// Whether `id` is written as this crate writes task ids.
+pub(crate) fn is_task_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Now, in milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, duration_ms)
+}
+
+/// `ms` milliseconds since the Unix epoch as ISO 8601 in UTC:
+/// `2026-12-03T19:04:05.123Z`.
+pub(crate) fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        ms % 1000
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601_in_utc() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_325_845_123), "2026-12-03T19:24:05.123Z");
+    }
+
+    #[test]
+    fn task_ids_are_128_random_bits_in_hex() {
+        let a = new_task_id().unwrap();
+        let b = new_task_id().unwrap();
+        assert!(is_task_id(&a) && is_task_id(&b));
+        assert_ne!(a, b);
+    }
+
+    #[tokio::test]
+    async fn an_ended_task_is_kept_for_its_time_to_live_from_its_end_then_deleted() {
+        let store = MemoryTaskStore::new();
+        let mut task = TaskState::new(
+            "me".into(),
+            "t".into(),
+            Some(Duration::ZERO),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        store.create(&task, 1).await.unwrap();
+        // A running task never expires.
+        assert!(store.get(&task.task_id).await.unwrap().is_some());
+        task.set_status(TaskStatus::Completed, Some(Duration::ZERO));
+        store.put(&task).await.unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(store.get(&task.task_id).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_owner_holds_at_most_the_bound_of_tasks() {
+        let store = MemoryTaskStore::new();
+        let ttl = Some(Duration::from_secs(60));
+        let first = TaskState::new("me".into(), "t".into(), ttl, Duration::from_secs(1)).unwrap();
+        store.create(&first, 1).await.unwrap();
+        let second = TaskState::new("me".into(), "t".into(), ttl, Duration::from_secs(1)).unwrap();
+        assert!(matches!(
+            store.create(&second, 1).await,
+            Err(TaskError::TooMany(1))
+        ));
+        let other = TaskState::new("you".into(), "t".into(), ttl, Duration::from_secs(1)).unwrap();
+        store.create(&other, 1).await.unwrap();
+    }
+}
