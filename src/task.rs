@@ -27,6 +27,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+/// The extension's name, as capabilities declare it.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// Whether a tool may run as a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskSupport {

@@ -323,10 +323,7 @@ impl Lists {
                 .entry("extensions")
                 .or_insert_with(|| json!({}));
             if let Some(extensions) = extensions.as_object_mut() {
-                extensions.insert(
-                    crate::dialect::revision_2026::tasks::EXTENSION.into(),
-                    json!({}),
-                );
+                extensions.insert(crate::task::EXTENSION.into(), json!({}));
             }
         }
         Self {

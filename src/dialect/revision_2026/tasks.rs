@@ -16,10 +16,7 @@ use crate::engine::{TaskOp, TaskWork, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RequestId, encode_error_with, encode_result};
 use crate::principal::Principal;
-use crate::task::{TaskState, TaskStatus, TaskSupport, iso8601};
-
-/// The extension's name, in capabilities.
-pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+use crate::task::{EXTENSION, TaskState, TaskStatus, TaskSupport, iso8601};
 
 /// Reads a task.
 pub(crate) const GET: &str = "tasks/get";
