@@ -49,6 +49,7 @@ use clawmcp::client::{ElicitAction, Elicitation};
 use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::definition::{ToolAnnotations, ToolMetadata};
 use clawmcp::prompt::{PromptArgument, PromptMessage, prompt_fn};
+use clawmcp::task::TaskSupport;
 use clawmcp::transport::HttpConfig;
 use clawmcp::typed_tool;
 use clawmcp::{Server, SharedResource, TextResource, ToolContext, ToolError};
@@ -463,7 +464,10 @@ fn build(
                     () = ctx.cancelled() => Err(ToolError::new("cancelled")),
                 }
             },
-        ))
+        )
+        // A 2026-07-28 request that declares the tasks extension gets a
+        // task for it: `tasks/get` until it completes.
+        .with_task_support(TaskSupport::Optional))
         .resource(TextResource::new(
             format!("{BASE}/resources/about.txt"),
             "about",
@@ -534,6 +538,9 @@ fn build(
                     })
                 },
             )
+            // As a task, the question waits in `inputRequests` until a
+            // `tasks/update` answers it.
+            .with_task_support(TaskSupport::Optional)
             .with_metadata(
                 ToolMetadata::new()
                     .title("Ask the user")

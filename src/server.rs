@@ -552,7 +552,7 @@ impl ServerBuilder {
     }
 
     /// The most tasks one principal holds at once, running or kept
-    /// (default 100, at least 1; without OAuth every caller is one
+    /// (default 1000, at least 1; without OAuth every caller is one
     /// principal). A call past it is refused with `-32600`, naming the
     /// bound.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {

@@ -320,7 +320,7 @@ impl Default for TaskSettings {
             store: Arc::new(MemoryTaskStore::new()),
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(500),
-            max_per_owner: 100,
+            max_per_owner: 1000,
         }
     }
 }
