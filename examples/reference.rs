@@ -15,7 +15,8 @@
 //! With `--redis URL` (feature `redis`) the processes that share that Redis
 //! server are one deployment: a change made on one (the last-write
 //! resource, a list change) reaches every stream on every process, and the
-//! last-write resource reads the same on all of them. Give them the same
+//! last-write resource reads the same on all of them, and any of them reads,
+//! answers and cancels any task (`sleep` and `ask`). Give them the same
 //! `CLAWMCP_STATE_KEYS` so that a 2026-07-28 retry can reach any of them.
 //! With `--oauth-issuer` (feature `oauth`) the HTTP endpoint is an OAuth
 //! resource server: every request needs a token of that issuer for the
@@ -138,8 +139,9 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     #[cfg(feature = "redis")]
     let builder = match &options.redis {
         Some(url) => {
-            tracing::info!(%url, "sharing announcements and contents through Redis");
-            builder.bus(clawmcp::bus::RedisBus::connect(url, "reference")?)
+            tracing::info!(%url, "sharing announcements, contents and tasks through Redis");
+            let bus = clawmcp::bus::RedisBus::connect(url, "reference")?;
+            builder.task_store(bus.task_store()).bus(bus)
         }
         None => builder,
     };

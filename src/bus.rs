@@ -22,6 +22,8 @@
 
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_tasks;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "redis")]
 pub use self::redis::{RedisBus, RedisBusError};
+#[cfg(feature = "redis")]
+pub use self::redis_tasks::RedisTaskStore;
 
 /// A list whose items changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -58,6 +58,8 @@ STOP_PATIENCE = 5.0  # how long a service gets to stop before SIGKILL
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
 KEYS = ",".join(["11" * 32, "22" * 32])
+TASK_META = dict(META, **{"io.modelcontextprotocol/clientCapabilities": {
+    "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}})
 SOCKETS = []  # the test's raw connections (streams), closed at the end
 
 
@@ -450,6 +452,37 @@ def stateless_headers(method, name=None):
     return h
 
 
+def task_call(port, tool, arguments, rid=50):
+    """A tools/call that declares the tasks extension: (upstream, task id)."""
+    body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments, "_meta": TASK_META}}
+    resp, reply = post(port, body, stateless_headers("tools/call", tool))
+    result = (reply or {}).get("result", {})
+    check(result.get("resultType") == "task" and result.get("taskId"),
+          f"a {tool} call on :{port} gets a task ({reply})")
+    return resp.getheader("X-Upstream"), result["taskId"]
+
+
+def task_request(port, method, task_id, extra=None, rid=60):
+    params = dict({"taskId": task_id, "_meta": TASK_META}, **(extra or {}))
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    _, reply = post(port, body, stateless_headers(method, task_id))
+    return reply
+
+
+def task_until(port, task_id, pred, what, patience=PATIENCE):
+    """Polls tasks/get on :port until pred(task) holds; the task."""
+    deadline = time.time() + patience
+    while True:
+        reply = task_request(port, "tasks/get", task_id)
+        task = (reply or {}).get("result")
+        if task is not None and pred(task):
+            return task
+        if time.time() >= deadline:
+            raise SystemExit(f"FAIL: {what} (last: {reply})")
+        time.sleep(0.1)
+
+
 def write(port, content, rid=1):
     """A file-writer call as a 2026-07-28 request: sets last-write."""
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
@@ -679,6 +712,37 @@ def main():
         check(second and second.get("result", {}).get("resultType") == "complete",
               f"its retry is served by C ({second})")
 
+        # 2b. Tasks: created through nginx, read, answered and cancelled on
+        # other processes than the one that runs them.
+        upstream, sleeping = task_call(d.nginx_port, "sleep", {"ms": 60000})
+        runner = int(upstream.rsplit(":", 1)[1])
+        others = [p for p in d.ports if p != runner]
+        for p in d.ports:
+            task_until(p, sleeping, lambda t: t["status"] == "working",
+                       f"the sleep task reads as working on :{p}")
+        print(f"ok: a task running on :{runner} reads as working on every process")
+        upstream, asking = task_call(d.nginx_port, "ask", {"question": "Ship it?"})
+        asker = int(upstream.rsplit(":", 1)[1])
+        elsewhere = [p for p in d.ports if p != asker]
+        waiting = task_until(elsewhere[0], asking, lambda t: t["status"] == "input_required",
+                             "the ask task waits for input, seen from another process")
+        key = next(iter(waiting["inputRequests"]))
+        ack = task_request(elsewhere[0], "tasks/update", asking, {"inputResponses": {
+            key: {"action": "accept", "content": {"yes": True}}}})
+        check(ack and ack.get("result", {}).get("resultType") == "complete",
+              f"tasks/update is acknowledged on :{elsewhere[0]} ({ack})")
+        done = task_until(elsewhere[1], asking, lambda t: t["status"] == "completed",
+                          "the answered task completes, seen from a third process")
+        check(done["result"]["structuredContent"]["yes"] is True,
+              f"the answer from another process reached the running call ({done})")
+        print(f"ok: a task on :{asker} answered through :{elsewhere[0]} completes")
+        ack = task_request(others[0], "tasks/cancel", sleeping)
+        check(ack and ack.get("result", {}).get("resultType") == "complete",
+              f"tasks/cancel is acknowledged on :{others[0]} ({ack})")
+        task_until(others[1], sleeping, lambda t: t["status"] == "cancelled",
+                   "the task cancelled through another process ends cancelled")
+        print(f"ok: a task on :{runner} cancelled through :{others[0]} ends cancelled")
+
         # 3. Redis down: requests go on; back: the gap is told, pushes resume.
         d.stop_redis()
         started = time.time()
@@ -804,12 +868,19 @@ def main():
         check(resp.status == 404 and time.time() - started < PATIENCE,
               f"a session no process knows gets a clean 404 ({resp.status})")
 
-        # 6. Everything else goes on.
-        for server in d.servers:
-            if server.poll() is None:
-                server.kill()
-                server.wait()
-                break  # a second process dies: one is left
+        # 6. Everything else goes on. A second process dies with a task
+        # running: the task fails, seen from the last one, within 10 s.
+        dying = next(i for i, p in enumerate(d.servers) if p.poll() is None)
+        _, orphan = task_call(d.ports[dying], "sleep", {"ms": 60000}, rid=70)
+        d.servers[dying].kill()
+        d.servers[dying].wait()
+        died = time.time()
+        last = next(i for i, p in enumerate(d.servers) if p.poll() is None)
+        failed = task_until(d.ports[last], orphan, lambda t: t["status"] != "working",
+                            "a task whose process died stops reading as working", patience=10)
+        check(failed["status"] == "failed" and failed.get("error", {}).get("code") == -32603,
+              f"it is failed with a JSON-RPC error ({failed})")
+        print(f"ok: a task whose process died reads as failed {time.time() - died:.1f}s later")
         for i in range(9):
             resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": 100 + i,
                                               "method": "tools/list", "params": {"_meta": META}},

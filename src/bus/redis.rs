@@ -133,6 +133,8 @@ return 0";
 
 /// How long a process's liveness key outlives its last renewal.
 const LIVENESS: Duration = Duration::from_secs(5);
+/// The same, in milliseconds (for the task store's scripts).
+pub(super) const LIVENESS_MS: u64 = 5000;
 /// How often a process renews its liveness key.
 const BEAT: Duration = Duration::from_secs(1);
 
@@ -356,6 +358,28 @@ impl Bus for RedisBus {
 }
 
 impl RedisBus {
+    /// The task store's names: the deployment's key prefix, and this
+    /// process's liveness key.
+    pub(super) fn task_names(&self) -> (String, String) {
+        let names = &self.0.names;
+        let prefix = names
+            .channel
+            .strip_suffix("changes")
+            .unwrap_or(&names.channel)
+            .to_owned();
+        (prefix, format!("{}{}", names.processes, self.0.origin))
+    }
+
+    /// The connection states are read and written on.
+    pub(super) async fn connection(&self) -> Result<::redis::aio::ConnectionManager, String> {
+        self.reader().await
+    }
+
+    /// The Redis client, for a subscription of its own.
+    pub(super) fn client(&self) -> ::redis::Client {
+        self.0.client.clone()
+    }
+
     /// The connection session states and claims are read on.
     async fn reader(&self) -> Result<::redis::aio::ConnectionManager, String> {
         let shared = &self.0;
