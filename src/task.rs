@@ -218,6 +218,31 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal>;
 }
 
+/// A store shared behind an `Arc` (to read it from outside the server,
+/// say) is a store.
+#[async_trait::async_trait]
+impl<T: TaskStore> TaskStore for Arc<T> {
+    async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
+        (**self).create(task, most).await
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
+        (**self).get(task_id).await
+    }
+
+    async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
+        (**self).put(task).await
+    }
+
+    async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
+        (**self).signal(task_id, signal).await
+    }
+
+    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        (**self).listen(task_id)
+    }
+}
+
 /// The signals of the tasks this process runs, by task id.
 #[derive(Debug, Default)]
 pub struct Runners(Mutex<HashMap<String, mpsc::UnboundedSender<TaskSignal>>>);
@@ -312,6 +337,8 @@ pub(crate) struct TaskSettings {
     pub(crate) poll_interval: Duration,
     /// The most tasks one owner holds at once (running or kept).
     pub(crate) max_per_owner: usize,
+    /// The tasks this process runs, waited for at shutdown.
+    pub(crate) running: tokio_util::task::TaskTracker,
 }
 
 impl Default for TaskSettings {
@@ -321,6 +348,7 @@ impl Default for TaskSettings {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(500),
             max_per_owner: 1000,
+            running: tokio_util::task::TaskTracker::new(),
         }
     }
 }

@@ -309,3 +309,36 @@ async fn a_principal_holds_at_most_the_bound_of_tasks() {
     let mut other = TestClient::connect_as(&server, true, bob).await;
     task_id(&call(&mut other, "slow", json!({"ms": 0}), true).await);
 }
+
+#[tokio::test]
+async fn at_shutdown_a_running_task_gets_the_grace_period_then_ends_failed() {
+    let store = Arc::new(clawmcp::task::MemoryTaskStore::new());
+    let slow = rich_tool_fn(def("slow"), |_args: Value, _ctx: ToolContext| async move {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok(ToolOutput::text("never"))
+    })
+    .with_task_support(TaskSupport::Optional);
+    let server = Server::builder()
+        .tool(slow)
+        .task_store(store.clone())
+        .shutdown_grace(Duration::from_millis(50))
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "slow", json!({}), true).await);
+    server.handle().shutdown();
+    let store: &dyn clawmcp::task::TaskStore = &*store;
+    for _ in 0..500 {
+        let task = store.get(&id).await.unwrap().expect("the task is kept");
+        if task.status.is_terminal() {
+            assert_eq!(task.status, clawmcp::task::TaskStatus::Failed, "{task:?}");
+            // (The Model Context Protocol answers shutdown -32603.)
+            let error = task.error.as_ref().expect("a failed task's error");
+            assert_eq!(error["code"], -32603, "{task:?}");
+            assert_eq!(task.status_message.as_deref(), Some("server shutting down"));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the task never ended after the grace period");
+}

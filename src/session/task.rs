@@ -108,7 +108,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         arguments,
         caller,
     };
-    tokio::spawn(runner.run(call, signals));
+    settings.running.spawn(runner.run(call, signals));
     Ok(Done::TaskCreated(Box::new(task)))
 }
 
@@ -170,9 +170,23 @@ impl Runner {
         );
         let running = job.run_to_end(Arc::new(shared));
         tokio::pin!(running);
+        // At shutdown the call gets the grace period, then ends `failed`
+        // (`-32005`), recorded.
+        let stop = self.server.handle.stop_token().clone();
+        let grace = self.server.limits.shutdown_grace;
+        let out_of_grace = async move {
+            stop.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::pin!(out_of_grace);
+        let mut stopping = true;
         let handled = loop {
             tokio::select! {
                 handled = &mut running => break handled,
+                () = &mut out_of_grace, if stopping => {
+                    stopping = false;
+                    cancel.cancel(CancelReason::Shutdown);
+                }
                 Some(signal) = signals.recv() => match signal {
                     TaskSignal::Answers { responses } => self.answer(responses).await,
                     TaskSignal::Cancel => cancel.cancel(CancelReason::Client),
@@ -251,9 +265,10 @@ impl Runner {
                 Some(Reply { error, .. }) => {
                     let error =
                         error.unwrap_or_else(|| json!({"code": -32603, "message": "no result"}));
-                    task.status_message = error
-                        .get("message")
-                        .and_then(Value::as_str)
+                    // (The error's data says more than its fixed message.)
+                    task.status_message = ["data", "message"]
+                        .iter()
+                        .find_map(|k| error.get(k).and_then(Value::as_str))
                         .map(str::to_owned);
                     task.error = Some(error);
                     task.set_status(TaskStatus::Failed, ttl);

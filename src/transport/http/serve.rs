@@ -146,6 +146,19 @@ impl Server {
             );
             tasks.shutdown().await;
         }
+        // Tasks (the tasks extension) had the same grace period: each
+        // records its end, failed if it had to be stopped.
+        let running = &self.inner().tasks.running;
+        running.close();
+        if tokio::time::timeout(Duration::from_secs(5), running.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "shutdown: {} tasks did not record their end in time",
+                running.len()
+            );
+        }
         Ok(())
     }
 }
