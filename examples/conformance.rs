@@ -1019,6 +1019,33 @@ fn task_fixtures(builder: clawmcp::ServerBuilder) -> clawmcp::ServerBuilder {
         )
         .tool(
             rich_tool_fn(
+                tool(
+                    "test_tool_with_task",
+                    "Asks a name in its request, then greets as a task",
+                    no_arguments(),
+                ),
+                |_args: Value, ctx: ToolContext| async move {
+                    let form = Elicitation::new("Your name?").field(
+                        "name",
+                        json!({"type": "string"}),
+                        true,
+                    );
+                    let answer = ctx.elicit_before_task("user_name", form).await?;
+                    let name = answer
+                        .content
+                        .as_ref()
+                        .and_then(|c| c.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned();
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok(ToolOutput::text(format!("Hello, {name}, from a task!")))
+                },
+            )
+            .with_task_support(TaskSupport::Required),
+        )
+        .tool(
+            rich_tool_fn(
                 tool("multi_input", "Asks two questions at once", no_arguments()),
                 move |_args: Value, ctx: ToolContext| async move {
                     let name = Elicitation::new("Your name?").field(

@@ -67,6 +67,21 @@ fn server(runs: &Arc<AtomicUsize>, most: usize) -> Server {
             )
             .with_task_support(TaskSupport::Required),
         )
+        .tool(
+            rich_tool_fn(def("gated"), |_args: Value, ctx: ToolContext| async move {
+                let form = Elicitation::new("Name?").field("name", json!({"type": "string"}), true);
+                let answer = ctx.elicit_before_task("user_name", form).await?;
+                let name = answer
+                    .content
+                    .and_then(|c| c["name"].as_str().map(str::to_owned));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(ToolOutput::text(format!(
+                    "Hello, {}!",
+                    name.unwrap_or_default()
+                )))
+            })
+            .with_task_support(TaskSupport::Required),
+        )
         .tool(rich_tool_fn(
             def("plain"),
             |_args: Value, _ctx: ToolContext| async move { Ok(ToolOutput::text("plain")) },
@@ -341,4 +356,34 @@ async fn at_shutdown_a_running_task_gets_the_grace_period_then_ends_failed() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the task never ended after the grace period");
+}
+
+#[tokio::test]
+async fn a_question_before_the_task_goes_back_in_the_request_and_the_retry_starts_the_task() {
+    let server = server(&Arc::default(), 10);
+    let mut client = TestClient::connect_model_context(&server).await;
+    let first = call(&mut client, "gated", json!({}), true).await;
+    let asked = &first["result"];
+    assert_eq!(asked["resultType"], "input_required", "{first}");
+    assert!(asked.get("taskId").is_none());
+    assert_eq!(
+        asked["inputRequests"]["user_name"]["method"],
+        "elicitation/create"
+    );
+    let mut params = json!({"name": "gated", "arguments": {},
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}});
+    if let Some(state) = asked.get("requestState") {
+        params["requestState"] = state.clone();
+    }
+    let retry = exchange(&mut client, request("tools/call", params, true)).await;
+    let id = task_id(&retry);
+    assert!(
+        retry["result"].get("requestState").is_none()
+            && retry["result"].get("inputRequests").is_none()
+    );
+    let ended = until(&mut client, &id, "completed").await;
+    assert_eq!(
+        ended["result"]["content"][0]["text"], "Hello, Alice!",
+        "{ended}"
+    );
 }

@@ -231,6 +231,13 @@ impl Job {
         }
     }
 
+    /// The job, encoded as a request of `round` (2026-07-28): its work
+    /// may end it with the round's questions.
+    pub(crate) fn in_round(mut self, round: Option<Arc<RoundTrip>>) -> Self {
+        self.info.round = round;
+        self
+    }
+
     /// Runs the job to its end on `shared` (which must outlive it), in
     /// this task: the reply its dialect encodes, if any.
     pub(crate) async fn run_to_end(self, shared: Arc<Shared>) -> Handled {

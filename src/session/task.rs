@@ -8,8 +8,11 @@
 //! through the store, whichever process the client sent them to.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -44,6 +47,7 @@ pub(crate) struct Start {
 /// store, starts its call, and ends with the task as created.
 pub(crate) fn starting(shared: &Arc<Shared>, id: RequestId, start: Start, caller: &Caller) -> Job {
     let listing = start.listing.clone();
+    let round = start.round.clone();
     let work = create(shared.server.clone(), start, caller.clone());
     Job::of_work(
         listing,
@@ -53,10 +57,15 @@ pub(crate) fn starting(shared: &Arc<Shared>, id: RequestId, start: Start, caller
         (None, None),
         work,
     )
+    .in_round(round)
 }
 
-/// Creates the task (a `tasks/get` anywhere finds it once this returns),
-/// then runs its call in a task of its own.
+/// Creates the task (a `tasks/get` anywhere finds it once this returns)
+/// and runs its call on in a task of its own. The call's first poll runs
+/// here, first: a question it asks before the task exists
+/// ([`ToolContext::elicit_before_task`](crate::ToolContext::elicit_before_task))
+/// and the round cannot answer ends the request with the question instead
+/// (`Failure::InputRequired`), and no task is made.
 async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Result<Done, Failure> {
     let Work::CallTool { tool, arguments } = start.work else {
         return Err(Failure::Rpc(RpcError::internal(
@@ -81,26 +90,17 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
                 "the system gave no random numbers for a task id",
             ))
         })?;
-    // Heard before the task exists, so that no signal is missed.
-    let signals = settings.store.listen(&task.task_id);
-    settings
-        .store
-        .create(&task, settings.max_per_owner)
-        .await
-        .map_err(|e| {
-            Failure::Rpc(match e {
-                TaskError::TooMany(_) => RpcError::invalid_request(e.to_string()),
-                TaskError::Store(_) => RpcError::internal(e.to_string()),
-            })
-        })?;
     let runner = Arc::new(Runner {
         server: server.clone(),
-        task: Mutex::new(task.clone()),
+        task: Mutex::new(task),
         waiting: Mutex::new(HashMap::new()),
         keys: Mutex::new(HashSet::new()),
         unnamed: AtomicUsize::new(0),
         capabilities,
         saving: tokio::sync::Mutex::new(()),
+        round: start.round.clone(),
+        created: AtomicBool::new(false),
+        cancel: Cancellation::default(),
     });
     let call = Call {
         listing: start.listing,
@@ -108,8 +108,38 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         arguments,
         caller,
     };
-    settings.running.spawn(runner.run(call, signals));
-    Ok(Done::TaskCreated(Box::new(task)))
+    let mut running = runner.clone().call(call);
+    let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
+    if start.round.as_ref().is_some_and(|r| r.waits_for_input()) {
+        return Err(Failure::InputRequired);
+    }
+    let task_id = runner.lock().task_id.clone();
+    // Heard before the task exists, so that no signal is missed.
+    let signals = settings.store.listen(&task_id);
+    let seed = runner.lock().clone();
+    settings
+        .store
+        .create(&seed, settings.max_per_owner)
+        .await
+        .map_err(|e| {
+            Failure::Rpc(match e {
+                TaskError::TooMany(_) => RpcError::invalid_request(e.to_string()),
+                TaskError::Store(_) => RpcError::internal(e.to_string()),
+            })
+        })?;
+    runner.created.store(true, Ordering::Release);
+    // What the first poll changed, if anything, is saved now.
+    runner.save().await;
+    match first {
+        Poll::Ready(handled) => runner.end(handled.reply.as_deref()).await,
+        Poll::Pending => {
+            settings
+                .running
+                .spawn(runner.clone().run_on(running, signals));
+        }
+    }
+    let created = runner.lock().clone();
+    Ok(Done::TaskCreated(Box::new(created)))
 }
 
 /// A task's tool call.
@@ -119,6 +149,9 @@ struct Call {
     arguments: Arguments,
     caller: Caller,
 }
+
+/// A task's call, running: its reply (none when it was cancelled).
+type Running = Pin<Box<dyn Future<Output = super::outbox::Handled> + Send>>;
 
 /// A task this process runs: its state, the questions its call waits on,
 /// and what its request declared.
@@ -135,17 +168,24 @@ struct Runner {
     /// Held while a state is saved, so that the last save carries the
     /// newest state.
     saving: tokio::sync::Mutex<()>,
+    /// The round of the request that started it, whose questions come
+    /// before the task exists.
+    round: Option<Arc<RoundTrip>>,
+    /// The task is in the store: saves go there from now on.
+    created: AtomicBool,
+    /// Stops the call.
+    cancel: Cancellation,
 }
 
 impl Runner {
-    /// Runs the call to its end (or its cancellation), hearing the task's
-    /// signals meanwhile, and records how it ended.
-    async fn run(self: Arc<Self>, call: Call, mut signals: mpsc::UnboundedReceiver<TaskSignal>) {
+    /// The task's call, as a job on a session state of its own (which
+    /// nobody reads), stopped by the runner's cancellation.
+    fn call(self: Arc<Self>, call: Call) -> Running {
         let task_id = self.lock().task_id.clone();
         let id = RequestId::String(task_id.as_str().into());
-        let (shared, _unread) = Shared::unread(self.server.clone(), Dialect::Revision2026);
+        let (shared, unread) = Shared::unread(self.server.clone(), Dialect::Revision2026);
         let span = tracing::debug_span!("task", task_id = %task_id);
-        let mut cancel = None;
+        let mut cancel = Some(self.cancel.clone());
         let mut progress = None;
         let source = TaskSource(self.clone());
         let ctx = LazyContext::of_parts(
@@ -157,7 +197,6 @@ impl Runner {
             &call.caller,
         )
         .get();
-        let cancel = cancel.unwrap_or_default();
         let work =
             operation::call_tool(call.listing.clone(), call.tool, call.arguments, ctx, false);
         let job = Job::of_work(
@@ -165,13 +204,24 @@ impl Runner {
             id,
             Dialect::Revision2026,
             &call.caller,
-            (Some(call.tool), Some(cancel.clone())),
+            (Some(call.tool), Some(self.cancel.clone())),
             work,
         );
-        let running = job.run_to_end(Arc::new(shared));
-        tokio::pin!(running);
-        // At shutdown the call gets the grace period, then ends `failed`
-        // (`-32005`), recorded.
+        Box::pin(async move {
+            let _unread = unread;
+            job.run_to_end(Arc::new(shared)).await
+        })
+    }
+
+    /// Runs the call on to its end (or its cancellation), hearing the
+    /// task's signals meanwhile, and records how it ended.
+    async fn run_on(
+        self: Arc<Self>,
+        mut running: Running,
+        mut signals: mpsc::UnboundedReceiver<TaskSignal>,
+    ) {
+        // At shutdown the call gets the grace period, then ends `failed`,
+        // recorded.
         let stop = self.server.handle.stop_token().clone();
         let grace = self.server.limits.shutdown_grace;
         let out_of_grace = async move {
@@ -185,11 +235,11 @@ impl Runner {
                 handled = &mut running => break handled,
                 () = &mut out_of_grace, if stopping => {
                     stopping = false;
-                    cancel.cancel(CancelReason::Shutdown);
+                    self.cancel.cancel(CancelReason::Shutdown);
                 }
                 Some(signal) = signals.recv() => match signal {
                     TaskSignal::Answers { responses } => self.answer(responses).await,
-                    TaskSignal::Cancel => cancel.cancel(CancelReason::Client),
+                    TaskSignal::Cancel => self.cancel.cancel(CancelReason::Client),
                 },
             }
         };
@@ -200,8 +250,12 @@ impl Runner {
         self.task.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Saves the task's state as it is now.
+    /// Saves the task's state as it is now, once the task is in the store
+    /// (until then its state waits here, and is created as it is).
     async fn save(&self) {
+        if !self.created.load(Ordering::Acquire) {
+            return;
+        }
         let _saving = self.saving.lock().await;
         let task = self.lock().clone();
         if let Err(e) = self.server.tasks.store.put(&task).await {
@@ -375,6 +429,41 @@ impl ClientLink for TaskLink {
 
     fn client_capabilities(&self) -> Option<Value> {
         Some(Value::Object(self.0.capabilities.clone()))
+    }
+
+    async fn ask_before_task(
+        &self,
+        related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        key: Option<&str>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError> {
+        let runner = &self.0;
+        let Some(round) = runner
+            .round
+            .as_ref()
+            .filter(|_| !runner.created.load(Ordering::Acquire))
+        else {
+            return self.ask(related, request, params, key, cancel).await;
+        };
+        self.can_ask(request)?;
+        let key = round.key(key);
+        if let Some(answer) = round.answer(&key) {
+            return Ok(answer.clone());
+        }
+        let method = Dialect::Revision2026
+            .to_client()
+            .map_or("", |to_client| (to_client.method)(request));
+        round.ask(crate::round_trip::Question {
+            key,
+            method,
+            params,
+        });
+        // The request is answered with the question at the end of this
+        // poll, and the call dropped with it.
+        cancel.cancelled().await;
+        Err(ClientError::Cancelled)
     }
 
     async fn status(&self, message: String) {

@@ -91,6 +91,21 @@ pub(crate) trait ClientLink: Send + Sync + fmt::Debug {
     /// Says what the work is doing now (a task's `statusMessage`); nothing
     /// where the request carries no status.
     async fn status(&self, _message: String) {}
+
+    /// [`ask`](Self::ask), in the request's own round when the work may
+    /// still become a task: answered from the round, else asked by the
+    /// request's reply (the synchronous multi-round-trip flow), before any
+    /// task exists. Elsewhere it is `ask`.
+    async fn ask_before_task(
+        &self,
+        related: &RequestId,
+        request: ClientRequest,
+        params: Box<RawValue>,
+        key: Option<&str>,
+        cancel: &Cancellation,
+    ) -> Result<Value, ClientError> {
+        self.ask(related, request, params, key, cancel).await
+    }
 }
 
 /// What a context is made of besides its request's own parts: the
@@ -402,6 +417,36 @@ impl ToolContext {
     ) -> Result<ElicitResult, ClientError> {
         let params = to_raw(&form.params()?)?;
         let answer = self.ask_client(key, ClientRequest::Elicit, params).await?;
+        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+    }
+
+    /// [`elicit`](Self::elicit) under `key`, asked before the call becomes
+    /// a task (the tasks extension, [`crate::task`]): a call that runs as a
+    /// task and asks this before it first waits on anything else gets the
+    /// question to the client in its request's own reply (an
+    /// `InputRequiredResult`), and the client's retry with the answer
+    /// starts the task, which then reads the answer here. Use it for what
+    /// decides whether the long work should start at all. A call that
+    /// does not run as a task asks as [`elicit`](Self::elicit) does.
+    ///
+    /// # Errors
+    /// See [`ClientError`].
+    pub async fn elicit_before_task(
+        &self,
+        key: &str,
+        form: Elicitation,
+    ) -> Result<ElicitResult, ClientError> {
+        let params = to_raw(&form.params()?)?;
+        let link = self.link_for(ClientRequest::Elicit)?;
+        let answer = link
+            .ask_before_task(
+                &self.request_id,
+                ClientRequest::Elicit,
+                params,
+                Some(key),
+                &self.cancel,
+            )
+            .await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
 
