@@ -516,10 +516,6 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Ve
     )
 }
 
-/// What a sealed state names: the call it continues and who made it. The
-/// item is what the method acts on: the URI a `resources/read` reads, the
-/// name a `tools/call` or `prompts/get` calls (any other member is not
-/// part of it, so it cannot stand in for the item).
 /// Who a request's state and tasks belong to: the token's issuer, subject
 /// and client; empty without a token.
 fn owner_of(principal: Option<&Principal>) -> String {
@@ -533,6 +529,10 @@ fn owner_of(principal: Option<&Principal>) -> String {
     })
 }
 
+/// What a sealed state names: the call it continues and who made it. The
+/// item is what the method acts on: the URI a `resources/read` reads, the
+/// name a `tools/call` or `prompts/get` calls (any other member is not
+/// part of it, so it cannot stand in for the item).
 fn binding(
     method: &str,
     envelope: &Envelope<'_>,
