@@ -22,6 +22,12 @@ Cells (64-byte echo messages):
                            answers InputRequiredResult with a sealed requestState,
                            the retry carries the answer and the state (one "request"
                            here is the two calls)
+    sleep26-stdio, task26-stdio
+                           the reference example's sleep tool (0 ms) as a 2026-07-28
+                           request: answered in its request, or, declaring the tasks
+                           extension, as a task (one "request" here is the call that
+                           creates it and the tasks/get calls that read it to its end,
+                           usually one)
 Prints one line per cell: `cell  instructions/request`.
 
 `--cpu` runs the server natively instead and prints the CPU time (user +
@@ -83,6 +89,21 @@ def mcp26_call(i):
             "params": {"name": "echo", "arguments": {"message": MESSAGE}, "_meta": META26}}
 
 
+TASKS26 = dict(META26, **{"io.modelcontextprotocol/clientCapabilities": {
+    "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}})
+
+
+def sleep26_call(i, tasks):
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"ms": 0},
+                       "_meta": TASKS26 if tasks else META26}}
+
+
+def get26(i, task_id):
+    return {"jsonrpc": "2.0", "id": i, "method": "tasks/get",
+            "params": {"taskId": task_id, "_meta": TASKS26}}
+
+
 def ask26_call(i, state=None):
     params = {"name": "ask", "arguments": {"question": "Go on?"}, "_meta": META26}
     if state is not None:
@@ -92,6 +113,7 @@ def ask26_call(i, state=None):
 
 
 CPU = False
+GETS = [0]  # tasks/get calls made by task26 cells, for the report
 
 
 def callgrind(binary, args, out):
@@ -151,17 +173,34 @@ class FrameReader:
 
 
 def run_stdio(binary, calls, depth, mcp, out):
-    proc = subprocess.Popen(callgrind(binary, [], out), stdin=subprocess.PIPE,
+    # (Every task of a run is kept: one caller may hold all of them.)
+    args = ["--max-tasks-per-principal", str(4 * calls)] if mcp == "task26" else []
+    proc = subprocess.Popen(callgrind(binary, args, out), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     enc = line if mcp else frame
     reader = FrameReader(proc.stdout, mcp)
-    if mcp in ("mcp26", "ask26"):
+    if mcp in ("mcp26", "ask26", "sleep26", "task26"):
         proc.stdin.write(enc({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
                               "params": {"_meta": META26}}))
         proc.stdin.flush()
         reader.next()
         for i in range(calls):
-            if mcp == "mcp26":
+            if mcp in ("sleep26", "task26"):
+                proc.stdin.write(enc(sleep26_call(1000 + i, mcp == "task26")))
+                proc.stdin.flush()
+                reply = reader.next()
+                result = reply.get("result", {})
+                want = "task" if mcp == "task26" else "complete"
+                if result.get("resultType") != want:
+                    raise RuntimeError(f"expected {want}: {reply}")
+                while mcp == "task26" and result.get("status") != "completed":
+                    GETS[0] += 1
+                    proc.stdin.write(enc(get26(1000 + i, result["taskId"])))
+                    proc.stdin.flush()
+                    result = reader.next().get("result", {})
+                    if not result:
+                        raise RuntimeError("tasks/get failed")
+            elif mcp == "mcp26":
                 proc.stdin.write(enc(mcp26_call(1000 + i)))
                 proc.stdin.flush()
                 reply = reader.next()
@@ -306,6 +345,8 @@ CELLS = {
     "mcp26-http-c32": lambda b, n, o: run_http(b, n, 32, "mcp26", o),
     "ask26-stdio": lambda b, n, o: run_stdio(b, n, 1, "ask26", o),
     "ask26-http-c1": lambda b, n, o: run_http(b, n, 1, "ask26", o),
+    "sleep26-stdio": lambda b, n, o: run_stdio(b, n, 1, "sleep26", o),
+    "task26-stdio": lambda b, n, o: run_stdio(b, n, 1, "task26", o),
 }
 
 
@@ -349,6 +390,9 @@ def main():
                 CELLS[cell](args.binary, n, out)
                 counts.append(cpu_seconds() - before if CPU else total(out))
             per = (counts[1] - counts[0]) / (2 * args.calls)
+            if cell == "task26-stdio":
+                print(f"  ({GETS[0] / (4 * args.calls):.2f} tasks/get per task)", file=sys.stderr)
+                GETS[0] = 0
             if CPU:
                 print(f"{cell:15} {per * 1e6:10.2f} CPU µs/request", flush=True)
             else:

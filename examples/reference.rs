@@ -135,7 +135,10 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         Ok(list) => clawmcp::server::state_keys_from_hex(&list)?,
         Err(_) => Vec::new(),
     };
-    let builder = build(root, options.max_message_size, state_keys);
+    let mut builder = build(root, options.max_message_size, state_keys);
+    if let Some(tasks) = options.max_tasks_per_principal {
+        builder = builder.max_tasks_per_principal(tasks);
+    }
     #[cfg(feature = "redis")]
     let builder = match &options.redis {
         Some(url) => {
@@ -268,6 +271,8 @@ struct Options {
     max_streams_per_principal: Option<usize>,
     /// How many sessions one principal may hold.
     max_sessions_per_principal: Option<usize>,
+    /// How many tasks one principal may hold.
+    max_tasks_per_principal: Option<usize>,
     oauth: OAuthOptions,
     /// The deployment's Redis (feature `redis`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -306,6 +311,7 @@ impl Options {
             max_streams: None,
             max_streams_per_principal: None,
             max_sessions_per_principal: None,
+            max_tasks_per_principal: None,
             oauth: OAuthOptions::default(),
             redis: None,
         };
@@ -327,6 +333,10 @@ impl Options {
                 }
                 "--max-sessions-per-principal" => {
                     options.max_sessions_per_principal =
+                        Some(flag_value(&mut args, &arg, "a number")?);
+                }
+                "--max-tasks-per-principal" => {
+                    options.max_tasks_per_principal =
                         Some(flag_value(&mut args, &arg, "a number")?);
                 }
                 "--http" => {
@@ -363,7 +373,8 @@ impl Options {
                         "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
                          \x20      [--max-streams N] [--max-streams-per-principal N]\n\
-                         \x20      [--max-sessions-per-principal N] [--redis URL]  (feature redis)"
+                         \x20      [--max-sessions-per-principal N] [--max-tasks-per-principal N]\n\
+                         \x20      [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);
                 }

@@ -245,33 +245,79 @@ impl<T: TaskStore> TaskStore for Arc<T> {
 
 /// The signals of the tasks this process runs, by task id.
 #[derive(Debug, Default)]
-pub struct Runners(Mutex<HashMap<String, mpsc::UnboundedSender<TaskSignal>>>);
+pub struct Runners(Mutex<RunnerMap>);
+
+#[derive(Debug, Default)]
+struct RunnerMap {
+    senders: HashMap<String, mpsc::UnboundedSender<TaskSignal>>,
+    /// How many it held after its last clean-up: the next comes at twice
+    /// that, so that cleaning costs O(1) a registration.
+    kept: usize,
+}
 
 impl Runners {
-    /// Registers a runner for `task_id`.
+    /// Registers a runner for `task_id`, until its receiver is dropped.
     pub fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut runners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        runners.retain(|_, tx| !tx.is_closed());
-        runners.insert(task_id.to_owned(), tx);
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.senders.len() >= (2 * map.kept).max(64) {
+            map.senders.retain(|_, tx| !tx.is_closed());
+            map.kept = map.senders.len();
+        }
+        map.senders.insert(task_id.to_owned(), tx);
         rx
     }
 
     /// Hands `signal` to the runner of `task_id` here, if there is one.
     pub fn deliver(&self, task_id: &str, signal: TaskSignal) {
-        let runners = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = runners.get(task_id) {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = map.senders.get(task_id) {
             let _ = tx.send(signal);
         }
     }
 }
 
 /// Tasks kept in this process's memory: the default store. Ended tasks
-/// are deleted once their time to live has passed.
+/// are deleted once their time to live has passed; every operation costs
+/// the same however many tasks it holds.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
-    tasks: Mutex<HashMap<String, TaskState>>,
+    kept: Mutex<Kept>,
     runners: Runners,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    tasks: HashMap<String, TaskState>,
+    /// How many tasks each owner holds.
+    owners: HashMap<String, usize>,
+    /// When each ended task may go, soonest first.
+    expiries: std::collections::BTreeSet<(u64, String)>,
+}
+
+impl Kept {
+    /// Drops the tasks whose time to live has passed.
+    fn sweep(&mut self, now: u64) {
+        while let Some((at, _)) = self.expiries.first() {
+            if *at > now {
+                break;
+            }
+            let Some((_, id)) = self.expiries.pop_first() else {
+                break;
+            };
+            // (A task saved again since is kept under its new expiry.)
+            if let Some(task) = self.tasks.get(&id)
+                && task.expires_at_ms().is_some_and(|at| at <= now)
+                && let Some(task) = self.tasks.remove(&id)
+                && let Some(held) = self.owners.get_mut(&task.owner)
+            {
+                *held -= 1;
+                if *held == 0 {
+                    self.owners.remove(&task.owner);
+                }
+            }
+        }
+    }
 }
 
 impl MemoryTaskStore {
@@ -280,38 +326,41 @@ impl MemoryTaskStore {
         Self::default()
     }
 
-    /// Drops the tasks whose time to live has passed.
-    fn sweep(tasks: &mut HashMap<String, TaskState>) {
-        let now = now_ms();
-        tasks.retain(|_, t| t.expires_at_ms().is_none_or(|at| at > now));
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 #[async_trait::async_trait]
 impl TaskStore for MemoryTaskStore {
     async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        Self::sweep(&mut tasks);
-        let held = tasks.values().filter(|t| t.owner == task.owner).count();
+        let mut kept = self.lock();
+        kept.sweep(now_ms());
+        let held = kept.owners.get(&task.owner).copied().unwrap_or(0);
         if held >= most {
             return Err(TaskError::TooMany(most));
         }
-        tasks.insert(task.task_id.clone(), task.clone());
+        kept.owners.insert(task.owner.clone(), held + 1);
+        kept.tasks.insert(task.task_id.clone(), task.clone());
         Ok(())
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
-        let tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = now_ms();
-        Ok(tasks
-            .get(task_id)
-            .filter(|t| t.expires_at_ms().is_none_or(|at| at > now))
-            .cloned())
+        let mut kept = self.lock();
+        kept.sweep(now_ms());
+        Ok(kept.tasks.get(task_id).cloned())
     }
 
     async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        tasks.insert(task.task_id.clone(), task.clone());
+        let mut kept = self.lock();
+        // (Only a task it holds is saved: one swept already stays gone.)
+        let Some(slot) = kept.tasks.get_mut(&task.task_id) else {
+            return Ok(());
+        };
+        *slot = task.clone();
+        if let Some(at) = task.expires_at_ms() {
+            kept.expiries.insert((at, task.task_id.clone()));
+        }
         Ok(())
     }
 
