@@ -19,6 +19,7 @@ benches/instructions.py (`task26-stdio`, `sleep26-stdio`).
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
 import random
@@ -31,6 +32,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import scale_out as topo  # noqa: E402
+
+# The scale-out bench's helpers (percentile, rss_kib), by path: its module
+# name is the test's.
+_spec = importlib.util.spec_from_file_location(
+    "scale_out_bench", os.path.join(os.path.dirname(os.path.abspath(__file__)), "scale_out.py"))
+scale_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scale_bench)
+percentile, rss_kib = scale_bench.percentile, scale_bench.rss_kib
 
 META = topo.TASK_META
 
@@ -86,19 +95,6 @@ def redis_used_memory(port):
         if line.startswith("used_memory:"):
             return int(line.split(":")[1])
     raise SystemExit("FAIL: no used_memory in Redis's INFO")
-
-
-def percentile(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1])
-    return 0
 
 
 def bench_redis(reference, n, reads):

@@ -412,16 +412,20 @@ impl Dialect {
         {
             step = Step::Record(reply, Change::Discovered);
         }
-        let trace_name = match &step {
-            Step::Run { work, .. } => self.trace_name(work),
-            _ => "",
+        // (Asked of work only: a reply known at once fires no changes.)
+        let (trace_name, captures_causes) = match &step {
+            Step::Run { work, .. } => (
+                self.trace_name(work),
+                self == Self::ModelContext && session.subscribes(),
+            ),
+            _ => ("", false),
         };
         Routed {
             dialect,
             listing,
             step,
             trace_name,
-            captures_causes: self == Self::ModelContext && session.subscribes(),
+            captures_causes,
         }
     }
 

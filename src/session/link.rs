@@ -287,22 +287,35 @@ impl ClientLink for RoundLink {
         cancel: &Cancellation,
     ) -> Result<Value, ClientError> {
         self.can_ask(request)?;
-        let key = self.round.key(key);
-        if let Some(answer) = self.round.answer(&key) {
-            return Ok(answer.clone());
-        }
-        self.round.ask(Question {
-            key,
-            method: (self.stream.to_client.method)(request),
-            params,
-        });
-        // The round ends at the end of this poll; the work is dropped
-        // there, or here when it is cancelled first.
-        cancel.cancelled().await;
-        Err(ClientError::Cancelled)
+        let method = (self.stream.to_client.method)(request);
+        ask_in_round(&self.round, method, params, key, cancel).await
     }
 
     fn client_capabilities(&self) -> Option<Value> {
         Some(Value::Object(self.round.capabilities().clone()))
     }
+}
+
+/// A question asked in a round of a 2026-07-28 request: answered from the
+/// round when it brought the answer, else recorded for the request's reply
+/// (an `InputRequiredResult`), which ends the round at the end of this poll;
+/// the work is dropped there, or here when it is cancelled first.
+pub(crate) async fn ask_in_round(
+    round: &RoundTrip,
+    method: &'static str,
+    params: Box<RawValue>,
+    key: Option<&str>,
+    cancel: &Cancellation,
+) -> Result<Value, ClientError> {
+    let key = round.key(key);
+    if let Some(answer) = round.answer(&key) {
+        return Ok(answer.clone());
+    }
+    round.ask(Question {
+        key,
+        method,
+        params,
+    });
+    cancel.cancelled().await;
+    Err(ClientError::Cancelled)
 }

@@ -404,9 +404,7 @@ impl ClientLink for TaskLink {
             keys.insert(key.clone());
             key
         };
-        let method = Dialect::Revision2026
-            .to_client()
-            .map_or("", |to_client| (to_client.method)(request));
+        let method = method_of(request);
         let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
         let (tx, answered) = oneshot::channel();
         {
@@ -448,22 +446,7 @@ impl ClientLink for TaskLink {
             return self.ask(related, request, params, key, cancel).await;
         };
         self.can_ask(request)?;
-        let key = round.key(key);
-        if let Some(answer) = round.answer(&key) {
-            return Ok(answer.clone());
-        }
-        let method = Dialect::Revision2026
-            .to_client()
-            .map_or("", |to_client| (to_client.method)(request));
-        round.ask(crate::round_trip::Question {
-            key,
-            method,
-            params,
-        });
-        // The request is answered with the question at the end of this
-        // poll, and the call dropped with it.
-        cancel.cancelled().await;
-        Err(ClientError::Cancelled)
+        super::link::ask_in_round(round, method_of(request), params, key, cancel).await
     }
 
     async fn status(&self, message: String) {
@@ -474,4 +457,12 @@ impl ClientLink for TaskLink {
         }
         self.0.save().await;
     }
+}
+
+/// The method of a question to the client, as the 2026-07-28 revision
+/// names it.
+fn method_of(request: ClientRequest) -> &'static str {
+    Dialect::Revision2026
+        .to_client()
+        .map_or("", |to_client| (to_client.method)(request))
 }

@@ -226,9 +226,3 @@ pub(super) fn created(id: &RequestId, task: &TaskState) -> Vec<u8> {
 pub(super) fn detailed(id: &RequestId, task: &TaskState) -> Vec<u8> {
     encode_result(id, &shown(task, true))
 }
-
-/// The `notifications/tasks` for a task's new state.
-#[allow(dead_code)]
-pub(crate) fn notification(task: &TaskState) -> Vec<u8> {
-    crate::jsonrpc::encode_notification("notifications/tasks", &shown(task, true))
-}
