@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 /// The extension's name, as capabilities declare it.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -216,6 +216,12 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// Where this process hears the signals for a task it runs, until the
     /// receiver is dropped.
     fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal>;
+
+    /// Where this process hears which tasks were saved with a new state
+    /// ([`put`](Self::put)), by any process: the ids, in order. A receiver
+    /// that falls behind hears [`Lagged`](broadcast::error::RecvError::Lagged)
+    /// and re-reads what it watches ([`TaskChanges`] keeps the channel).
+    fn changes(&self) -> broadcast::Receiver<Arc<str>>;
 }
 
 /// A store shared behind an `Arc` (to read it from outside the server,
@@ -240,6 +246,10 @@ impl<T: TaskStore> TaskStore for Arc<T> {
 
     fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
         (**self).listen(task_id)
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<str>> {
+        (**self).changes()
     }
 }
 
@@ -277,6 +287,33 @@ impl Runners {
     }
 }
 
+/// The ids of the tasks saved with a new state, for every watcher in this
+/// process (a store's [`changes`](TaskStore::changes)). Announcing with
+/// no watcher costs nothing but the check.
+#[derive(Debug)]
+pub struct TaskChanges(broadcast::Sender<Arc<str>>);
+
+impl Default for TaskChanges {
+    fn default() -> Self {
+        // A watcher further behind than this re-reads its tasks.
+        Self(broadcast::channel(256).0)
+    }
+}
+
+impl TaskChanges {
+    /// Tells every watcher that task `task_id` has a new state.
+    pub fn announce(&self, task_id: &str) {
+        if self.0.receiver_count() > 0 {
+            let _ = self.0.send(task_id.into());
+        }
+    }
+
+    /// A watcher's receiver, hearing every announcement from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.0.subscribe()
+    }
+}
+
 /// Tasks kept in this process's memory: the default store. Ended tasks
 /// are deleted once their time to live has passed; every operation costs
 /// the same however many tasks it holds.
@@ -284,6 +321,7 @@ impl Runners {
 pub struct MemoryTaskStore {
     kept: Mutex<Kept>,
     runners: Runners,
+    changes: TaskChanges,
 }
 
 #[derive(Debug, Default)]
@@ -361,6 +399,8 @@ impl TaskStore for MemoryTaskStore {
         if let Some(at) = task.expires_at_ms() {
             kept.expiries.insert((at, task.task_id.clone()));
         }
+        drop(kept);
+        self.changes.announce(&task.task_id);
         Ok(())
     }
 
@@ -371,6 +411,10 @@ impl TaskStore for MemoryTaskStore {
 
     fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
         self.runners.listen(task_id)
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<str>> {
+        self.changes.subscribe()
     }
 }
 

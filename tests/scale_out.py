@@ -593,18 +593,20 @@ def v1_stream(port):
     return sock, stream
 
 
-def listen_stream(port):
-    """A 2026-07-28 subscriptions/listen for last-write."""
+def listen_stream(port, notifications=None, meta=None):
+    """A 2026-07-28 subscriptions/listen (by default for last-write)."""
+    notifications = notifications or {"resourceSubscriptions": [LAST_WRITE]}
     body = json.dumps({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
-                       "params": {"_meta": META,
-                                  "notifications": {"resourceSubscriptions": [LAST_WRITE]}}}).encode()
+                       "params": {"_meta": meta or META,
+                                  "notifications": notifications}}).encode()
     head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
             "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode()
     sock, stream = raw_request(port, head, body)
-    stream.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged",
-                    "the listen stream is acknowledged")
+    ack = stream.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged",
+                          "the listen stream is acknowledged")
+    stream.acknowledged = ack
     return sock, stream
 
 
@@ -726,6 +728,13 @@ def main():
         elsewhere = [p for p in d.ports if p != asker]
         waiting = task_until(elsewhere[0], asking, lambda t: t["status"] == "input_required",
                              "the ask task waits for input, seen from another process")
+        # A listen stream on a third process watches it (notifications/tasks).
+        _, watching = listen_stream(elsewhere[1], {"taskIds": [asking]}, TASK_META)
+        agreed = watching.acknowledged["params"]["notifications"].get("taskIds")
+        check(agreed == [asking], f"the stream on :{elsewhere[1]} agrees to watch it ({agreed})")
+        watching.wait_for(lambda m: m.get("method") == "notifications/tasks"
+                          and m["params"].get("status") == "input_required",
+                          "the stream hears its state: input_required")
         key = next(iter(waiting["inputRequests"]))
         ack = task_request(elsewhere[0], "tasks/update", asking, {"inputResponses": {
             key: {"action": "accept", "content": {"yes": True}}}})
@@ -735,6 +744,12 @@ def main():
                           "the answered task completes, seen from a third process")
         check(done["result"]["structuredContent"]["yes"] is True,
               f"the answer from another process reached the running call ({done})")
+        heard = watching.wait_for(lambda m: m.get("method") == "notifications/tasks"
+                                  and m["params"].get("status") == "completed",
+                                  "the stream hears it complete, saved by another process")
+        check(heard["params"].get("result", {}).get("structuredContent") ==
+              done["result"]["structuredContent"],
+              "the notification carries the task as tasks/get shows it")
         print(f"ok: a task on :{asker} answered through :{elsewhere[0]} completes")
         ack = task_request(others[0], "tasks/cancel", sleeping)
         check(ack and ack.get("result", {}).get("resultType") == "complete",
@@ -872,10 +887,20 @@ def main():
         # running: the task fails, seen from the last one, within 10 s.
         dying = next(i for i, p in enumerate(d.servers) if p.poll() is None)
         _, orphan = task_call(d.ports[dying], "sleep", {"ms": 60000}, rid=70)
+        last = next(i for i, p in enumerate(d.servers) if p.poll() is None and i != dying)
+        # A listen stream on the last process watches it, and nothing polls.
+        _, watching = listen_stream(d.ports[last], {"taskIds": [orphan]}, TASK_META)
+        watching.wait_for(lambda m: m.get("method") == "notifications/tasks"
+                          and m["params"].get("status") == "working",
+                          "a stream on the last process watches the task: working")
         d.servers[dying].kill()
         d.servers[dying].wait()
         died = time.time()
-        last = next(i for i, p in enumerate(d.servers) if p.poll() is None)
+        heard = watching.wait_for(lambda m: m.get("method") == "notifications/tasks"
+                                  and m["params"].get("status") != "working",
+                                  "the stream hears the dead process's task end", patience=10)
+        check(heard["params"]["status"] == "failed",
+              f"it hears it failed, unasked, {time.time() - died:.1f}s after the death ({heard})")
         failed = task_until(d.ports[last], orphan, lambda t: t["status"] != "working",
                             "a task whose process died stops reading as working", patience=10)
         check(failed["status"] == "failed" and failed.get("error", {}).get("code") == -32603,

@@ -387,3 +387,68 @@ async fn a_question_before_the_task_goes_back_in_the_request_and_the_retry_start
         "{ended}"
     );
 }
+
+/// The `notifications/tasks` of task `id` until one has status `want`.
+async fn pushed_until(client: &mut TestClient, id: &str, want: &str) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let params = client
+            .notification("notifications/tasks")
+            .await
+            .expect("the stream goes on");
+        assert_eq!(params["taskId"], id, "only the agreed task: {params}");
+        let status = params["status"].as_str().unwrap_or_default().to_owned();
+        seen.push(params);
+        if status == want {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_they_end() {
+    let server = server(&Arc::default(), 10);
+    let mut client = TestClient::connect_as(&server, true, ada()).await;
+    let id = task_id(&call(&mut client, "ask", json!({}), true).await);
+    let bob = Principal::new("https://as.example").with_subject("bob");
+    let mut other = TestClient::connect_as(&server, true, bob).await;
+    let bobs = task_id(&call(&mut other, "slow", json!({"ms": 60_000}), true).await);
+    let asked = json!({"notifications": {"taskIds": [id, bobs, "not-a-task"]}});
+    let listen = request("subscriptions/listen", asked, true);
+    client.send(&listen).await;
+    let ack = client
+        .notification("notifications/subscriptions/acknowledged")
+        .await
+        .expect("an acknowledgement");
+    assert_eq!(
+        ack["notifications"]["taskIds"],
+        json!([id]),
+        "another's task and a malformed id are not agreed: {ack}"
+    );
+    // Its state when the stream began, then each new one: the question.
+    let waiting = pushed_until(&mut client, &id, "input_required").await;
+    let asking = waiting.last().expect("a state");
+    assert_eq!(
+        asking["inputRequests"]["name"]["method"], "elicitation/create",
+        "as tasks/get shows it: {asking}"
+    );
+    assert_eq!(
+        asking["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen["id"]
+    );
+    let answer = json!({"taskId": id, "inputResponses": {
+        "name": {"action": "accept", "content": {"name": "Luca"}}}});
+    exchange(&mut client, request("tasks/update", answer, true)).await;
+    let ended = pushed_until(&mut client, &id, "completed").await;
+    let last = ended.last().expect("a state");
+    assert_eq!(
+        last["result"]["content"][0]["text"], "Hello, Luca!",
+        "{last}"
+    );
+    // An ended task is heard of no more; bob's never was.
+    let later = client.collect(Duration::from_millis(100)).await;
+    assert!(
+        later.iter().all(|m| m["method"] != "notifications/tasks"),
+        "{later:?}"
+    );
+}

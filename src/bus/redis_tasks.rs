@@ -10,7 +10,9 @@
 //!   processes.
 //! - `tasks/update` and `tasks/cancel` are published on
 //!   `clawmcp:{deployment}:task-signals`; every process listens there and
-//!   hands a signal to its runner of the task, if it has one.
+//!   hands a signal to its runner of the task, if it has one. Each saved
+//!   state is announced there too, for the processes' task watchers
+//!   (`notifications/tasks`).
 //! - A running task names its process; that process's liveness key (kept
 //!   by the bus, gone a few seconds after the process) says whether it
 //!   still runs. A read of a running task whose process is gone makes it
@@ -23,10 +25,12 @@ use std::time::Duration;
 use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 use super::redis::RedisBus;
-use crate::task::{Runners, TaskError, TaskSignal, TaskState, TaskStatus, TaskStore, now_ms};
+use crate::task::{
+    Runners, TaskChanges, TaskError, TaskSignal, TaskState, TaskStatus, TaskStore, now_ms,
+};
 
 /// Creates a task unless its owner holds `ARGV[3]` tasks already: drops
 /// the owner's expired entries (`ARGV[2]` is now), then adds the task
@@ -63,6 +67,7 @@ pub struct RedisTaskStore(Arc<Inner>);
 struct Inner {
     bus: RedisBus,
     runners: Runners,
+    changes: TaskChanges,
     /// `clawmcp:{deployment}:`.
     prefix: String,
     /// The liveness key of this process.
@@ -85,11 +90,13 @@ struct Stored {
     task: TaskState,
 }
 
-/// A signal as it travels.
+/// What travels on the signals channel: a signal for a task's runner, or
+/// the news that a task was saved with a new state.
 #[derive(Serialize, Deserialize)]
-struct Signal {
-    task_id: String,
-    signal: TaskSignal,
+#[serde(untagged)]
+enum Travelling {
+    Signal { task_id: String, signal: TaskSignal },
+    Changed { changed: String },
 }
 
 impl RedisBus {
@@ -102,6 +109,7 @@ impl RedisBus {
         let store = RedisTaskStore(Arc::new(Inner {
             bus: self.clone(),
             runners: Runners::default(),
+            changes: TaskChanges::default(),
             prefix,
             process,
         }));
@@ -130,7 +138,8 @@ impl Inner {
     }
 
     /// Writes `task`, run by `runner`: an ended one expires with its time
-    /// to live, and its place in its owner's set with it.
+    /// to live, and its place in its owner's set with it. Every process
+    /// hears of the new state after it is there to read.
     async fn write(&self, runner: &str, task: &TaskState) -> Result<(), TaskError> {
         let json = serde_json::to_string(&Stored {
             runner: runner.to_owned(),
@@ -150,6 +159,11 @@ impl Inner {
                 pipe.set(&key, json).ignore();
             }
         }
+        let changed = serde_json::to_string(&Travelling::Changed {
+            changed: task.task_id.clone(),
+        })
+        .map_err(|e| TaskError::Store(e.to_string()))?;
+        pipe.publish(self.channel(), changed).ignore();
         let mut connection = self.connection().await?;
         pipe.query_async::<()>(&mut connection)
             .await
@@ -228,7 +242,7 @@ impl TaskStore for RedisTaskStore {
 
     async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
         let inner = &self.0;
-        let payload = serde_json::to_string(&Signal {
+        let payload = serde_json::to_string(&Travelling::Signal {
             task_id: task_id.to_owned(),
             signal,
         })
@@ -246,10 +260,15 @@ impl TaskStore for RedisTaskStore {
     fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
         self.0.runners.listen(task_id)
     }
+
+    fn changes(&self) -> broadcast::Receiver<Arc<str>> {
+        self.0.changes.subscribe()
+    }
 }
 
-/// Hands every published signal to this process's runner of its task,
-/// while the store lives; resubscribes after a lost connection.
+/// Hands every published signal to this process's runner of its task, and
+/// every saved state to this process's watchers, while the store lives;
+/// resubscribes after a lost connection.
 async fn listen_for_signals(store: std::sync::Weak<Inner>) {
     let mut backoff = Duration::from_millis(50);
     loop {
@@ -272,8 +291,11 @@ async fn listen_for_signals(store: std::sync::Weak<Inner>) {
                 let Ok(payload) = message.get_payload::<String>() else {
                     continue;
                 };
-                match serde_json::from_str::<Signal>(&payload) {
-                    Ok(signal) => inner.runners.deliver(&signal.task_id, signal.signal),
+                match serde_json::from_str::<Travelling>(&payload) {
+                    Ok(Travelling::Signal { task_id, signal }) => {
+                        inner.runners.deliver(&task_id, signal);
+                    }
+                    Ok(Travelling::Changed { changed }) => inner.changes.announce(&changed),
                     Err(e) => tracing::warn!("a task signal that does not read was skipped: {e}"),
                 }
             }

@@ -306,16 +306,10 @@ async fn task_op(
         true => store.get(&task_id).await.map_err(failed)?,
         false => None,
     };
-    let Some(task) = found.filter(|t| t.owner == owner) else {
-        return Err(Failure::Rpc(RpcError::invalid_params(format!(
-            "Failed to retrieve task: Task not found: {task_id} (unknown, expired, or not yours)"
-        ))));
+    let Some(task) = found else {
+        return Err(Failure::Rpc(not_found(&task_id)));
     };
-    if let (Some(&tool), Some(principal)) = (catalog.tool_names.get(task.tool.as_str()), principal)
-        && let Some(needed) = refused_item(catalog, Item::Tool(tool), principal)
-    {
-        return Err(Failure::Rpc(RpcError::insufficient_scope(needed)));
-    }
+    sees_task(catalog, &task, &owner, principal).map_err(Failure::Rpc)?;
     let signal = match op {
         TaskOp::Get => return Ok(Done::Task(Box::new(task))),
         // An ended task hears nothing more: the ack is the same.
@@ -325,6 +319,32 @@ async fn task_op(
     };
     store.signal(&task_id, signal).await.map_err(failed)?;
     Ok(Done::Acknowledged)
+}
+
+/// Whether the caller (`owner`, with `principal`'s scopes) may see
+/// `task`: its own, with the scopes its tool's call needs. Another's task
+/// is not found, as an unknown one is.
+pub(crate) fn sees_task(
+    catalog: &Catalog,
+    task: &crate::task::TaskState,
+    owner: &str,
+    principal: Option<&Principal>,
+) -> Result<(), RpcError> {
+    if task.owner != owner {
+        return Err(not_found(&task.task_id));
+    }
+    if let (Some(&tool), Some(principal)) = (catalog.tool_names.get(task.tool.as_str()), principal)
+        && let Some(needed) = refused_item(catalog, Item::Tool(tool), principal)
+    {
+        return Err(RpcError::insufficient_scope(needed));
+    }
+    Ok(())
+}
+
+fn not_found(task_id: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "Failed to retrieve task: Task not found: {task_id} (unknown, expired, or not yours)"
+    ))
 }
 
 fn internal(why: &str) -> Failure {

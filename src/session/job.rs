@@ -271,8 +271,7 @@ impl Job {
                 progress,
             } => Stage::Running(self.boxed_call(shared, tool, Arguments::Text(text), progress)),
             Stage::Listen(listening) => {
-                let Listening { id, filter, .. } = *listening;
-                let work = super::listen::listen(shared.clone(), id, filter);
+                let work = super::listen::listen(shared.clone(), *listening);
                 Stage::Running(running(work, None))
             }
             stage => stage,

@@ -4,14 +4,24 @@
 //! the request (stdio), or the server shuts down, which ends it with its
 //! result.
 //!
+//! A stream that asks for tasks' `notifications/tasks` has a watcher
+//! ([`watch_tasks`]): it reads the tasks first (the acknowledgement names
+//! those the caller may see), sends each one's state, then each new state
+//! the store announces, from whichever process saved it, until the task
+//! ends. It re-reads what it watches every 2 s too, so a task
+//! whose process died reads, and is sent, as failed.
+//!
 //! A transport runs it one of two ways: over HTTP the response body reads
 //! the [`Listener`] itself (no session, no task: an idle stream costs its
 //! connection and little more); in a session (stdio) it is a request's
 //! work, written to the session's output like any other ([`listen`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, mpsc};
 
 use super::outbox::{About, Outgoing};
 use super::shared::Shared;
@@ -19,6 +29,13 @@ use crate::dialect::{Filter, Listing, ServerInner};
 use crate::engine::Done;
 use crate::handle::{Push, Subscription};
 use crate::jsonrpc::RequestId;
+use crate::task::{TaskState, TaskStore};
+
+/// How often a watcher re-reads the tasks it watches, whatever it hears:
+/// a dead process's task reads as failed some 5 s after the death (its
+/// liveness key's time), so a watcher sends that within 7 s, and the
+/// rule is 10.
+const REREAD: Duration = Duration::from_secs(2);
 
 /// A `subscriptions/listen` request, dispatched and admitted: the
 /// transport runs it as a [`Listener`] or as a job
@@ -35,7 +52,7 @@ pub(crate) struct Listening {
 impl Listening {
     /// The stream on its own, registered for `server`'s changes now.
     pub(crate) fn into_listener(self, server: &Arc<ServerInner>) -> Listener {
-        Listener::new(server, self.id, self.filter)
+        Listener::new(server, self.id, self.filter, &self.listing)
     }
 }
 
@@ -52,12 +69,32 @@ pub(crate) struct Listener {
     /// The changes taken from the queue and not yet given out.
     taken: std::vec::IntoIter<Push>,
     subscription: Subscription,
+    /// The task watcher's messages (its acknowledgement first), while it
+    /// watches; dropping it stops the watcher.
+    tasks: Option<mpsc::Receiver<Vec<u8>>>,
 }
 
 impl Listener {
-    /// Stream `id` with `filter`, registered for `server`'s changes.
-    pub(crate) fn new(server: &Arc<ServerInner>, id: RequestId, filter: Filter) -> Self {
+    /// Stream `id` with `filter`, registered for `server`'s changes, its
+    /// tasks' watcher started (on the current runtime) if it asked for
+    /// tasks.
+    pub(crate) fn new(
+        server: &Arc<ServerInner>,
+        id: RequestId,
+        filter: Filter,
+        listing: &Arc<Listing>,
+    ) -> Self {
         let (subscription, _queue) = server.handle.registry().register();
+        let tasks = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if !filter.tasks.is_empty() => {
+                let (tx, rx) = mpsc::channel(8);
+                let store = Arc::clone(&server.tasks.store);
+                let watcher = watch_tasks(store, listing.clone(), id.clone(), filter.clone(), tx);
+                runtime.spawn(watcher);
+                Some(rx)
+            }
+            _ => None,
+        };
         Self {
             server: server.clone(),
             id,
@@ -65,6 +102,7 @@ impl Listener {
             acknowledged: false,
             taken: Vec::new().into_iter(),
             subscription,
+            tasks,
         }
     }
 
@@ -79,8 +117,26 @@ impl Listener {
     /// loses nothing.
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Vec<u8>> {
         if !self.acknowledged {
+            // (A watcher's first message is the acknowledgement.)
+            if let Some(watcher) = &mut self.tasks {
+                match watcher.poll_recv(cx) {
+                    Poll::Ready(Some(acknowledgement)) => {
+                        self.acknowledged = true;
+                        return Poll::Ready(acknowledgement);
+                    }
+                    Poll::Ready(None) => self.tasks = None,
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
             self.acknowledged = true;
             return Poll::Ready(self.filter.acknowledged(&self.id));
+        }
+        if let Some(watcher) = &mut self.tasks {
+            match watcher.poll_recv(cx) {
+                Poll::Ready(Some(state)) => return Poll::Ready(state),
+                Poll::Ready(None) => self.tasks = None,
+                Poll::Pending => {}
+            }
         }
         loop {
             if let Some(change) = self.taken.find(|change| self.filter.wants(change)) {
@@ -115,15 +171,98 @@ impl Listener {
     }
 }
 
+/// Watches `filter`'s tasks for stream `id`, sending on `tx`: the
+/// acknowledgement (naming the tasks the caller may see), each task's
+/// state, then each new state, until every watched task has ended or the
+/// stream is gone.
+async fn watch_tasks(
+    store: Arc<dyn TaskStore>,
+    listing: Arc<Listing>,
+    id: RequestId,
+    filter: Filter,
+    tx: mpsc::Sender<Vec<u8>>,
+) {
+    // Heard from before the first read: no state saved after it is missed.
+    let mut changes = store.changes();
+    let mut watched: HashMap<String, TaskState> = HashMap::new();
+    for task_id in &filter.tasks {
+        match store.get(task_id).await {
+            Ok(Some(task)) if filter.may_watch(&listing, &task) => {
+                watched.insert(task_id.clone(), task);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
+        }
+    }
+    let agreed: Vec<&str> = (filter.tasks.iter())
+        .filter(|t| watched.contains_key(*t))
+        .map(String::as_str)
+        .collect();
+    if tx
+        .send(filter.acknowledged_watching(&id, &agreed))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    for task_id in &agreed {
+        if let Some(task) = watched.get(*task_id)
+            && tx.send(Filter::task_pushed(&id, task)).await.is_err()
+        {
+            return;
+        }
+    }
+    watched.retain(|_, task| !task.status.is_terminal());
+    let mut reread = tokio::time::interval_at(tokio::time::Instant::now() + REREAD, REREAD);
+    while !watched.is_empty() {
+        let due: Vec<String> = tokio::select! {
+            () = tx.closed() => return,
+            heard = changes.recv() => match heard {
+                Ok(task_id) if watched.contains_key(&*task_id) => vec![task_id.to_string()],
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => watched.keys().cloned().collect(),
+                // (The store, which this holds, keeps the sender.)
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = reread.tick() => watched.keys().cloned().collect(),
+        };
+        for task_id in due {
+            match store.get(&task_id).await {
+                Ok(Some(task)) if watched.get(&task_id) != Some(&task) => {
+                    if tx.send(Filter::task_pushed(&id, &task)).await.is_err() {
+                        return;
+                    }
+                    if task.status.is_terminal() {
+                        watched.remove(&task_id);
+                    } else {
+                        watched.insert(task_id, task);
+                    }
+                }
+                Ok(Some(_)) => {}
+                // (Expired: there is nothing more to hear of it.)
+                Ok(None) => {
+                    watched.remove(&task_id);
+                }
+                Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
+            }
+        }
+    }
+}
+
 /// The stream as a session request's work, on the request's own output:
 /// `Ok` when the server shut down or the session's input ended (its
 /// graceful end, answered with its result).
 pub(crate) async fn listen(
     shared: Arc<Shared>,
-    id: RequestId,
-    filter: Filter,
+    listening: Listening,
 ) -> Result<Done, crate::engine::Failure> {
-    let mut listener = Listener::new(&shared.server, id, filter);
+    let Listening {
+        id,
+        filter,
+        listing,
+        ..
+    } = listening;
+    let mut listener = Listener::new(&shared.server, id, filter, &listing);
     let about = |listener: &Listener| About::Related(listener.id().clone());
     // The acknowledgement goes out whatever comes next.
     let bytes = listener.next().await;

@@ -245,7 +245,7 @@ fn prepare(
 
 /// What a `subscriptions/listen` stream carries: the notification types
 /// it opted in to that this server honours.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Filter {
     /// `notifications/tools/list_changed`.
     pub(crate) tools: bool,
@@ -256,6 +256,14 @@ pub(crate) struct Filter {
     /// The resources whose `notifications/resources/updated` it wants
     /// (ones this server has, and the caller may read).
     pub(crate) resources: Vec<String>,
+    /// The tasks whose `notifications/tasks` it asked for (well-formed
+    /// ids, within `max_subscriptions`); the stream agrees to those the
+    /// caller may see ([`Filter::may_watch`]).
+    pub(crate) tasks: Vec<String>,
+    /// Whose tasks the caller may see.
+    pub(crate) task_owner: String,
+    /// The caller, whose scopes a watched task's tool needs.
+    pub(crate) caller: Option<Principal>,
 }
 
 impl Filter {
@@ -296,6 +304,8 @@ fn filter(
         resources_list_changed: bool,
         #[serde(default)]
         resource_subscriptions: Vec<String>,
+        #[serde(default)]
+        task_ids: Vec<String>,
     }
     let params: Params = match params {
         Some(raw) => serde_json::from_str(raw.get())
@@ -307,6 +317,14 @@ fn filter(
             "{LISTEN} params.notifications is required: the notification types to receive"
         )));
     };
+    if requested.task_ids.len() > limits.max_subscriptions {
+        return Err(RpcError::invalid_params(format!(
+            "{LISTEN} asks for {} tasks' notifications, over the limit of {} \
+             (max_subscriptions)",
+            requested.task_ids.len(),
+            limits.max_subscriptions
+        )));
+    }
     let asked = &requested.resource_subscriptions;
     if asked.len() > limits.max_subscriptions {
         return Err(RpcError::invalid_params(format!(
@@ -334,11 +352,17 @@ fn filter(
         })
         .collect();
     let provides = listing.model_context.provides;
+    let mut tasks = requested.task_ids;
+    tasks.retain(|id| crate::task::is_task_id(id));
+    tasks.dedup();
     Ok(Filter {
         tools: requested.tools_list_changed && provides.tools,
         prompts: requested.prompts_list_changed && provides.prompts,
         resources_list: requested.resources_list_changed && provides.resources,
         resources,
+        task_owner: owner_of(principal),
+        caller: principal.cloned(),
+        tasks,
     })
 }
 
@@ -346,9 +370,31 @@ fn filter(
 /// session holds the filter, and reaches the revision through nothing
 /// else).
 impl Filter {
-    /// The stream's acknowledgement: what it will carry.
+    /// The stream's acknowledgement: what it will carry (of the tasks it
+    /// asked for, none).
     pub(crate) fn acknowledged(&self, id: &RequestId) -> Vec<u8> {
-        acknowledged(id, self)
+        acknowledged(id, self, &[])
+    }
+
+    /// The acknowledgement of a stream that watches the `agreed` tasks.
+    pub(crate) fn acknowledged_watching(&self, id: &RequestId, agreed: &[&str]) -> Vec<u8> {
+        acknowledged(id, self, agreed)
+    }
+
+    /// Whether the stream's caller may hear of `task`: as for `tasks/get`.
+    pub(crate) fn may_watch(&self, listing: &Listing, task: &crate::task::TaskState) -> bool {
+        crate::engine::operation::sees_task(
+            &listing.catalog,
+            task,
+            &self.task_owner,
+            self.caller.as_ref(),
+        )
+        .is_ok()
+    }
+
+    /// The `notifications/tasks` of `task`'s state on stream `id`.
+    pub(crate) fn task_pushed(id: &RequestId, task: &crate::task::TaskState) -> Vec<u8> {
+        tasks::notification(id, task)
     }
 
     /// The notification of `change` on stream `id`.
@@ -364,7 +410,7 @@ impl Filter {
 
 /// `notifications/subscriptions/acknowledged` for stream `id`: what it
 /// will carry.
-fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
+fn acknowledged(id: &RequestId, filter: &Filter, tasks: &[&str]) -> Vec<u8> {
     let mut notifications = Map::new();
     for (on, name) in [
         (filter.tools, "toolsListChanged"),
@@ -377,6 +423,9 @@ fn acknowledged(id: &RequestId, filter: &Filter) -> Vec<u8> {
     }
     if !filter.resources.is_empty() {
         notifications.insert("resourceSubscriptions".into(), json!(filter.resources));
+    }
+    if !tasks.is_empty() {
+        notifications.insert("taskIds".into(), json!(tasks));
     }
     crate::jsonrpc::encode_notification(
         "notifications/subscriptions/acknowledged",

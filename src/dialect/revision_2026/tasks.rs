@@ -24,6 +24,8 @@ pub(crate) const GET: &str = "tasks/get";
 pub(crate) const UPDATE: &str = "tasks/update";
 /// Stops a task.
 pub(crate) const CANCEL: &str = "tasks/cancel";
+/// A task's new state, on a listen stream that watches it.
+const NOTIFICATION: &str = "notifications/tasks";
 
 /// Whether client capabilities (an object's JSON text) declare the
 /// extension.
@@ -219,6 +221,25 @@ fn shown(task: &TaskState, detailed: bool) -> Shown<'_> {
 /// The `CreateTaskResult` for a new task (`resultType: "task"`).
 pub(super) fn created(id: &RequestId, task: &TaskState) -> Vec<u8> {
     encode_result(id, &shown(task, false))
+}
+
+/// The `notifications/tasks` of a task's state on listen stream `id`: the
+/// task as `tasks/get` shows it.
+pub(super) fn notification(id: &RequestId, task: &TaskState) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Params<'a> {
+        #[serde(flatten)]
+        task: Shown<'a>,
+        #[serde(rename = "_meta")]
+        meta: Value,
+    }
+    crate::jsonrpc::encode_notification(
+        NOTIFICATION,
+        &Params {
+            task: shown(task, true),
+            meta: json!({super::keys::SUBSCRIPTION_ID: id}),
+        },
+    )
 }
 
 /// The `tasks/get` result for a task: the task with what its status

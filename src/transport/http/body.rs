@@ -364,10 +364,12 @@ mod tests {
     /// A listen stream's body, on a server of its own, ended by `stop`.
     fn listen_body(stop: &CancellationToken) -> McpBody {
         let server = crate::Server::builder().build().expect("builds");
+        let listing = server.inner().listing();
         let listener = Listener::new(
             server.inner(),
             RequestId::String("L".into()),
             Filter::default(),
+            &listing,
         );
         McpBody::sse(
             None,
