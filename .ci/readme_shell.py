@@ -41,8 +41,6 @@ SKIPPED = {
     "redis-server --port 6379 --bind 127.0.0.1 &":
         "starts a deployment (redis-server, three processes and nginx): .ci/run's "
         "scale-out step runs that topology in tests/scale_out.py",
-    "claude mcp add --transport http example https://mcp.example.com/mcp   # Claude Code":
-        "a host's own command, for a server on the internet",
 }
 
 

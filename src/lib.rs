@@ -157,9 +157,10 @@ pub mod transport;
 #[cfg(feature = "schemars")]
 pub mod typed;
 
-/// The README's examples, compiled as doc tests.
+/// The README's examples, compiled as doc tests, as a reader pastes them:
+/// with the features they name (the README's test command turns them on).
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, unix, feature = "oauth", feature = "schemars"))]
 pub struct ReadmeDoctests;
 
 pub use async_trait::async_trait;
