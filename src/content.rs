@@ -488,9 +488,9 @@ impl ToolOutput {
         self.ordered.as_deref()
     }
 
-    /// The output as MCP v1.0's `output`, also what `outputSchema` checks:
-    /// the structured output, or `{"content": [blocks]}`.
-    pub(crate) fn v1_output(&self) -> std::borrow::Cow<'_, Value> {
+    /// The output as `outputSchema` checks it (and MCP v1.0 sends it as
+    /// `output`): the structured output, or `{"content": [blocks]}`.
+    pub(crate) fn schema_value(&self) -> std::borrow::Cow<'_, Value> {
         match self.structured_value() {
             Some(value) => std::borrow::Cow::Borrowed(value),
             None => std::borrow::Cow::Owned(serde_json::json!({ "content": self.blocks })),
@@ -582,11 +582,11 @@ mod tests {
     #[test]
     fn v1_sees_structured_output_or_the_blocks() {
         assert_eq!(
-            *ToolOutput::from(json!({"a": 1})).v1_output(),
+            *ToolOutput::from(json!({"a": 1})).schema_value(),
             json!({"a": 1})
         );
         assert_eq!(
-            *ToolOutput::text("t").v1_output(),
+            *ToolOutput::text("t").schema_value(),
             json!({"content": [{"type": "text", "text": "t"}]})
         );
     }

@@ -16,14 +16,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use crate::error::RpcError;
-use crate::fast::plain_call::{self, CallMethod, PlainCall, PlainId};
+use crate::fast::plain_call::{self, PlainCall, PlainId};
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod differential;
 mod tool_call;
 
 pub(crate) use crate::fast::arguments::ArgumentsText;
-pub(crate) use tool_call::{CallToolParams, ExecuteParams, RawText, RequestMeta, ToolCall};
+pub(crate) use tool_call::{CallForm, CallForms, RawText, ToolCall, read_params};
+use tool_call::{Key, ParamsSeed};
 
 /// The id of a request: a string, an integer or `null`.
 ///
@@ -182,8 +183,9 @@ pub(crate) enum Parsed<'a> {
 /// batch of tiny invalid elements must not amplify into a huge reply.
 pub const MAX_BATCH: usize = 1024;
 
-/// Parses one message body (docs/mcp-v1.md §1).
-pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
+/// Parses one message body (docs/mcp-v1.md §1); the tool calls of
+/// `forms` are read with their params in one pass.
+pub(crate) fn parse<'a>(body: &'a [u8], forms: &CallForms) -> Parsed<'a> {
     // Validate UTF-8 once; every later pass reads a `str` without checking again.
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
@@ -217,7 +219,7 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
             Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
         });
     }
-    if let Some(call) = read_tool_call(text) {
+    if let Some(call) = read_tool_call(text, forms) {
         return Parsed::Single(call);
     }
     match serde_json::from_str::<Envelope<'_>>(text) {
@@ -226,130 +228,125 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
     }
 }
 
-/// A tool call (`mcp/executeTool`, `tools/call`) read in one pass, its
-/// params into the dialect's own params type — the hot path, which the
-/// general reading would walk twice (the envelope, then the params): by
-/// the plain reader (`fast::plain_call`) when the call is written the usual
-/// way, else by serde. Any
-/// surprise — the method is not the one named in the text, `jsonrpc` is
-/// not `"2.0"`, no usable id, params that are not an object or do not
-/// read — gives `None`, and the general reading then answers. Without the `fast-path` feature, serde reads them all.
-fn read_tool_call(text: &str) -> Option<Incoming<'_>> {
+/// A tool call (a request of one of `forms`) read in one pass, its params
+/// into a [`ToolCall`] — the hot path, which the general reading would
+/// walk twice (the envelope, then the params): by the plain reader
+/// (`fast::plain_call`) when the call is written the usual way, else by
+/// serde. Any surprise — the method is not the one named in the text,
+/// `jsonrpc` is not `"2.0"`, no usable id, params that are not an object
+/// or do not read — gives `None`, and the general reading then answers.
+/// Without the `fast-path` feature, serde reads them all.
+fn read_tool_call<'a>(text: &'a str, forms: &CallForms) -> Option<Incoming<'a>> {
     if cfg!(feature = "fast-path")
-        && let Some(call) = plain_call::read(text).and_then(from_plain)
+        && let Some(call) = plain_call::read(text, forms).map(from_plain)
     {
         return Some(call);
     }
-    read_tool_call_with_serde(text)
+    read_tool_call_with_serde(text, forms)
 }
 
-/// A call the plain reader read, as the general reading gives it; `None`
-/// when its `_meta` does not read as the general reading reads it (which
-/// then answers).
-fn from_plain(plain: PlainCall<'_>) -> Option<Incoming<'_>> {
+/// A call the plain reader read, as the general reading gives it.
+fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
     let id = match plain.id {
         PlainId::Number(digits) => RequestId::Number(digits.into()),
         PlainId::String(text) => RequestId::String(text.into()),
     };
-    let call = match plain.method {
-        CallMethod::ExecuteTool => ToolCall::V1(ExecuteParams::new(plain.tool, plain.arguments)),
-        CallMethod::CallTool => {
-            let mut params = CallToolParams::new(plain.tool, plain.arguments);
-            params.meta = plain.meta.map(|m| RequestMeta {
-                progress_token: m.progress_token.map(RawText::checked),
-                protocol_version: m.protocol_version.map(RawText::checked),
-                client_capabilities: m.client_capabilities.map(RawText::checked),
-                log_level: m.log_level.map(RawText::checked),
-            });
-            ToolCall::ModelContext(params)
-        }
-    };
-    Some(Incoming::Request {
+    Incoming::Request {
         id,
-        method: Cow::Borrowed(plain.method.name()),
+        method: Cow::Borrowed(plain.form.method),
         params: None,
-        call: Some(call),
-    })
+        call: Some(ToolCall::plain(
+            plain.tool,
+            plain.arguments,
+            plain.meta.map(|m| m.map(|text| text.map(RawText::checked))),
+        )),
+    }
 }
 
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.
-fn read_tool_call_with_serde(text: &str) -> Option<Incoming<'_>> {
-    use std::sync::LazyLock;
-
-    use memchr::memmem::Finder;
-
-    static EXECUTE_TOOL: LazyLock<Finder<'static>> =
-        LazyLock::new(|| Finder::new(b"\"mcp/executeTool\""));
-    static CALL_TOOL: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"tools/call\""));
-    if EXECUTE_TOOL.find(text.as_bytes()).is_some() {
-        let envelope: CallEnvelope<'_, ExecuteParams<'_>> = serde_json::from_str(text).ok()?;
-        let (id, params) = envelope.checked("mcp/executeTool")?;
-        return Some(call(id, "mcp/executeTool", ToolCall::V1(params)));
+/// The first form whose method the text holds is the one tried.
+fn read_tool_call_with_serde<'a>(text: &'a str, forms: &CallForms) -> Option<Incoming<'a>> {
+    let form = forms
+        .forms
+        .iter()
+        .find(|form| memchr::memmem::find(text.as_bytes(), form.method.as_bytes()).is_some())?;
+    let seed = CallSeed(ParamsSeed {
+        form,
+        meta: forms.meta,
+    });
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let envelope = serde::de::DeserializeSeed::deserialize(seed, &mut reader).ok()?;
+    reader.end().ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method != form.method {
+        return None;
     }
-    if CALL_TOOL.find(text.as_bytes()).is_some() {
-        let envelope: CallEnvelope<'_, CallToolParams<'_>> = serde_json::from_str(text).ok()?;
-        let (id, params) = envelope.checked("tools/call")?;
-        return Some(call(id, "tools/call", ToolCall::ModelContext(params)));
-    }
-    None
-}
-
-fn call<'a>(id: RequestId, method: &'static str, call: ToolCall<'a>) -> Incoming<'a> {
-    Incoming::Request {
-        id,
-        method: Cow::Borrowed(method),
+    Some(Incoming::Request {
+        id: RequestId::from_raw(envelope.id?)?,
+        method: Cow::Borrowed(form.method),
         params: None,
-        call: Some(call),
-    }
+        call: Some(envelope.params),
+    })
 }
 
-/// A tool call's envelope: every member but the params borrowed as text.
-#[derive(Deserialize)]
-struct CallEnvelope<'a, P> {
-    #[serde(borrow)]
+/// A tool call's envelope: every member but the params borrowed as text,
+/// the params read by their form.
+struct CallEnvelope<'a> {
     jsonrpc: &'a str,
-    #[serde(borrow)]
     method: &'a str,
-    #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    params: ObjectOnly<P>,
-    // Read only so that a repeated one is refused as the general reading
-    // refuses it.
-    #[serde(rename = "result", default, borrow, deserialize_with = "present")]
-    _result: Option<&'a RawValue>,
-    #[serde(rename = "error", default, borrow, deserialize_with = "present")]
-    _error: Option<&'a RawValue>,
+    params: ToolCall<'a>,
 }
 
-impl<'a, P> CallEnvelope<'a, P> {
-    /// The id and params when this is a well-formed request for `method`.
-    fn checked(self, method: &str) -> Option<(RequestId, P)> {
-        if self.jsonrpc != "2.0" || self.method != method {
-            return None;
-        }
-        Some((RequestId::from_raw(self.id?)?, self.params.0))
+/// Reads a [`CallEnvelope`] (an object only); a member repeated, or one
+/// missing but `id`, refuses it, as the general reading refuses it.
+struct CallSeed(ParamsSeed);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CallSeed {
+    type Value = CallEnvelope<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
     }
 }
 
-/// A struct read from a JSON object only (serde would also read one from
-/// an array, by position; the general reading refuses that).
-struct ObjectOnly<P>(P);
+impl<'de> serde::de::Visitor<'de> for CallSeed {
+    type Value = CallEnvelope<'de>;
 
-impl<'de, P: Deserialize<'de>> Deserialize<'de> for ObjectOnly<P> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Object<P>(std::marker::PhantomData<P>);
-        impl<'de, P: Deserialize<'de>> serde::de::Visitor<'de> for Object<P> {
-            type Value = P;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<P, A::Error> {
-                P::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC request object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let (mut jsonrpc, mut method, mut id, mut params) = (None, None, None, None);
+        // `result` and `error` are read only so that a repeated one is
+        // refused as the general reading refuses it.
+        let (mut result, mut error) = (false, false);
+        while let Some(Key(key)) = map.next_key()? {
+            let repeated = match &*key {
+                "jsonrpc" => jsonrpc.replace(map.next_value::<&'de str>()?).is_some(),
+                "method" => method.replace(map.next_value::<&'de str>()?).is_some(),
+                "id" => id.replace(map.next_value::<&'de RawValue>()?).is_some(),
+                "params" => params.replace(map.next_value_seed(self.0)?).is_some(),
+                other => {
+                    map.next_value::<IgnoredAny>()?;
+                    match other {
+                        "result" => std::mem::replace(&mut result, true),
+                        "error" => std::mem::replace(&mut error, true),
+                        _ => false,
+                    }
+                }
+            };
+            if repeated {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
             }
         }
-        deserializer
-            .deserialize_map(Object(std::marker::PhantomData))
-            .map(ObjectOnly)
+        Ok(CallEnvelope {
+            jsonrpc: jsonrpc.ok_or_else(|| A::Error::missing_field("jsonrpc"))?,
+            method: method.ok_or_else(|| A::Error::missing_field("method"))?,
+            id,
+            params: params.ok_or_else(|| A::Error::missing_field("params"))?,
+        })
     }
 }
 
@@ -597,6 +594,7 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 
 #[cfg(test)]
 mod tests {
+    use super::differential::tests::FORMS;
     use super::*;
 
     /// The general reading of a body (the envelope, then the params).
@@ -620,7 +618,7 @@ mod tests {
                 method,
                 call: Some(call),
                 params: None,
-            }) = read_tool_call(text)
+            }) = read_tool_call(text, &FORMS)
             else {
                 panic!("not read in one pass: {text}");
             };
@@ -634,16 +632,8 @@ mod tests {
                 panic!("the general reading differs: {text}");
             };
             assert_eq!((&id, &method), (&id2, &method2), "{text}");
-            let again = match &call {
-                ToolCall::V1(_) => format!(
-                    "{:?}",
-                    ToolCall::V1(serde_json::from_str(raw.get()).unwrap())
-                ),
-                ToolCall::ModelContext(_) => format!(
-                    "{:?}",
-                    ToolCall::ModelContext(serde_json::from_str(raw.get()).unwrap())
-                ),
-            };
+            let form = FORMS.forms.iter().find(|f| f.method == method).unwrap();
+            let again = format!("{:?}", read_params(form, FORMS.meta, raw.get()).unwrap());
             assert_eq!(format!("{call:?}"), again, "{text}");
         }
         // Anything unusual is left to the general reading, which says what
@@ -663,12 +653,15 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}} trailing"#,
         ];
         for text in left {
-            assert!(read_tool_call(text).is_none(), "read in one pass: {text}");
+            assert!(
+                read_tool_call(text, &FORMS).is_none(),
+                "read in one pass: {text}"
+            );
         }
     }
 
     fn single(body: &str) -> Incoming<'_> {
-        match parse(body.as_bytes()) {
+        match parse(body.as_bytes(), &FORMS) {
             Parsed::Single(m) => m,
             other => panic!("expected one message, got {other:?}"),
         }
@@ -816,13 +809,13 @@ mod tests {
     #[test]
     fn non_objects_are_invalid_requests_and_bad_json_a_parse_error() {
         for body in ["42", "\"m\"", "null", "true"] {
-            let Parsed::Error(e) = parse(body.as_bytes()) else {
+            let Parsed::Error(e) = parse(body.as_bytes(), &FORMS) else {
                 panic!("{body}")
             };
             assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST, "{body}");
         }
         for body in [&b"{\"jsonrpc\":"[..], b"{\"id\":\"\xff\xfe\"}", b"", b"[1,"] {
-            let Parsed::Error(e) = parse(body) else {
+            let Parsed::Error(e) = parse(body, &FORMS) else {
                 panic!("{body:?}")
             };
             assert_eq!(e.code, crate::error::ErrorCode::PARSE_ERROR, "{body:?}");
@@ -833,14 +826,14 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let body = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(matches!(
-            parse(body.as_bytes()),
+            parse(body.as_bytes(), &FORMS),
             Parsed::Error(_) | Parsed::Batch(_)
         ));
     }
 
     #[test]
     fn empty_batch_is_one_invalid_request() {
-        let Parsed::Error(e) = parse(b" [ ] ") else {
+        let Parsed::Error(e) = parse(b" [ ] ", &FORMS) else {
             panic!()
         };
         assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST);
@@ -850,6 +843,7 @@ mod tests {
     fn batch_elements_are_classified_one_by_one() {
         let Parsed::Batch(items) = parse(
             br#"[1,{"jsonrpc":"2.0","method":"m","id":6},"x",{"jsonrpc":"2.0","method":"n"}]"#,
+            &FORMS,
         ) else {
             panic!()
         };

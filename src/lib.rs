@@ -81,8 +81,9 @@
 //! two sibling modules name each other; `tests/layers.rs` reads this list
 //! and holds the code to it.
 //!
-//! 1. **wire** (`fast`, `jsonrpc`, `error`, `id_hash`, `poll`,
-//!    `test_rng`): the hot path's hand-written JSON readers, behind one
+//! 1. **wire** (`call_form`, `fast`, `jsonrpc`, `error`, `id_hash`,
+//!    `poll`, `test_rng`): how a tool call is written, as a table the
+//!    dialects give; the hot path's hand-written JSON readers, behind one
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
 //!    objects and their encoding; a hasher for ids; a stream adapter.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
@@ -120,6 +121,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod bus;
+mod call_form;
 pub mod client;
 pub mod completion;
 pub mod content;

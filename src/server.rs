@@ -112,7 +112,7 @@ impl Server {
         let stop = self.inner.handle.stop_token();
         self.serve_parsed_until(
             &body,
-            crate::jsonrpc::parse(&body),
+            crate::dialect::parse(&body),
             stop,
             &Caller::default(),
         )
@@ -257,7 +257,7 @@ pub struct ServerBuilder {
     access: AccessRules,
     handle: ServerHandle,
     /// The indices in `tools` of Model Context Protocol–only tools.
-    model_context_only: Vec<usize>,
+    by_name_only: Vec<usize>,
     /// Extensions the capabilities declare, by identifier.
     extensions: serde_json::Map<String, serde_json::Value>,
     /// The 2026-07-28 revision's state keys (none: one random key).
@@ -294,7 +294,7 @@ impl Default for ServerBuilder {
             },
             access: AccessRules::default(),
             handle: ServerHandle::new(),
-            model_context_only: Vec::new(),
+            by_name_only: Vec::new(),
             extensions: serde_json::Map::new(),
             state_keys: Vec::new(),
             state_ttl: DEFAULT_STATE_TTL,
@@ -332,7 +332,7 @@ impl ServerBuilder {
     /// protocol has, such as questions to the client
     /// ([`ToolContext::elicit`](crate::ToolContext::elicit)).
     pub fn model_context_tool(mut self, tool: impl Tool) -> Self {
-        self.model_context_only.push(self.tools.len());
+        self.by_name_only.push(self.tools.len());
         self.tools.push(RegisteredTool::new(tool));
         self
     }
@@ -694,7 +694,7 @@ impl ServerBuilder {
         let blueprint = Blueprint {
             items: catalog::Items {
                 tools: self.tools,
-                model_context_only: self.model_context_only,
+                by_name_only: self.by_name_only,
                 resources: self.resources,
                 templates: self.templates,
                 prompts: self.prompts,

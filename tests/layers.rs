@@ -577,6 +577,123 @@ fn session_server_and_transport_reach_a_dialect_only_through_dialect() {
     );
 }
 
+/// The layers below `dialect` that name no protocol: no dialect, no
+/// method name, no protocol's `_meta` key.
+const NEUTRAL: [&str; 2] = ["wire", "engine"];
+
+/// The code without comments, each string literal replaced by `§N` (its
+/// index), and the literals' contents: the split into inline modules then
+/// sees no brace of a string, and a scope's literals are those it marks.
+fn code_with_strings(text: &str) -> (String, Vec<String>) {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut strings = Vec::new();
+    let mut mark = |out: &mut String, literal: &str| {
+        out.push_str(&format!(" §{} ", strings.len()));
+        strings.push(literal.to_owned());
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |n| n + 2);
+        } else if let Some(hashes) = raw_string_start(rest) {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = i + usize::from(rest.starts_with('b')) + 1 + hashes + 1;
+            let end = text[body..].find(&close).map_or(text.len(), |n| body + n);
+            mark(&mut out, &text[body..end]);
+            i = (end + close.len()).min(text.len());
+        } else if bytes[i] == b'"' {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            mark(&mut out, &text[i + 1..j.min(text.len())]);
+            i = j + 1;
+        } else if bytes[i] == b'\'' && is_char_literal(rest) {
+            let skip = if rest[1..].starts_with('\\') { 3 } else { 1 };
+            out.push(' ');
+            i += rest[skip..].find('\'').map_or(rest.len(), |n| skip + n + 1);
+        } else {
+            let c = rest.chars().next().expect("not at the end");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    (out, strings)
+}
+
+/// Whether a string literal names a protocol: a method (`tools/call`,
+/// `mcp/executeTool`, `$/cancelRequest`) or a `_meta` key of one.
+fn names_a_protocol(literal: &str) -> bool {
+    let method = literal.split_once('/').is_some_and(|(a, b)| {
+        !a.is_empty()
+            && !b.is_empty()
+            && a.chars().all(|c| c.is_ascii_alphabetic() || c == '$')
+            && b.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '_')
+    });
+    method || literal.contains("modelcontextprotocol")
+}
+
+/// Whether an identifier names a dialect or a revision.
+fn names_a_dialect(word: &str) -> bool {
+    matches!(word, "V1" | "McpV1" | "ModelContext" | "Revision2026")
+        || word.starts_with("v1_")
+        || word.ends_with("_v1")
+        || word.contains("2026")
+        || word.contains("model_context")
+}
+
+#[test]
+fn wire_and_engine_name_no_dialect_method_or_revision() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut known = BTreeMap::new();
+    modules(&src, &Vec::new(), &mut known);
+    let layers = layers(known.get(&Vec::new()).expect("src/lib.rs"));
+    let mut named = Vec::new();
+    for (module, text) in &known {
+        let neutral =
+            layer_of(module, &layers).is_some_and(|i| NEUTRAL.contains(&layers[i].0.as_str()));
+        // Tests hold protocol text as their data.
+        if !neutral || module.iter().any(|m| m == "tests") {
+            continue;
+        }
+        let (code, strings) = code_with_strings(text);
+        for (inline, scope) in scopes(&code) {
+            if inline.iter().any(|m| m == "tests") {
+                continue;
+            }
+            for word in scope.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '§')) {
+                let literal = word
+                    .strip_prefix('§')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| strings.get(n));
+                match literal {
+                    Some(literal) if names_a_protocol(literal) => {
+                        named.push(format!("{}: \"{literal}\"", show(module)));
+                    }
+                    None if names_a_dialect(word) => {
+                        named.push(format!("{}: {word}", show(module)))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(
+        !layers.is_empty() && NEUTRAL.iter().all(|l| layers.iter().any(|(n, _)| n == l)),
+        "the layers {NEUTRAL:?} are not all in lib.rs's list"
+    );
+    assert!(
+        named.is_empty(),
+        "protocols, methods or revisions named below the dialect layer:\n{}",
+        named.join("\n")
+    );
+}
+
 #[test]
 fn no_two_sibling_modules_name_each_other() {
     let krate = read_crate();

@@ -274,7 +274,7 @@ fn claims_revision_2026(message: &Incoming<'_>) -> bool {
 #[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
-    use crate::jsonrpc::parse;
+    use crate::dialect::parse;
 
     fn post(protocols: Protocols, head: HttpHead<'_>, body: &str) -> Post {
         let by_head = protocols.by_head(&head);

@@ -212,7 +212,7 @@ impl Blueprint {
                 model_context_only,
             } => {
                 if model_context_only {
-                    items.model_context_only.push(items.tools.len());
+                    items.by_name_only.push(items.tools.len());
                 }
                 items.tools.push(tool);
                 Some(ListKind::Tools)
@@ -223,8 +223,8 @@ impl Blueprint {
                     definition.name == name || definition.mcp_id == name
                 })?;
                 items.tools.remove(index);
-                items.model_context_only.retain(|&i| i != index);
-                for i in &mut items.model_context_only {
+                items.by_name_only.retain(|&i| i != index);
+                for i in &mut items.by_name_only {
                     if *i > index {
                         *i -= 1;
                     }

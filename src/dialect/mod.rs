@@ -34,7 +34,7 @@ use crate::definition::ServerInfo;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::{Push, ServerHandle};
-use crate::jsonrpc::{RequestId, ToolCall};
+use crate::jsonrpc::{CallForm, CallForms, Parsed, RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 #[cfg(feature = "http")]
@@ -52,6 +52,73 @@ pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};
 /// The 2026-07-28 revision's `_meta` keys and its listen method.
 #[cfg(feature = "http")]
 pub(crate) use revision_2026::{LISTEN, keys};
+
+/// How each dialect writes a tool call, read with its envelope in one pass
+/// ([`parse`]): MCP v1.0's `mcp/executeTool` names its tool by `id` and
+/// takes object arguments only; `tools/call` names it by `name`, and a
+/// 2026-07-28 one carries `inputResponses` and `requestState`
+/// ([`kept_params`]). The `_meta` members kept are [`kept_meta`]'s.
+pub(crate) static CALLS: CallForms = CallForms {
+    forms: &[EXECUTE_TOOL, TOOLS_CALL],
+    meta: &[
+        "progressToken",
+        revision_2026::keys::PROTOCOL_VERSION,
+        revision_2026::keys::CLIENT_CAPABILITIES,
+        revision_2026::keys::LOG_LEVEL,
+    ],
+};
+
+/// MCP v1.0's `mcp/executeTool`.
+pub(crate) const EXECUTE_TOOL: CallForm = CallForm {
+    method: v1::schema::methods::EXECUTE_TOOL,
+    tool: "id",
+    object_arguments: true,
+    kept: &[],
+};
+
+/// The Model Context Protocol's `tools/call`.
+pub(crate) const TOOLS_CALL: CallForm = CallForm {
+    method: model_context::methods::TOOLS_CALL,
+    tool: "name",
+    object_arguments: false,
+    kept: &["inputResponses", "requestState"],
+};
+
+/// Reads `text`, the params of a call of `form`, as the one-pass reading
+/// would (for a call it left to the general reading).
+pub(crate) fn read_call<'a>(
+    form: &'static CallForm,
+    text: &'a str,
+) -> Result<ToolCall<'a>, serde_json::Error> {
+    crate::jsonrpc::read_params(form, CALLS.meta, text)
+}
+
+/// The `_meta` members a tool call's one-pass reading keeps, by index
+/// ([`ToolCall::meta`]).
+pub(crate) mod kept_meta {
+    /// `progressToken`.
+    pub(crate) const PROGRESS_TOKEN: usize = 0;
+    /// The 2026-07-28 request's protocol version.
+    pub(crate) const PROTOCOL_VERSION: usize = 1;
+    /// The 2026-07-28 request's client capabilities.
+    pub(crate) const CLIENT_CAPABILITIES: usize = 2;
+    /// The 2026-07-28 request's log level.
+    pub(crate) const LOG_LEVEL: usize = 3;
+}
+
+/// The params members a `tools/call`'s one-pass reading keeps, by index
+/// ([`ToolCall::kept`]).
+pub(crate) mod kept_params {
+    /// `inputResponses`: the answers to an earlier round's questions.
+    pub(crate) const INPUT_RESPONSES: usize = 0;
+    /// `requestState`: the state an earlier round sealed.
+    pub(crate) const REQUEST_STATE: usize = 1;
+}
+
+/// Parses one message body, its tool calls read by [`CALLS`].
+pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
+    crate::jsonrpc::parse(body, &CALLS)
+}
 
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]

@@ -27,8 +27,9 @@ pub(crate) struct CompiledTool {
     pub(crate) definition: ToolDefinition,
     /// Its title, annotations and icons.
     pub(crate) metadata: ToolMetadata,
-    /// MCP v1.0 lists and calls it.
-    pub(crate) in_v1: bool,
+    /// It is found by its mcpId (in `tool_index`): false for a tool only
+    /// the protocols that find tools by name list and call.
+    pub(crate) by_id: bool,
     /// The arguments its input schema marks `x-mcp-header`: the header's
     /// name (after `Mcp-Param-`) and the property (2026-07-28 over HTTP).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
@@ -107,9 +108,9 @@ impl RegisteredTool {
 #[derive(Clone)]
 pub(crate) struct Items {
     pub(crate) tools: Vec<RegisteredTool>,
-    /// The indices in `tools` of tools only the Model Context Protocol
-    /// lists and calls.
-    pub(crate) model_context_only: Vec<usize>,
+    /// The indices in `tools` of tools found by name only (not by
+    /// mcpId).
+    pub(crate) by_name_only: Vec<usize>,
     pub(crate) resources: Vec<Arc<dyn Resource>>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Arc<dyn Prompt>>,
@@ -138,14 +139,14 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// Checks every item (docs/mcp-v1.md §6: absolute, unique mcpIds; valid
     /// schemas, the input schema an object schema; docs/model-context.md §3 when
-    /// `model_context` is on: tool names `[A-Za-z0-9_.-]{1,128}`, unique
+    /// `strict_names` is on: tool names `[A-Za-z0-9_.-]{1,128}`, unique
     /// tool, prompt and template names) and compiles the schemas.
     /// `strict`: a scope rule or a prompt completer that names no item is
     /// refused; otherwise it is left out (an item removed at run time).
     pub(crate) fn build(
         items: Items,
         default_time_limit: Option<Duration>,
-        model_context: bool,
+        strict_names: bool,
         states: &crate::state::States,
         access: AccessRules,
         strict: bool,
@@ -153,7 +154,7 @@ impl Catalog {
         let mut tools = Vec::with_capacity(items.tools.len());
         let mut tool_index = HashMap::default();
         let mut tool_names = HashMap::default();
-        // The mcpIds of tools MCP v1.0 does not see: unique all the same.
+        // The mcpIds of tools found by name only: unique all the same.
         let mut unlisted_ids = HashSet::new();
         for (index, registered) in items.tools.into_iter().enumerate() {
             let tool = registered.tool;
@@ -162,7 +163,7 @@ impl Catalog {
             let (typed, reads_text) = (registered.typed.clone(), registered.typed.is_some());
             #[cfg(not(feature = "schemars"))]
             let reads_text = false;
-            let in_v1 = !items.model_context_only.contains(&index);
+            let by_id = !items.by_name_only.contains(&index);
             let definition = tool.definition();
             let id = &definition.mcp_id;
             check_id(
@@ -172,7 +173,7 @@ impl Catalog {
             )?;
             check_text("tool", id, "name", &definition.name)?;
             check_text("tool", id, "description", &definition.description)?;
-            if model_context {
+            if strict_names {
                 check_tool_name(&definition.name, tool_names.contains_key(&definition.name))?;
             }
             if let Some(missing) = tool.needs_state().into_iter().find(|ty| !states.has(*ty)) {
@@ -184,7 +185,7 @@ impl Catalog {
             validate::require_object_schema(id, &definition.input_schema)?;
             let input = validate::compile(id, "inputSchema", &definition.input_schema)?;
             let output = validate::compile(id, "outputSchema", &definition.output_schema)?;
-            if in_v1 {
+            if by_id {
                 tool_index.insert(id.clone(), tools.len());
             } else {
                 unlisted_ids.insert(id.clone());
@@ -198,7 +199,7 @@ impl Catalog {
                 quick_input: quick_check(&definition.input_schema).filter(|_| reads_text),
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),
-                in_v1,
+                by_id,
                 mirrored: mirrored(&definition.input_schema),
                 tool,
                 #[cfg(feature = "schemars")]
@@ -259,7 +260,7 @@ impl Catalog {
             check_id("prompt", id, prompt_ids.contains(id))?;
             check_text("prompt", id, "name", &definition.name)?;
             prompt.check()?;
-            if model_context && prompt_names.contains_key(&definition.name) {
+            if strict_names && prompt_names.contains_key(&definition.name) {
                 return Err(BuildError::InvalidName {
                     kind: "prompt",
                     name: definition.name.clone(),

@@ -524,6 +524,7 @@ fn checked_output(tool: &CompiledTool, output: ToolOutput) -> Result<ToolOutput,
     output
         .read_back()
         .map_err(|e| Failure::Tool(output_not_json(tool.mcp_id(), &e)))?;
-    check_output(&tool.output, &output.v1_output(), tool.mcp_id()).map_err(Failure::BadOutput)?;
+    check_output(&tool.output, &output.schema_value(), tool.mcp_id())
+        .map_err(Failure::BadOutput)?;
     Ok(output)
 }

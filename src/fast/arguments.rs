@@ -64,18 +64,6 @@ fn reads(text: &str) -> bool {
     }
 }
 
-/// `arguments` that must be a JSON object (MCP v1.0).
-pub(crate) fn object<'de: 'a, 'a, D: Deserializer<'de>>(
-    reader: D,
-) -> Result<Option<ArgumentsText<'a>>, D::Error> {
-    let text = ArgumentsText::deserialize(reader)?;
-    if text.get().starts_with('{') {
-        Ok(Some(text))
-    } else {
-        Err(D::Error::custom("arguments must be an object"))
-    }
-}
-
 /// Whether valid JSON text, captured without being read, also reads as a
 /// value: it nests at most [`MAX_NESTING`] arrays and objects deep, each
 /// number is within a float's range, and each surrogate escape is paired.

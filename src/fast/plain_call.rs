@@ -1,56 +1,44 @@
-//! The hot path's own reading of a plain tool call — `mcp/executeTool` or
-//! `tools/call`, written the way clients write them — in one pass over the
-//! bytes, without serde's machinery.
+//! The hot path's own reading of a plain tool call — a request whose
+//! method a protocol's [`CallForms`] names, written the way clients write
+//! it — in one pass over the bytes, without serde's machinery.
 //!
 //! It reads only what it fully understands: an object whose members are
 //! `jsonrpc` (`"2.0"`), `method`, an `id` that is a non-negative integer or
-//! a string, and `params` with the tool's `id` or `name` and object
-//! `arguments` (and `_meta`, kept as text); names and those strings without
-//! escapes; every member once. It checks the syntax of everything it reads — the arguments
-//! included, with the nesting and number rules of
-//! [`reads_as_value`](super::arguments::reads_as_value) — and
-//! accepts nothing serde's reading would refuse. Anything else (another
-//! member, an escape it does not take, a repeated member, any
-//! error) is `None`, and serde's reading decides.
+//! a string, and `params` with the form's tool member and object
+//! `arguments` (and `_meta`, whose kept members are kept as text); names
+//! and those strings without escapes; every member once. It checks the
+//! syntax of everything it reads — the arguments included, with the
+//! nesting and number rules of
+//! [`reads_as_value`](super::arguments::reads_as_value) — and accepts
+//! nothing serde's reading would refuse. Anything else (another member,
+//! an escape it does not take, a repeated member, any error) is `None`,
+//! and serde's reading decides.
 
 use super::arguments::{ArgumentsText, MAX_NESTING};
 use super::cursor::Cursor;
+use crate::call_form::{CallForm, CallForms, KEPT_META};
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
+
+/// The most forms whose tool members a call's params are read for.
+const MAX_FORMS: usize = 4;
 
 /// A plain tool call as read here, every part borrowed from its text.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PlainCall<'a> {
     /// The request id.
     pub(crate) id: PlainId<'a>,
-    /// Which call it is, and so which dialect's.
-    pub(crate) method: CallMethod,
-    /// The tool: its mcpId (`mcp/executeTool`) or its name (`tools/call`).
+    /// Which call it is.
+    pub(crate) form: &'static CallForm,
+    /// The tool, as the form's tool member names it.
     pub(crate) tool: &'a str,
     /// Its arguments.
     pub(crate) arguments: ArgumentsText<'a>,
-    /// Its params' `_meta` object, if any: the members this crate reads.
-    pub(crate) meta: Option<PlainMeta<'a>>,
+    /// Its params' `_meta` object, if any: the kept members' JSON text, in
+    /// the forms' order (checked as the arguments are).
+    pub(crate) meta: Option<[Option<&'a str>; KEPT_META]>,
 }
-
-/// The members of a `_meta` object this crate reads, each as its JSON text
-/// (checked as the arguments are); other members are skipped.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct PlainMeta<'a> {
-    pub(crate) progress_token: Option<&'a str>,
-    pub(crate) protocol_version: Option<&'a str>,
-    pub(crate) client_capabilities: Option<&'a str>,
-    pub(crate) log_level: Option<&'a str>,
-}
-
-/// The names of [`PlainMeta`]'s members, with their quotes, in its order.
-const META_NAMES: [&[u8]; 4] = [
-    b"\"progressToken\"",
-    b"\"io.modelcontextprotocol/protocolVersion\"",
-    b"\"io.modelcontextprotocol/clientCapabilities\"",
-    b"\"io.modelcontextprotocol/logLevel\"",
-];
 
 /// A request id as written: its digits or its string's contents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,32 +49,13 @@ pub(crate) enum PlainId<'a> {
     String(&'a str),
 }
 
-/// The two tool calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CallMethod {
-    /// MCP v1.0's `mcp/executeTool` (`params.id`).
-    ExecuteTool,
-    /// The Model Context Protocol's `tools/call` (`params.name`).
-    CallTool,
-}
-
-impl CallMethod {
-    /// The method's name.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::ExecuteTool => "mcp/executeTool",
-            Self::CallTool => "tools/call",
-        }
-    }
-}
-
-/// A plain tool call, or `None`.
-pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
+/// A plain tool call of one of `forms`, or `None`.
+pub(crate) fn read<'t>(text: &'t str, forms: &CallForms) -> Option<PlainCall<'t>> {
     let mut reader = Reader {
         source: text,
         cursor: Cursor::new(text.as_bytes()),
     };
-    let (mut jsonrpc, mut method, mut id, mut params) = (false, None, None, None);
+    let (mut jsonrpc, mut form, mut id, mut params) = (false, None, None, None);
     reader.cursor.eat(b'{')?;
     loop {
         // Names and the strings compared whole are matched as written
@@ -96,16 +65,14 @@ pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
                 reader.literal(b"\"2.0\"")?;
                 jsonrpc = true;
             }
-            1 if method.is_none() => {
-                method = Some(if reader.literal(b"\"mcp/executeTool\"").is_some() {
-                    CallMethod::ExecuteTool
-                } else {
-                    reader.literal(b"\"tools/call\"")?;
-                    CallMethod::CallTool
-                });
+            1 if form.is_none() => {
+                let known = forms.forms.iter().position(|f| reader.quoted(f.method));
+                let found = forms.forms.get(known?)?;
+                reader.cursor.at += found.method.len() + 2;
+                form = Some(found);
             }
             2 if id.is_none() => id = Some(reader.id()?),
-            3 if params.is_none() => params = Some(reader.params()?),
+            3 if params.is_none() => params = Some(reader.params(forms)?),
             _ => return None,
         }
         if reader.cursor.closes(b'}')? {
@@ -113,49 +80,31 @@ pub(crate) fn read(text: &str) -> Option<PlainCall<'_>> {
         }
     }
     reader.cursor.end()?;
-    let (method, id, params) = (method?, id?, params?);
+    let (form, id, params) = (form?, id?, params?);
     if !jsonrpc {
         return None;
     }
-    let (tool, arguments, meta) = match (method, params) {
-        (
-            CallMethod::ExecuteTool,
-            Params {
-                tool_id: Some(tool),
-                name: None,
-                arguments: Some(arguments),
-                meta,
-            },
-        )
-        | (
-            CallMethod::CallTool,
-            Params {
-                tool_id: None,
-                name: Some(tool),
-                arguments: Some(arguments),
-                meta,
-            },
-        ) => (tool, arguments, meta),
-        _ => return None,
-    };
+    // The form's own tool member, and no other form's.
+    let (key, tool) = params.tool?;
+    if key != form.tool {
+        return None;
+    }
     Some(PlainCall {
         id,
-        method,
+        form,
         tool,
-        arguments,
-        meta,
+        arguments: params.arguments?,
+        meta: params.meta,
     })
 }
 
 /// A tool call's params as read here.
 struct Params<'a> {
-    /// `id` (MCP v1.0).
-    tool_id: Option<&'a str>,
-    /// `name` (Model Context Protocol).
-    name: Option<&'a str>,
+    /// The tool member of one of the forms, and its string.
+    tool: Option<(&'static str, &'a str)>,
     arguments: Option<ArgumentsText<'a>>,
-    /// `_meta`'s members.
-    meta: Option<PlainMeta<'a>>,
+    /// `_meta`'s kept members.
+    meta: Option<[Option<&'a str>; KEPT_META]>,
 }
 
 struct Reader<'t> {
@@ -218,22 +167,21 @@ impl<'t> Reader<'t> {
         }
     }
 
-    /// A `_meta` object: the members [`PlainMeta`] has, as text. A name
-    /// with an escape, or one of its members twice, is left to serde (which
+    /// A `_meta` object: the members `names` names, as text. A name with
+    /// an escape, or one of its members twice, is left to serde (which
     /// reads the escape, and refuses the repeat).
-    fn meta(&mut self) -> Option<PlainMeta<'t>> {
-        let mut meta = PlainMeta::default();
-        let mut seen = [false; META_NAMES.len()];
+    fn meta(&mut self, names: &[&str]) -> Option<[Option<&'t str>; KEPT_META]> {
+        let mut meta = [None; KEPT_META];
+        let mut seen = [false; KEPT_META];
         self.cursor.eat(b'{')?;
         if self.cursor.eat(b'}').is_some() {
             return Some(meta);
         }
         loop {
             self.cursor.peek()?;
-            let rest = self.cursor.text.get(self.cursor.at..)?;
-            let known = META_NAMES.iter().position(|name| rest.starts_with(name));
+            let known = names.iter().position(|name| self.quoted(name));
             match known {
-                Some(i) => self.cursor.at += META_NAMES.get(i)?.len(),
+                Some(i) => self.cursor.at += names.get(i)?.len() + 2,
                 None => {
                     self.cursor.string()?.plain()?;
                 }
@@ -250,14 +198,8 @@ impl<'t> Reader<'t> {
                 if std::mem::replace(seen.get_mut(i)?, true) {
                     return None;
                 }
-                let slot = match i {
-                    0 => &mut meta.progress_token,
-                    1 => &mut meta.protocol_version,
-                    2 => &mut meta.client_capabilities,
-                    _ => &mut meta.log_level,
-                };
                 // `null` is no value (as an `Option` reads it).
-                *slot = (text != "null").then_some(text);
+                *meta.get_mut(i)? = (text != "null").then_some(text);
             }
             if self.cursor.closes(b'}')? {
                 return Some(meta);
@@ -265,31 +207,52 @@ impl<'t> Reader<'t> {
         }
     }
 
-    fn params(&mut self) -> Option<Params<'t>> {
+    /// `name`, with its quotes, is next (as written: no escapes).
+    fn quoted(&self, name: &str) -> bool {
+        let rest = self.cursor.text.get(self.cursor.at..).unwrap_or_default();
+        rest.first() == Some(&b'"')
+            && rest
+                .get(1..)
+                .is_some_and(|r| r.starts_with(name.as_bytes()))
+            && rest.get(name.len() + 1) == Some(&b'"')
+    }
+
+    fn params(&mut self, forms: &CallForms) -> Option<Params<'t>> {
         let mut params = Params {
-            tool_id: None,
-            name: None,
+            tool: None,
             arguments: None,
             meta: None,
         };
+        if forms.forms.len() > MAX_FORMS || forms.meta.len() > KEPT_META {
+            return None;
+        }
         self.cursor.eat(b'{')?;
         loop {
-            match self.name(&[b"\"id\"", b"\"name\"", b"\"arguments\"", b"\"_meta\""])? {
-                0 if params.tool_id.is_none() => params.tool_id = Some(self.plain_str()?),
-                1 if params.name.is_none() => params.name = Some(self.plain_str()?),
-                2 if params.arguments.is_none() => {
-                    if self.cursor.peek()? != b'{' {
-                        return None;
-                    }
-                    let start = self.cursor.at;
-                    // Checked: the text is the client's.
-                    self.cursor.skip_value::<true>(0, MAX_NESTING)?;
-                    // (Cut at ASCII bytes: no UTF-8 to check again.)
-                    let text = self.source.get(start..self.cursor.at)?;
-                    params.arguments = Some(ArgumentsText::checked(text));
+            self.cursor.peek()?;
+            if let Some(form) = forms.forms.iter().find(|f| self.quoted(f.tool)) {
+                self.cursor.at += form.tool.len() + 2;
+                self.cursor.eat(b':')?;
+                // A second tool member (the same or another form's): serde's.
+                if params.tool.is_some() {
+                    return None;
                 }
-                3 if params.meta.is_none() => params.meta = Some(self.meta()?),
-                _ => return None,
+                params.tool = Some((form.tool, self.plain_str()?));
+            } else {
+                match self.name(&[b"\"arguments\"", b"\"_meta\""])? {
+                    0 if params.arguments.is_none() => {
+                        if self.cursor.peek()? != b'{' {
+                            return None;
+                        }
+                        let start = self.cursor.at;
+                        // Checked: the text is the client's.
+                        self.cursor.skip_value::<true>(0, MAX_NESTING)?;
+                        // (Cut at ASCII bytes: no UTF-8 to check again.)
+                        let text = self.source.get(start..self.cursor.at)?;
+                        params.arguments = Some(ArgumentsText::checked(text));
+                    }
+                    1 if params.meta.is_none() => params.meta = Some(self.meta(forms.meta)?),
+                    _ => return None,
+                }
             }
             if self.cursor.closes(b'}')? {
                 return Some(params);

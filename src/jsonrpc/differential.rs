@@ -2,10 +2,7 @@
 //! and its fuzz target: what it takes, serde's reading takes alike (the
 //! same id, method and params), and it reads as a value.
 
-use super::{
-    CallToolParams, Envelope, ExecuteParams, Incoming, ToolCall, classify, from_plain,
-    read_tool_call_with_serde,
-};
+use super::{CallForms, Envelope, Incoming, classify, from_plain, read_tool_call_with_serde};
 use crate::fast::plain_call::read;
 
 /// What a reading made of a tool call: id, method and params.
@@ -14,13 +11,7 @@ pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
         Incoming::Request {
             id,
             method,
-            call: Some(ToolCall::V1(params)),
-            ..
-        } => Some(format!("{id:?} {method} {params:?}")),
-        Incoming::Request {
-            id,
-            method,
-            call: Some(ToolCall::ModelContext(params)),
+            call: Some(params),
             ..
         } => Some(format!("{id:?} {method} {params:?}")),
         _ => None,
@@ -29,8 +20,8 @@ pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
 
 /// serde's reading: its one-pass reading, else the general one (the
 /// envelope, then the params as the dialect reads them).
-pub(crate) fn serde_reading(text: &str) -> Option<String> {
-    if let Some(incoming) = read_tool_call_with_serde(text) {
+pub(crate) fn serde_reading(text: &str, forms: &CallForms) -> Option<String> {
+    if let Some(incoming) = read_tool_call_with_serde(text, forms) {
         return summary(&incoming);
     }
     let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
@@ -46,17 +37,9 @@ pub(crate) fn serde_reading(text: &str) -> Option<String> {
     if !raw.get().starts_with('{') {
         return None;
     }
-    match &*method {
-        "mcp/executeTool" => {
-            let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).ok()?;
-            Some(format!("{id:?} {method} {params:?}"))
-        }
-        "tools/call" => {
-            let params: CallToolParams<'_> = serde_json::from_str(raw.get()).ok()?;
-            Some(format!("{id:?} {method} {params:?}"))
-        }
-        _ => None,
-    }
+    let form = forms.forms.iter().find(|form| form.method == method)?;
+    let params = super::read_params(form, forms.meta, raw.get()).ok()?;
+    Some(format!("{id:?} {method} {params:?}"))
 }
 
 /// The reading before arguments were kept as text: the params into a
@@ -64,26 +47,24 @@ pub(crate) fn serde_reading(text: &str) -> Option<String> {
 pub(crate) fn value_reading(text: &str) -> bool {
     #[derive(serde::Deserialize)]
     #[allow(dead_code)]
-    struct Params {
-        id: Option<String>,
-        name: Option<String>,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    }
-    #[derive(serde::Deserialize)]
-    #[allow(dead_code)]
     struct Message {
         jsonrpc: String,
-        params: Params,
+        params: serde_json::Map<String, serde_json::Value>,
     }
-    serde_json::from_str::<Message>(text).is_ok()
+    serde_json::from_str::<Message>(text).is_ok_and(|m| {
+        m.params
+            .get("arguments")
+            .is_some_and(serde_json::Value::is_object)
+    })
 }
 
-/// Whether the plain reader takes `text`; panics where what it reads
-/// differs from serde's reading, or does not read as a value.
-pub(crate) fn agrees(text: &str) -> bool {
-    let plain = read(text).and_then(from_plain).as_ref().and_then(summary);
+/// Whether the plain reader takes `text` as a call of `forms`; panics
+/// where what it reads differs from serde's reading, or does not read as
+/// a value.
+pub(crate) fn agrees(text: &str, forms: &CallForms) -> bool {
+    let plain = read(text, forms).map(from_plain).as_ref().and_then(summary);
     if let Some(plain) = &plain {
-        assert_eq!(Some(plain), serde_reading(text).as_ref(), "{text}");
+        assert_eq!(Some(plain), serde_reading(text, forms).as_ref(), "{text}");
         // (Within the nesting a message-wide value reading allows.)
         assert!(
             value_reading(text) || text.matches('[').count() > 100,
@@ -94,4 +75,4 @@ pub(crate) fn agrees(text: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,85 +1,229 @@
-//! The params of the two tool calls, as read with their envelope in one
-//! pass (`jsonrpc::parse`): MCP v1.0's `mcp/executeTool` and the Model
-//! Context Protocol's `tools/call`, each with its arguments kept as text.
+//! A tool call's params, read with their envelope in one pass
+//! (`jsonrpc::parse`): the tool it names, its arguments kept as text, and
+//! the members a protocol keeps, each as text. Which requests are tool
+//! calls, and which members are kept, is data a protocol gives
+//! ([`CallForms`]): this layer names no method and no member of its own.
 
 use std::borrow::Cow;
+use std::fmt;
 
-use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+pub(crate) use crate::call_form::{CallForm, CallForms, KEPT, KEPT_META};
 use crate::fast::arguments::ArgumentsText;
 
-/// The params of a tool call, read with its envelope in one pass.
+/// A tool call's params, read by its [`CallForm`].
 #[derive(Debug)]
-pub(crate) enum ToolCall<'a> {
-    /// `mcp/executeTool` params.
-    V1(ExecuteParams<'a>),
-    /// `tools/call` params.
-    ModelContext(CallToolParams<'a>),
-}
-
-/// `mcp/executeTool` params (`{"id": mcpId, "arguments": {...}}`), its id
-/// and its arguments' text borrowed.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ExecuteParams<'a> {
-    #[serde(borrow)]
-    pub(crate) id: Cow<'a, str>,
-    #[serde(default, borrow, deserialize_with = "crate::fast::arguments::object")]
+pub(crate) struct ToolCall<'a> {
+    /// The tool's name (or id), as the form's tool member holds it.
+    pub(crate) tool: Cow<'a, str>,
+    /// `arguments`: `None` when absent (or `null`, where the form allows it).
     pub(crate) arguments: Option<ArgumentsText<'a>>,
+    /// The form's kept members, in its order (`None`: absent or `null`).
+    pub(crate) kept: [Option<RawText<'a>>; KEPT],
+    /// `_meta`'s kept members, in the forms' order; `None` when the params
+    /// have no `_meta` (or it is `null`).
+    pub(crate) meta: Option<[Option<RawText<'a>>; KEPT_META]>,
 }
 
-impl<'a> ExecuteParams<'a> {
+impl<'a> ToolCall<'a> {
     /// Params read by the hot path's own reader (`fast::plain_call`).
-    pub(crate) fn new(id: &'a str, arguments: ArgumentsText<'a>) -> Self {
+    pub(crate) fn plain(
+        tool: &'a str,
+        arguments: ArgumentsText<'a>,
+        meta: Option<[Option<RawText<'a>>; KEPT_META]>,
+    ) -> Self {
         Self {
-            id: Cow::Borrowed(id),
+            tool: Cow::Borrowed(tool),
             arguments: Some(arguments),
+            kept: [None; KEPT],
+            meta,
         }
+    }
+
+    /// `_meta`'s kept member `index` (in the forms' order).
+    pub(crate) fn meta(&self, index: usize) -> Option<RawText<'a>> {
+        self.meta.as_ref()?.get(index).copied().flatten()
+    }
+
+    /// The form's kept member `index`.
+    pub(crate) fn kept(&self, index: usize) -> Option<RawText<'a>> {
+        self.kept.get(index).copied().flatten()
     }
 }
 
-/// `tools/call` params.
-#[derive(Debug, Deserialize)]
-pub(crate) struct CallToolParams<'a> {
-    #[serde(borrow)]
-    pub(crate) name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    pub(crate) arguments: Option<ArgumentsText<'a>>,
-    #[serde(default, borrow, rename = "_meta")]
-    pub(crate) meta: Option<RequestMeta<'a>>,
-    /// The answers to the questions of an earlier round (2026-07-28).
-    #[serde(default, borrow, rename = "inputResponses")]
-    pub(crate) input_responses: Option<&'a RawValue>,
-    /// The state an earlier round sealed (2026-07-28).
-    #[serde(default, borrow, rename = "requestState")]
-    pub(crate) request_state: Option<&'a RawValue>,
+/// Reads `text`, a tool call's params (an object), by `form` and the
+/// `_meta` members `meta` names. The errors are serde's (a missing or
+/// repeated member, a value of the wrong type), for the dialect to word.
+pub(crate) fn read_params<'a>(
+    form: &'static CallForm,
+    meta: &'static [&'static str],
+    text: &'a str,
+) -> Result<ToolCall<'a>, serde_json::Error> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let call = ParamsSeed { form, meta }.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(call)
 }
 
-impl<'a> CallToolParams<'a> {
-    /// Params read by the hot path's own reader (`fast::plain_call`).
-    pub(crate) fn new(name: &'a str, arguments: ArgumentsText<'a>) -> Self {
-        Self {
-            name: Cow::Borrowed(name),
-            arguments: Some(arguments),
-            meta: None,
-            input_responses: None,
-            request_state: None,
-        }
+/// Reads a tool call's params by its form (an object only: serde would
+/// also read a struct from an array, by position).
+#[derive(Clone, Copy)]
+pub(crate) struct ParamsSeed {
+    pub(crate) form: &'static CallForm,
+    pub(crate) meta: &'static [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = ToolCall<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
     }
 }
 
-/// `_meta` of a request's params: the progress token, and what a
-/// 2026-07-28 request carries in it (each kept as its JSON text).
-#[derive(Debug, Deserialize, Default)]
-pub(crate) struct RequestMeta<'a> {
-    #[serde(default, borrow, rename = "progressToken")]
-    pub(crate) progress_token: Option<RawText<'a>>,
-    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    pub(crate) protocol_version: Option<RawText<'a>>,
-    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub(crate) client_capabilities: Option<RawText<'a>>,
-    #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
-    pub(crate) log_level: Option<RawText<'a>>,
+impl<'de> Visitor<'de> for ParamsSeed {
+    type Value = ToolCall<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let form = self.form;
+        let mut tool: Option<Cow<'de, str>> = None;
+        let mut arguments: Option<Option<ArgumentsText<'de>>> = None;
+        let mut meta: Option<Option<[Option<RawText<'de>>; KEPT_META]>> = None;
+        let mut kept = [None; KEPT];
+        let mut seen = [false; KEPT];
+        while let Some(Key(key)) = map.next_key()? {
+            if key == form.tool {
+                if tool.is_some() {
+                    return Err(A::Error::duplicate_field(form.tool));
+                }
+                tool = Some(map.next_value::<Borrowed<'de>>()?.0);
+            } else if key == "arguments" {
+                if arguments.is_some() {
+                    return Err(A::Error::duplicate_field("arguments"));
+                }
+                let read = map.next_value::<Option<ArgumentsText<'de>>>()?;
+                if form.object_arguments && !read.is_some_and(|t| t.get().starts_with('{')) {
+                    return Err(A::Error::custom("arguments must be an object"));
+                }
+                arguments = Some(read);
+            } else if key == "_meta" {
+                if meta.is_some() {
+                    return Err(A::Error::duplicate_field("_meta"));
+                }
+                meta = Some(map.next_value_seed(MetaSeed(self.meta))?);
+            } else if let Some(i) = form.kept.iter().position(|k| *k == key) {
+                let (Some(slot), Some(seen)) = (kept.get_mut(i), seen.get_mut(i)) else {
+                    return Err(A::Error::custom("a kept member past the bound"));
+                };
+                if std::mem::replace(seen, true) {
+                    return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                *slot = map.next_value::<Option<RawText<'de>>>()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(ToolCall {
+            tool: tool.ok_or_else(|| A::Error::missing_field(form.tool))?,
+            arguments: arguments.flatten(),
+            kept,
+            meta: meta.flatten(),
+        })
+    }
+}
+
+/// `_meta`: `null`, or an object whose named members are kept as text.
+struct MetaSeed(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = Option<[Option<RawText<'de>>; KEPT_META]>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = Option<[Option<RawText<'de>>; KEPT_META]>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = [None; KEPT_META];
+        let mut seen = [false; KEPT_META];
+        while let Some(Key(key)) = map.next_key()? {
+            match self.0.iter().position(|k| *k == key) {
+                Some(i) => {
+                    let (Some(slot), Some(seen)) = (kept.get_mut(i), seen.get_mut(i)) else {
+                        return Err(A::Error::custom("a kept member past the bound"));
+                    };
+                    if std::mem::replace(seen, true) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                    }
+                    *slot = map.next_value::<Option<RawText<'de>>>()?;
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(kept))
+    }
+}
+
+/// A member's name, borrowed when it has no escapes.
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Borrowed::deserialize(deserializer).map(|b| Self(b.0))
+    }
+}
+
+/// A string, borrowed when it has no escapes.
+struct Borrowed<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Borrowed<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Borrowed<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Owned(s)))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
 }
 
 /// A value's JSON text as written (what a borrowed `RawValue` holds): read

@@ -35,7 +35,7 @@ use super::slots::{Slot, Slots};
 use crate::dialect::Change;
 use crate::dialect::{Dialect, Phase, ServerInner};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{self, Incoming, Parsed, RequestId, encode_batch};
+use crate::jsonrpc::{Incoming, Parsed, RequestId, encode_batch};
 use crate::principal::Caller;
 use crate::tool::CancelReason;
 
@@ -515,7 +515,8 @@ impl Session {
     }
 
     async fn on_message(&mut self, body: &[u8]) {
-        self.on_parsed(jsonrpc::parse(body), body.len()).await;
+        self.on_parsed(crate::dialect::parse(body), body.len())
+            .await;
     }
 
     /// Serves one parsed body of `bytes` bytes.

@@ -33,8 +33,7 @@ use crate::engine::operation::Completing;
 use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    CallToolParams, RequestId, ToolCall, encode_error_with, encode_notification, encode_result,
-    encode_result_text,
+    RequestId, ToolCall, encode_error_with, encode_notification, encode_result, encode_result_text,
 };
 use crate::principal::Principal;
 use crate::resource::{Resource, ResourceInfo};
@@ -453,6 +452,15 @@ fn read<'a, T: serde::Deserialize<'a>>(
         .map_err(|e| RpcError::invalid_params(format!("{method} params: {e}")))
 }
 
+/// Reads `tools/call` params the one-pass reading left (an object).
+fn read_call<'a>(method: &str, params: Option<&'a RawValue>) -> Result<ToolCall<'a>, RpcError> {
+    let raw = params
+        .filter(|raw| raw.get().starts_with('{'))
+        .ok_or_else(|| RpcError::invalid_params(format!("{method} params must be an object")))?;
+    super::read_call(&super::TOOLS_CALL, raw.get())
+        .map_err(|e| RpcError::invalid_params(format!("{method} params: {e}")))
+}
+
 /// Reads optional params (absent or `null` means the default).
 fn read_optional<'a, T: serde::Deserialize<'a> + Default>(
     method: &str,
@@ -508,8 +516,8 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
             &seen(lists, catalog, principal, PagedList::Tools),
         ),
         methods::TOOLS_CALL if provides.tools => match call {
-            Some(ToolCall::ModelContext(read)) => call_tool_with(catalog, read),
-            _ => read(method, params)
+            Some(read) => call_tool_with(catalog, read),
+            None => read_call(method, params)
                 .or_else(|e| {
                     // Refused where the value reading refuses (tested in
                     // `fast::arguments`), and worded by it.
@@ -595,11 +603,11 @@ fn page(
 }
 
 /// The tool of read `tools/call` params, looked up, its arguments checked.
-fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step, RpcError> {
+fn call_tool_with(catalog: &Catalog, params: ToolCall<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_names
-        .get(params.name.as_ref())
-        .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: '{}'", params.name)))?;
+        .get(params.tool.as_ref())
+        .ok_or_else(|| RpcError::invalid_params(format!("Unknown tool: '{}'", params.tool)))?;
     // (`null` reads as `None`.)
     let arguments = match params.arguments {
         None => Arguments::none(),
@@ -611,7 +619,7 @@ fn call_tool_with(catalog: &Catalog, params: CallToolParams<'_>) -> Result<Step,
             ));
         }
     };
-    let progress = params.meta.and_then(|m| m.progress_token);
+    let progress = params.meta(super::kept_meta::PROGRESS_TOKEN);
     if let Some(token) = progress
         && !matches!(
             token.get().as_bytes().first(),

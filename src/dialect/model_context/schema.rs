@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 
 use crate::content::{Content, ResourceContents, StructuredJson};
 use crate::definition::{Icon, ToolAnnotations};
-use crate::jsonrpc::RequestMeta;
 use crate::prompt::{PromptArgument, PromptMessage};
 
 /// `initialize` params.
@@ -52,7 +51,7 @@ pub(super) struct ListParams<'a> {
 }
 
 /// The same params read with a value for arguments: read only to word a
-/// refusal of [`CallToolParams`] as a reading into a value words it.
+/// refusal of the call's reading as a reading into a value words it.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 pub(super) struct CallToolParamsShape<'a> {
@@ -60,8 +59,8 @@ pub(super) struct CallToolParamsShape<'a> {
     name: Cow<'a, str>,
     #[serde(default)]
     arguments: Option<Value>,
-    #[serde(default, borrow, rename = "_meta")]
-    meta: Option<RequestMeta<'a>>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Map<String, Value>>,
 }
 
 /// `resources/read`, `resources/subscribe` and `resources/unsubscribe`

@@ -35,10 +35,11 @@ use serde_json::{Map, Value, json};
 
 use super::model_context::{self, Revision, methods};
 use super::{Admission, Ended, JobInfo, Request, ServerInner, SessionState, Step};
+use super::{kept_meta, kept_params};
 use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, RequestMeta, ToolCall, encode_error_with};
+use crate::jsonrpc::{RawText, RequestId, ToolCall, encode_error_with};
 use crate::principal::Principal;
 use crate::round_trip::{Binding, RoundTrip};
 use seal::StateKeys;
@@ -55,6 +56,7 @@ pub(crate) mod keys {
     pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 }
 
 /// The method that subscribes to change notifications.
@@ -103,11 +105,8 @@ pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&Tool
     if matches!(method, methods::DISCOVER | LISTEN) {
         return true;
     }
-    if let Some(ToolCall::ModelContext(p)) = call {
-        return p
-            .meta
-            .as_ref()
-            .is_some_and(|m| m.protocol_version.is_some());
+    if let Some(call) = call.filter(|_| method == methods::TOOLS_CALL) {
+        return call.meta(kept_meta::PROTOCOL_VERSION).is_some();
     }
     // A quick look for the key first; then `_meta` itself must name it (an
     // argument that merely holds the text does not count).
@@ -116,7 +115,7 @@ pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&Tool
     #[derive(Deserialize)]
     struct Params<'a> {
         #[serde(default, borrow, rename = "_meta")]
-        meta: Option<RequestMeta<'a>>,
+        meta: Option<Meta<'a>>,
     }
     params.is_some_and(|raw| {
         KEY.find(raw.get().as_bytes()).is_some()
@@ -134,15 +133,27 @@ pub(crate) fn admit(method: &str) -> Admission {
     }
 }
 
+/// The members of a request's `_meta` this revision reads, each as its
+/// JSON text.
+#[derive(Deserialize, Default)]
+struct Meta<'a> {
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<RawText<'a>>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: Option<RawText<'a>>,
+    #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]
+    log_level: Option<RawText<'a>>,
+}
+
 /// The members every request of this revision reads from its params.
 #[derive(Deserialize, Default)]
 struct Envelope<'a> {
     #[serde(default, borrow, rename = "_meta")]
-    meta: Option<RequestMeta<'a>>,
+    meta: Option<Meta<'a>>,
     #[serde(default, borrow, rename = "inputResponses")]
-    input_responses: Option<&'a RawValue>,
+    input_responses: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "requestState")]
-    request_state: Option<&'a RawValue>,
+    request_state: Option<RawText<'a>>,
     /// `tools/call` and `prompts/get`.
     #[serde(default, borrow)]
     name: Option<std::borrow::Cow<'a, str>>,
@@ -466,17 +477,16 @@ fn envelope<'a>(
     params: Option<&'a RawValue>,
     call: Option<&'a ToolCall<'a>>,
 ) -> Result<Envelope<'a>, RpcError> {
-    if let Some(ToolCall::ModelContext(p)) = call {
+    if let Some(p) = call.filter(|_| method == methods::TOOLS_CALL) {
         return Ok(Envelope {
-            meta: p.meta.as_ref().map(|m| RequestMeta {
-                progress_token: m.progress_token,
-                protocol_version: m.protocol_version,
-                client_capabilities: m.client_capabilities,
-                log_level: m.log_level,
+            meta: p.meta.map(|_| Meta {
+                protocol_version: p.meta(kept_meta::PROTOCOL_VERSION),
+                client_capabilities: p.meta(kept_meta::CLIENT_CAPABILITIES),
+                log_level: p.meta(kept_meta::LOG_LEVEL),
             }),
-            input_responses: p.input_responses,
-            request_state: p.request_state,
-            name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
+            input_responses: p.kept(kept_params::INPUT_RESPONSES),
+            request_state: p.kept(kept_params::REQUEST_STATE),
+            name: Some(std::borrow::Cow::Borrowed(p.tool.as_ref())),
             uri: None,
             // (The binding reads the call's own arguments.)
             arguments: None,
@@ -493,7 +503,7 @@ fn envelope<'a>(
 }
 
 /// What the request's `_meta` declares, or the error that refuses it.
-fn declared(id: &RequestId, meta: Option<&RequestMeta<'_>>) -> Result<Declared, Vec<u8>> {
+fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Vec<u8>> {
     let refuse = |text: String| error(Some(id), &RpcError::invalid_params(text));
     let Some(meta) = meta else {
         return Err(refuse(format!(
@@ -589,8 +599,8 @@ fn binding(
     principal: Option<&Principal>,
 ) -> Binding {
     let (item, arguments) = match call {
-        Some(ToolCall::ModelContext(p)) => (
-            p.name.as_ref(),
+        Some(p) if method == methods::TOOLS_CALL => (
+            p.tool.as_ref(),
             p.arguments.map(|a| a.get()).unwrap_or_default(),
         ),
         _ => {

@@ -22,8 +22,7 @@ use crate::engine::access::Item;
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    ExecuteParams, RequestId, ToolCall, encode_error, encode_notification, encode_result,
-    encode_result_text,
+    RequestId, ToolCall, encode_error, encode_notification, encode_result, encode_result_text,
 };
 use crate::tool::CancelReason;
 use schema::{
@@ -58,7 +57,7 @@ impl Lists {
         let tools: Vec<&ToolDefinition> = catalog
             .tools
             .iter()
-            .filter(|t| t.in_v1)
+            .filter(|t| t.by_id)
             .map(|t| &t.definition)
             .collect();
         let prompts: Vec<&PromptDefinition> =
@@ -172,7 +171,7 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
             None => Step::Reply(encode_result(id, &*lists.tool_list)),
             Some(principal) => {
                 let shows = |i: usize| {
-                    catalog.tools[i].in_v1 && catalog.access.shows(Some(principal), Item::Tool(i))
+                    catalog.tools[i].by_id && catalog.access.shows(Some(principal), Item::Tool(i))
                 };
                 let shown = super::visible(&catalog.tools, shows, |t| &t.definition);
                 Step::Reply(encode_result(id, &shown))
@@ -195,7 +194,7 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
             as_task: false,
         }),
         Operation::ExecuteTool => match call {
-            Some(ToolCall::V1(read)) => execute(catalog, read),
+            Some(read) => execute(catalog, read),
             _ => execute_params(catalog, params),
         },
     };
@@ -221,7 +220,7 @@ fn no_params(method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
 }
 
 /// The same params read with a value for arguments: read only to word a
-/// refusal of [`ExecuteParams`] as a reading into a value words it.
+/// refusal of the call's reading as a reading into a value words it.
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct ExecuteParamsShape<'a> {
@@ -238,7 +237,7 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
     let raw = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
-    let params: ExecuteParams<'_> = serde_json::from_str(raw.get()).map_err(|e| {
+    let params = super::read_call(&super::EXECUTE_TOOL, raw.get()).map_err(|e| {
         // Refused where the value reading refuses (tested in
         // `fast::arguments`), and worded by it.
         let e = serde_json::from_str::<ExecuteParamsShape<'_>>(raw.get())
@@ -250,11 +249,11 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
 }
 
 /// The tool of read `mcp/executeTool` params, looked up.
-fn execute(catalog: &Catalog, params: ExecuteParams<'_>) -> Result<Step, RpcError> {
+fn execute(catalog: &Catalog, params: ToolCall<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_index
-        .get(&*params.id)
-        .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.id))?;
+        .get(&*params.tool)
+        .ok_or_else(|| RpcError::unknown_mcp_id("tool", &params.tool))?;
     let arguments = match params.arguments {
         Some(text) => Arguments::for_tool(catalog, tool, text).map_err(|e| {
             RpcError::invalid_params(format!("mcp/executeTool params: arguments: {e}"))
@@ -314,7 +313,7 @@ pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Vec<u8>
                 None => encode_result(
                     id,
                     &ExecuteResult {
-                        output: output.v1_output(),
+                        output: output.schema_value(),
                     },
                 ),
             };

@@ -1,9 +1,41 @@
 //! The plain reader accepts nothing serde's reading refuses, reads what it
 //! accepts exactly as serde does, and accepts the usual calls.
 
-use super::{agrees, serde_reading};
 use crate::test_rng::{Rng, choices, full_choices, sample};
 use proptest::prelude::*;
+
+/// The forms the crate's dialects read (`dialect::CALLS`), spelled here
+/// for this layer's own tests.
+pub(crate) static FORMS: crate::jsonrpc::CallForms = crate::jsonrpc::CallForms {
+    forms: &[
+        crate::jsonrpc::CallForm {
+            method: "mcp/executeTool",
+            tool: "id",
+            object_arguments: true,
+            kept: &[],
+        },
+        crate::jsonrpc::CallForm {
+            method: "tools/call",
+            tool: "name",
+            object_arguments: false,
+            kept: &["inputResponses", "requestState"],
+        },
+    ],
+    meta: &[
+        "progressToken",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+    ],
+};
+
+fn agrees(text: &str) -> bool {
+    super::agrees(text, &FORMS)
+}
+
+fn serde_reading(text: &str) -> Option<String> {
+    super::serde_reading(text, &FORMS)
+}
 
 #[test]
 fn the_usual_calls_are_read_here() {

@@ -21,7 +21,7 @@ use super::{Leftover, McpService, json, plain};
 use crate::dialect::{ByHead, HttpHead, Post};
 use crate::error::{ErrorCode, RpcError};
 use crate::fast::value_end::FirstValue;
-use crate::jsonrpc::{self, Parsed, RequestId, encode_error};
+use crate::jsonrpc::{Parsed, RequestId, encode_error};
 use crate::principal::{Caller, Revocation};
 use crate::server::Exchanged;
 use crate::session::Session;
@@ -103,7 +103,7 @@ impl McpService {
         // whole body's parse.
         let decided = first
             .filter(|&end| may_initialize(&buf[..end]))
-            .map(|end| protocols.for_post(by_head, &head, &jsonrpc::parse(&buf[..end])));
+            .map(|end| protocols.for_post(by_head, &head, &crate::dialect::parse(&buf[..end])));
         if decided == Some(Post::McpV1 { streaming: true }) {
             return self.stream(body, buf, ended, caller);
         }
@@ -122,7 +122,7 @@ impl McpService {
             }
         }
         let body = buf.freeze();
-        let parsed = jsonrpc::parse(&body);
+        let parsed = crate::dialect::parse(&body);
         let post = decided.unwrap_or_else(|| protocols.for_post(by_head, &head, &parsed));
         let response = match post {
             Post::McpV1 { .. } => self.single(parts, &body, parsed, first, caller).await,
@@ -169,7 +169,7 @@ impl McpService {
         (by_head, head): (ByHead, HttpHead<'_>),
         caller: &Caller,
     ) -> Option<Response<McpBody>> {
-        let parsed = jsonrpc::parse(body);
+        let parsed = crate::dialect::parse(body);
         if matches!(parsed, Parsed::Error(_)) {
             return None;
         }

@@ -30,9 +30,9 @@ use tokio::sync::mpsc;
 
 use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::{Dialect, keys, methods};
+use crate::dialect::{Dialect, kept_meta, keys, methods};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{Incoming, RequestId, ToolCall};
+use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
 use crate::session::{Alone, Listener, Outgoing, Session, alone};
 
@@ -151,7 +151,7 @@ impl McpService {
             let (session, outbox) = session();
             let body = body.clone();
             tokio::spawn(async move {
-                let parsed = crate::jsonrpc::parse(&body);
+                let parsed = crate::dialect::parse(&body);
                 session.run_parsed(&body, parsed).await;
             });
             return self.respond_from(&id, outbox).await;
@@ -239,14 +239,14 @@ impl McpService {
             return Ok(false);
         };
         let mirrored = match (call, params) {
-            (Some(ToolCall::ModelContext(p)), _) => Mirrored {
-                name: Some(std::borrow::Cow::Borrowed(p.name.as_ref())),
+            (Some(p), _) => Mirrored {
+                name: Some(std::borrow::Cow::Borrowed(p.tool.as_ref())),
                 uri: None,
                 task_id: None,
-                meta: p.meta.as_ref().map(|m| MetaVersion {
-                    version: m.protocol_version,
-                    progress: m.progress_token,
-                    log_level: m.log_level,
+                meta: p.meta.map(|_| MetaVersion {
+                    version: p.meta(kept_meta::PROTOCOL_VERSION),
+                    progress: p.meta(kept_meta::PROGRESS_TOKEN),
+                    log_level: p.meta(kept_meta::LOG_LEVEL),
                 }),
                 arguments: p.arguments.and_then(|a| serde_json::from_str(a.get()).ok()),
             },

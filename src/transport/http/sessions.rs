@@ -798,7 +798,7 @@ impl SessionEvents for Sessions {
             return;
         };
         let crate::jsonrpc::Parsed::Single(Incoming::Response { id, outcome }) =
-            crate::jsonrpc::parse(message.as_bytes())
+            crate::dialect::parse(message.as_bytes())
         else {
             return;
         };

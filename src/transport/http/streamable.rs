@@ -26,7 +26,7 @@ use super::sessions::{First, HttpSession, Refused};
 use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
 use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
 use crate::error::RpcError;
-use crate::jsonrpc::{self, Incoming, Parsed, RequestId};
+use crate::jsonrpc::{Incoming, Parsed, RequestId};
 use crate::principal::Caller;
 use crate::session::{Beside, beside};
 
@@ -430,7 +430,7 @@ fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
 /// Whether a reply is an error response.
 fn is_error(reply: &[u8]) -> bool {
     matches!(
-        jsonrpc::parse(reply),
+        crate::dialect::parse(reply),
         Parsed::Single(Incoming::Response {
             outcome: Err(_),
             ..
