@@ -39,8 +39,10 @@ pub enum TaskSupport {
     /// When the request declares the tasks extension: such a call always
     /// gets a task, any other is answered in its request.
     Optional,
-    /// Always: a request that does not declare the extension is refused
-    /// (`-32021`, naming the extension).
+    /// Always, for a 2026-07-28 request: one that does not declare the
+    /// extension is refused (`-32021`, naming the extension). Sessions of
+    /// the earlier revisions and MCP v1.0, which have no tasks, run it in
+    /// the request.
     Required,
 }
 
@@ -172,6 +174,10 @@ pub enum TaskError {
     /// The owner has as many tasks as it may.
     #[error("this caller holds {0} tasks, the most it may: wait for one to end")]
     TooMany(usize),
+    /// The task has ended already (another process found its runner
+    /// gone and failed it, say): its ended state stays.
+    #[error("the task has ended already")]
+    Ended,
     /// The store itself failed (its backend is unreachable, say).
     #[error("the task store failed: {0}")]
     Store(String),
@@ -206,7 +212,9 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// The task with this id, if it exists (and has not expired).
     async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError>;
 
-    /// Saves a task's new state (from the process running it).
+    /// Saves a task's new state (from the process running it). An ended
+    /// task's state is never replaced: that is [`TaskError::Ended`], and
+    /// the runner stops its call.
     async fn put(&self, task: &TaskState) -> Result<(), TaskError>;
 
     /// Delivers `signal` to the process running the task, wherever it
@@ -284,6 +292,21 @@ impl Runners {
         if let Some(tx) = map.senders.get(task_id) {
             let _ = tx.send(signal);
         }
+    }
+
+    /// Whether a runner of `task_id` listens here.
+    pub fn runs(&self, task_id: &str) -> bool {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.senders.get(task_id).is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// The ids of the tasks whose runners listen here.
+    pub fn ids(&self) -> Vec<String> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (map.senders.iter())
+            .filter(|(_, tx)| !tx.is_closed())
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 }
 
@@ -395,6 +418,9 @@ impl TaskStore for MemoryTaskStore {
         let Some(slot) = kept.tasks.get_mut(&task.task_id) else {
             return Ok(());
         };
+        if slot.status.is_terminal() {
+            return Err(TaskError::Ended);
+        }
         *slot = task.clone();
         if let Some(at) = task.expires_at_ms() {
             kept.expiries.insert((at, task.task_id.clone()));
@@ -432,6 +458,9 @@ pub(crate) struct TaskSettings {
     pub(crate) max_per_owner: usize,
     /// The tasks this process runs, waited for at shutdown.
     pub(crate) running: tokio_util::task::TaskTracker,
+    /// Cancelled when this process's tasks start their shutdown grace
+    /// (an HTTP server's shutdown, or the handle's).
+    pub(crate) stopping: tokio_util::sync::CancellationToken,
 }
 
 impl Default for TaskSettings {
@@ -442,6 +471,7 @@ impl Default for TaskSettings {
             poll_interval: Duration::from_millis(500),
             max_per_owner: 1000,
             running: tokio_util::task::TaskTracker::new(),
+            stopping: tokio_util::sync::CancellationToken::new(),
         }
     }
 }

@@ -483,6 +483,18 @@ def task_until(port, task_id, pred, what, patience=PATIENCE):
         time.sleep(0.1)
 
 
+def stored_task(redis_port, task_id):
+    """A task as Redis holds it (its JSON's `task`), read with redis-cli, or None."""
+    keys = subprocess.run(["redis-cli", "-p", str(redis_port), "--scan", "--pattern",
+                           f"*:task:{task_id}"], capture_output=True, text=True,
+                          timeout=PATIENCE).stdout.split()
+    if not keys:
+        return None
+    text = subprocess.run(["redis-cli", "-p", str(redis_port), "GET", keys[0]],
+                          capture_output=True, text=True, timeout=PATIENCE).stdout
+    return json.loads(text)["task"] if text.strip() else None
+
+
 def write(port, content, rid=1):
     """A file-writer call as a 2026-07-28 request: sets last-write."""
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
@@ -883,11 +895,27 @@ def main():
         check(resp.status == 404 and time.time() - started < PATIENCE,
               f"a session no process knows gets a clean 404 ({resp.status})")
 
-        # 6. Everything else goes on. A second process dies with a task
-        # running: the task fails, seen from the last one, within 10 s.
+        # 6. Everything else goes on. A process stopped (SIGSTOP) past its
+        # liveness has its task failed by another; resumed, it does not
+        # bring it back: an ended task stays as it ended.
         dying = next(i for i, p in enumerate(d.servers) if p.poll() is None)
-        _, orphan = task_call(d.ports[dying], "sleep", {"ms": 60000}, rid=70)
         last = next(i for i, p in enumerate(d.servers) if p.poll() is None and i != dying)
+        _, paused = task_call(d.ports[dying], "sleep", {"ms": 2000}, rid=71)
+        os.kill(d.servers[dying].pid, signal.SIGSTOP)
+        try:
+            failed = task_until(d.ports[last], paused, lambda t: t["status"] != "working",
+                                "a stopped process's task is failed by another", patience=10)
+        finally:
+            os.kill(d.servers[dying].pid, signal.SIGCONT)
+        check(failed["status"] == "failed", f"the stopped process's task is failed ({failed})")
+        time.sleep(3)  # its sleep ended meanwhile, and its runner tried to save
+        kept = task_request(d.ports[last], "tasks/get", paused)["result"]
+        check(kept["status"] == "failed" and kept["lastUpdatedAt"] == failed["lastUpdatedAt"],
+              f"resumed, its process does not bring the ended task back ({kept})")
+        # A second process dies with tasks running: the task fails, seen
+        # from the last one, within 10 s; a task nobody reads fails too.
+        _, orphan = task_call(d.ports[dying], "sleep", {"ms": 60000}, rid=70)
+        _, unread = task_call(d.ports[dying], "sleep", {"ms": 60000}, rid=72)
         # A listen stream on the last process watches it, and nothing polls.
         _, watching = listen_stream(d.ports[last], {"taskIds": [orphan]}, TASK_META)
         watching.wait_for(lambda m: m.get("method") == "notifications/tasks"
@@ -906,6 +934,14 @@ def main():
         check(failed["status"] == "failed" and failed.get("error", {}).get("code") == -32603,
               f"it is failed with a JSON-RPC error ({failed})")
         print(f"ok: a task whose process died reads as failed {time.time() - died:.1f}s later")
+        deadline = died + 10
+        while (stored_task(d.redis_port, unread) or {}).get("status") != "failed":
+            if time.time() >= deadline:
+                raise SystemExit("FAIL: a dead process's task that nobody reads is failed "
+                                 f"within 10 s ({stored_task(d.redis_port, unread)})")
+            time.sleep(0.2)
+        print(f"ok: a dead process's task nobody read is failed in Redis "
+              f"{time.time() - died:.1f}s after the death (it expires, freeing its owner's bound)")
         for i in range(9):
             resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": 100 + i,
                                               "method": "tools/list", "params": {"_meta": META}},

@@ -3,13 +3,17 @@
 //! `tasks/get`, `tasks/update` and `tasks/cancel`, who may see a task, and
 //! the bound on tasks per principal (docs/model-context.md §8).
 
+mod http_support;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clawmcp::client::Elicitation;
 use clawmcp::definition::ToolDefinition;
-use clawmcp::task::TaskSupport;
+use clawmcp::task::{
+    MemoryTaskStore, TaskError, TaskSignal, TaskState, TaskStatus, TaskStore, TaskSupport,
+};
 use clawmcp::testing::TestClient;
 use clawmcp::tool::rich_tool_fn;
 use clawmcp::{Principal, Server, ToolContext, ToolError, ToolOutput};
@@ -413,7 +417,7 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
     let bob = Principal::new("https://as.example").with_subject("bob");
     let mut other = TestClient::connect_as(&server, true, bob).await;
     let bobs = task_id(&call(&mut other, "slow", json!({"ms": 60_000}), true).await);
-    let asked = json!({"notifications": {"taskIds": [id, bobs, "not-a-task"]}});
+    let asked = json!({"notifications": {"taskIds": [id, bobs, "not-a-task", id]}});
     let listen = request("subscriptions/listen", asked, true);
     client.send(&listen).await;
     let ack = client
@@ -423,7 +427,7 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
     assert_eq!(
         ack["notifications"]["taskIds"],
         json!([id]),
-        "another's task and a malformed id are not agreed: {ack}"
+        "another's task and a malformed id are not agreed, a repeated one once: {ack}"
     );
     // Its state when the stream began, then each new one: the question.
     let waiting = pushed_until(&mut client, &id, "input_required").await;
@@ -451,4 +455,261 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
         later.iter().all(|m| m["method"] != "notifications/tasks"),
         "{later:?}"
     );
+}
+
+/// A store whose saves wait `delay` (a slow backend), over memory.
+#[derive(Debug)]
+struct SlowSaves {
+    inner: Arc<MemoryTaskStore>,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl TaskStore for SlowSaves {
+    async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
+        self.inner.create(task, most).await
+    }
+    async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
+        self.inner.get(task_id).await
+    }
+    async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.put(task).await
+    }
+    async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
+        self.inner.signal(task_id, signal).await
+    }
+    fn listen(&self, task_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<TaskSignal> {
+        self.inner.listen(task_id)
+    }
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.inner.changes()
+    }
+}
+
+/// The store's task `id` once it has ended.
+async fn ended_in(store: &dyn TaskStore, id: &str) -> TaskState {
+    for _ in 0..1000 {
+        if let Some(task) = store.get(id).await.expect("the store works")
+            && task.status.is_terminal()
+        {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never ended");
+}
+
+#[tokio::test]
+async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_end() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = SlowSaves {
+        inner: memory.clone(),
+        delay: Duration::from_millis(200),
+    };
+    let server = Server::builder()
+        .tool(
+            rich_tool_fn(def("slow"), |_args: Value, ctx: ToolContext| async move {
+                ctx.set_status_message("working").await;
+                Ok(ToolOutput::text("done"))
+            })
+            .with_task_support(TaskSupport::Optional),
+        )
+        .task_store(store)
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let mut watch = memory.changes();
+    client
+        .send(&request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {}}),
+            true,
+        ))
+        .await;
+    // The task exists (its first save is under way): the client leaves.
+    let id = watch.recv().await.expect("the task's first save");
+    drop(client);
+    let task = ended_in(&*memory, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+}
+
+#[tokio::test]
+async fn an_ended_state_is_never_replaced_and_its_runner_stops_the_call() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let counted = ticks.clone();
+    let ticking = rich_tool_fn(def("ticking"), move |_args: Value, ctx: ToolContext| {
+        let ticks = counted.clone();
+        async move {
+            loop {
+                ticks.fetch_add(1, Ordering::SeqCst);
+                ctx.set_status_message("tick").await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    })
+    .with_task_support(TaskSupport::Optional);
+    let server = Server::builder()
+        .tool(ticking)
+        .task_store(store.clone())
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "ticking", json!({}), true).await);
+    // Another process fails it (its runner seemed dead, say).
+    let mut failed = store.get(&id).await.unwrap().expect("the task");
+    failed.error = Some(json!({"code": -32603, "message": "failed elsewhere"}));
+    failed.set_status(TaskStatus::Failed, Some(Duration::from_secs(60)));
+    store
+        .put(&failed)
+        .await
+        .expect("a running task's state is saved");
+    assert!(
+        matches!(store.put(&failed).await, Err(TaskError::Ended)),
+        "an ended state is never replaced"
+    );
+    // The runner's next save finds it ended and stops the call.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopped = ticks.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        ticks.load(Ordering::SeqCst),
+        stopped,
+        "the call was stopped"
+    );
+    let kept = store.get(&id).await.unwrap().expect("the task");
+    assert_eq!(kept, failed, "the ended state stays as it ended");
+}
+
+#[tokio::test]
+async fn a_question_the_tool_stops_waiting_for_is_withdrawn() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let asked = Arc::new(AtomicBool::new(false));
+    let gave_up = asked.clone();
+    let impatient = rich_tool_fn(def("impatient"), move |_args: Value, ctx: ToolContext| {
+        let gave_up = gave_up.clone();
+        async move {
+            let form = Elicitation::new("Name?").field("name", json!({"type": "string"}), true);
+            let waited = tokio::time::timeout(Duration::from_millis(50), ctx.elicit(form)).await;
+            assert!(waited.is_err(), "nobody answers");
+            gave_up.store(true, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(ToolOutput::text("never"))
+        }
+    })
+    .with_task_support(TaskSupport::Optional);
+    let server = Server::builder()
+        .tool(impatient)
+        .task_store(store.clone())
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "impatient", json!({}), true).await);
+    let waiting = until(&mut client, &id, "input_required").await;
+    assert!(
+        waiting["inputRequests"]
+            .as_object()
+            .is_some_and(|q| q.len() == 1),
+        "{waiting}"
+    );
+    for _ in 0..500 {
+        let task = get(&mut client, &id).await["result"].clone();
+        if asked.load(Ordering::SeqCst) && task["status"] == "working" {
+            assert!(task.get("inputRequests").is_none(), "{task}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the question the tool gave up on stayed outstanding");
+}
+
+/// A loopback HTTP server of `server`, stopped by the sender (or its drop).
+async fn over_http(
+    server: &Server,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = server.clone();
+    let serve = tokio::spawn(async move {
+        let config = clawmcp::transport::HttpConfig::default();
+        serving
+            .serve_http_on(listener, config, async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (addr, stop, serve)
+}
+
+/// A 2026-07-28 `POST` of `message` with the headers that mirror it.
+async fn post_2026(client: &mut http_support::Client, message: &Value, name: &str) -> Value {
+    let method = message["method"].as_str().unwrap_or_default();
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    if !name.is_empty() {
+        headers.push(("mcp-name", name));
+    }
+    let body = http_support::full(serde_json::to_vec(message).unwrap());
+    client
+        .exchange(http_support::post_with(&headers, body))
+        .await
+        .json()
+}
+
+#[tokio::test]
+async fn a_method_the_revision_lacks_is_not_found_before_its_meta_is_read() {
+    let server = server(&Arc::default(), 10);
+    let (addr, _stop, _serve) = over_http(&server).await;
+    let mut client = http_support::Client::connect(addr).await;
+    for method in ["tasks/list", "tasks/result", "no/such"] {
+        let bare = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {}});
+        let reply = post_2026(&mut client, &bare, "").await;
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn an_http_servers_shutdown_gives_running_tasks_the_grace_period_and_records_their_end() {
+    let store = Arc::new(MemoryTaskStore::new());
+    let server = Server::builder()
+        .tool(
+            rich_tool_fn(def("slow"), |_args: Value, _ctx: ToolContext| async move {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(ToolOutput::text("never"))
+            })
+            .with_task_support(TaskSupport::Optional),
+        )
+        .task_store(store.clone())
+        .shutdown_grace(Duration::from_millis(100))
+        .build()
+        .expect("the test server builds");
+    let (addr, stop, serve) = over_http(&server).await;
+    let mut client = http_support::Client::connect(addr).await;
+    let message = request("tools/call", json!({"name": "slow", "arguments": {}}), true);
+    let id = task_id(&post_2026(&mut client, &message, "slow").await);
+    drop(client);
+    // The shutdown future, not the handle: the task's grace starts too,
+    // and serve_http_on returns once its end is recorded.
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), serve)
+        .await
+        .expect("serve_http_on returns")
+        .unwrap()
+        .unwrap();
+    let task = store.get(&id).await.unwrap().expect("the task is kept");
+    assert_eq!(
+        task.status,
+        TaskStatus::Failed,
+        "recorded before the return: {task:?}"
+    );
+    assert_eq!(task.status_message.as_deref(), Some("server shutting down"));
 }

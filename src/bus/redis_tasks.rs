@@ -3,20 +3,26 @@
 //!
 //! - A task is a key (`clawmcp:{deployment}:task:{id}`, JSON: the task and
 //!   the process running it), expiring when an ended task's time to live
-//!   has passed.
+//!   has passed. Every write is a script that never replaces an ended
+//!   state: a task that ended stays as it ended, whoever writes after.
 //! - Each owner's tasks are a sorted set (`…:tasks-of:{owner in hex}`,
 //!   scored by when each may go; a running one never), read by one script
 //!   that also creates the task, so the bound per owner holds across
 //!   processes.
-//! - `tasks/update` and `tasks/cancel` are published on
-//!   `clawmcp:{deployment}:task-signals`; every process listens there and
-//!   hands a signal to its runner of the task, if it has one. Each saved
-//!   state is announced there too, for the processes' task watchers
-//!   (`notifications/tasks`).
-//! - A running task names its process; that process's liveness key (kept
-//!   by the bus, gone a few seconds after the process) says whether it
-//!   still runs. A read of a running task whose process is gone makes it
-//!   `failed`, so no task stays `working` after its process died.
+//! - `tasks/update` and `tasks/cancel` are queued on the task
+//!   (`…:signals:{id}`, kept an hour) and announced on
+//!   `clawmcp:{deployment}:task-signals`; the process running the task
+//!   takes its queue when it hears that, and again whenever it
+//!   (re)subscribes, so a signal sent while it reconnects is not lost.
+//!   Each saved state is announced there too, for the processes' task
+//!   watchers (`notifications/tasks`).
+//! - A running task names its process, and sits in that process's set of
+//!   running tasks (`…:running:{process}`); the process's liveness key
+//!   (kept by the bus, gone a few seconds after the process) says whether
+//!   it still runs. A read of a running task whose process is gone makes
+//!   it `failed`, and every process sweeps the sets of dead processes every
+//!   few seconds, so no task stays `working` after its process died, read
+//!   or not, and its owner's bound is freed once it expires.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -34,9 +40,10 @@ use crate::task::{
 
 /// Creates a task unless its owner holds `ARGV[3]` tasks already: drops
 /// the owner's expired entries (`ARGV[2]` is now), then adds the task
-/// (`KEYS[2]`, `ARGV[1]` its JSON) with its process's liveness renewed
-/// (`KEYS[3]`, for `ARGV[5]` ms) so that it holds from the start. 1, or 0
-/// when the owner is full.
+/// (`KEYS[2]`, `ARGV[1]` its JSON) to its process's running set (`KEYS[4]`;
+/// the process to the set of processes with tasks, `KEYS[5]`) with the
+/// process's liveness renewed (`KEYS[3]`, for `ARGV[5]` ms) so that it
+/// holds from the start. 1, or 0 when the owner is full.
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
@@ -45,7 +52,64 @@ end
 redis.call('ZADD', KEYS[1], 'inf', ARGV[4])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], 1, 'PX', ARGV[5])
+redis.call('SADD', KEYS[4], ARGV[4])
+redis.call('SADD', KEYS[5], KEYS[3])
 return 1";
+
+/// Writes a task's state, unless the one stored has ended (0) or is gone
+/// (2); with `ARGV[1]` (1) the stored text must be `ARGV[1]` exactly (a
+/// compare-and-set), else nothing is written (0). `KEYS`: the task, its
+/// owner's set, its process's running set, its signal queue. `ARGV`: the
+/// expected text or empty, the new text, its time to live in ms (0:
+/// none), its owner-set score, the task id, whether it ended ("1"), the
+/// channel and the announcement. 1 when written.
+const WRITE: &str = r"
+local current = redis.call('GET', KEYS[1])
+if not current then
+  return 2
+end
+if ARGV[1] ~= '' then
+  if current ~= ARGV[1] then
+    return 0
+  end
+else
+  local status = cjson.decode(current).task.status
+  if status == 'completed' or status == 'failed' or status == 'cancelled' then
+    return 0
+  end
+end
+if tonumber(ARGV[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+if ARGV[6] == '1' then
+  redis.call('SREM', KEYS[3], ARGV[5])
+  redis.call('DEL', KEYS[4])
+end
+redis.call('PUBLISH', ARGV[7], ARGV[8])
+return 1";
+
+/// Queues a signal for a task (`KEYS[1]`, kept `ARGV[2]` ms) and announces
+/// it (`ARGV[3]`, `ARGV[4]`).
+const SIGNAL: &str = r"
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1";
+
+/// Takes a task's queued signals (`KEYS[1]`), oldest first.
+const TAKE: &str = r"
+local queued = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+return queued";
+
+/// How long a queued signal waits for its task's runner.
+const SIGNAL_KEPT_MS: u64 = 3_600_000;
+
+/// How often each process sweeps the running sets of dead processes.
+const SWEEP_EVERY: Duration = Duration::from_secs(3);
 
 /// A [`TaskStore`] in Redis (feature `redis`), on the connection and
 /// deployment of a [`RedisBus`] ([`RedisBus::task_store`]).
@@ -90,12 +154,12 @@ struct Stored {
     task: TaskState,
 }
 
-/// What travels on the signals channel: a signal for a task's runner, or
-/// the news that a task was saved with a new state.
+/// What travels on the signals channel: the news that a task has signals
+/// queued for its runner, or that it was saved with a new state.
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum Travelling {
-    Signal { task_id: String, signal: TaskSignal },
+    Signalled { signalled: String },
     Changed { changed: String },
 }
 
@@ -115,6 +179,7 @@ impl RedisBus {
         }));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(listen_for_signals(Arc::downgrade(&store.0)));
+            runtime.spawn(sweep_dead_runners(Arc::downgrade(&store.0)));
         }
         store
     }
@@ -133,41 +198,197 @@ impl Inner {
         format!("{}task-signals", self.prefix)
     }
 
+    /// The set of the tasks `process` runs.
+    fn running_key(&self, process: &str) -> String {
+        format!("{}running:{process}", self.prefix)
+    }
+
+    /// The set of the processes that ran tasks (swept when dead).
+    fn processes_key(&self) -> String {
+        format!("{}task-processes", self.prefix)
+    }
+
+    /// The queue of a task's signals.
+    fn signals_key(&self, id: &str) -> String {
+        format!("{}signals:{id}", self.prefix)
+    }
+
     async fn connection(&self) -> Result<::redis::aio::ConnectionManager, TaskError> {
         self.bus.connection().await.map_err(TaskError::Store)
     }
 
     /// Writes `task`, run by `runner`: an ended one expires with its time
-    /// to live, and its place in its owner's set with it. Every process
-    /// hears of the new state after it is there to read.
-    async fn write(&self, runner: &str, task: &TaskState) -> Result<(), TaskError> {
+    /// to live, and its place in its owner's set with it, and leaves its
+    /// runner's set. Every process hears of the new state after it is
+    /// there to read. With `expected`, only over exactly that stored text;
+    /// else never over an ended state (`TaskError::Ended`). `Ok(false)`:
+    /// nothing was written (the task is gone, or `expected` is not there).
+    async fn write(
+        &self,
+        runner: &str,
+        task: &TaskState,
+        expected: Option<&str>,
+    ) -> Result<bool, TaskError> {
         let json = serde_json::to_string(&Stored {
             runner: runner.to_owned(),
             task: task.clone(),
         })
         .map_err(|e| TaskError::Store(e.to_string()))?;
-        let key = self.task_key(&task.task_id);
-        let mut pipe = ::redis::pipe();
-        match task.expires_at_ms() {
-            Some(at) => {
-                let ttl = at.saturating_sub(now_ms()).max(1);
-                pipe.pset_ex(&key, json, ttl).ignore();
-                pipe.zadd(self.owner_key(&task.owner), &task.task_id, at)
-                    .ignore();
-            }
-            None => {
-                pipe.set(&key, json).ignore();
-            }
-        }
         let changed = serde_json::to_string(&Travelling::Changed {
             changed: task.task_id.clone(),
         })
         .map_err(|e| TaskError::Store(e.to_string()))?;
-        pipe.publish(self.channel(), changed).ignore();
+        let (ttl, score) = match task.expires_at_ms() {
+            Some(at) => (at.saturating_sub(now_ms()).max(1), at),
+            None => (0, 0),
+        };
         let mut connection = self.connection().await?;
-        pipe.query_async::<()>(&mut connection)
+        let written: i64 = ::redis::cmd("EVAL")
+            .arg(WRITE)
+            .arg(4)
+            .arg(self.task_key(&task.task_id))
+            .arg(self.owner_key(&task.owner))
+            .arg(self.running_key(runner))
+            .arg(self.signals_key(&task.task_id))
+            .arg(expected.unwrap_or_default())
+            .arg(json)
+            .arg(ttl)
+            .arg(score)
+            .arg(&task.task_id)
+            .arg(if task.status.is_terminal() { "1" } else { "0" })
+            .arg(self.channel())
+            .arg(changed)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| TaskError::Store(e.to_string()))?;
+        match written {
+            1 => Ok(true),
+            0 if expected.is_none() => Err(TaskError::Ended),
+            _ => Ok(false),
+        }
+    }
+
+    /// The task's stored text, as Redis holds it.
+    async fn read(&self, task_id: &str) -> Result<Option<String>, TaskError> {
+        let mut connection = self.connection().await?;
+        ::redis::cmd("GET")
+            .arg(self.task_key(task_id))
+            .query_async(&mut connection)
             .await
             .map_err(|e| TaskError::Store(e.to_string()))
+    }
+
+    /// Takes the signals queued for `task_id` and hands them to its runner
+    /// here.
+    async fn take_signals(&self, task_id: &str) -> Result<(), TaskError> {
+        let mut connection = self.connection().await?;
+        let queued: Vec<String> = ::redis::cmd("EVAL")
+            .arg(TAKE)
+            .arg(1)
+            .arg(self.signals_key(task_id))
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| TaskError::Store(e.to_string()))?;
+        for payload in queued {
+            match serde_json::from_str::<TaskSignal>(&payload) {
+                Ok(signal) => self.runners.deliver(task_id, signal),
+                Err(e) => {
+                    tracing::warn!("a queued task signal that does not read was skipped: {e}")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails, in the store, the running tasks of the processes that died.
+    async fn sweep(&self) -> Result<(), TaskError> {
+        let mut connection = self.connection().await?;
+        let processes: Vec<String> = ::redis::cmd("SMEMBERS")
+            .arg(self.processes_key())
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| TaskError::Store(e.to_string()))?;
+        for process in processes {
+            let alive: bool = ::redis::cmd("EXISTS")
+                .arg(&process)
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| TaskError::Store(e.to_string()))?;
+            if alive {
+                continue;
+            }
+            let running: Vec<String> = ::redis::cmd("SMEMBERS")
+                .arg(self.running_key(&process))
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| TaskError::Store(e.to_string()))?;
+            for task_id in running {
+                // A read fails it (or finds it ended, or gone).
+                if self.get_stored(&task_id).await?.is_none() {
+                    ::redis::cmd("SREM")
+                        .arg(self.running_key(&process))
+                        .arg(&task_id)
+                        .query_async::<i64>(&mut connection)
+                        .await
+                        .map_err(|e| TaskError::Store(e.to_string()))?;
+                }
+            }
+            let left: i64 = ::redis::cmd("SCARD")
+                .arg(self.running_key(&process))
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| TaskError::Store(e.to_string()))?;
+            if left == 0 {
+                ::redis::cmd("SREM")
+                    .arg(self.processes_key())
+                    .arg(&process)
+                    .query_async::<i64>(&mut connection)
+                    .await
+                    .map_err(|e| TaskError::Store(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The task with this id, as its store holds it now: a running task
+    /// whose process is gone is failed first (once, by whichever process
+    /// reads it first).
+    async fn get_stored(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
+        // (Each round loses only to a write that changed the task.)
+        for _ in 0..4 {
+            let Some(text) = self.read(task_id).await? else {
+                return Ok(None);
+            };
+            let Ok(Stored { runner, mut task }) = serde_json::from_str(&text) else {
+                return Ok(None);
+            };
+            if task.status.is_terminal() {
+                return Ok(Some(task));
+            }
+            let mut connection = self.connection().await?;
+            let alive: bool = ::redis::cmd("EXISTS")
+                .arg(&runner)
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| TaskError::Store(e.to_string()))?;
+            if alive {
+                return Ok(Some(task));
+            }
+            // Its process is gone: the task cannot end by itself any more.
+            let message = "the process running the task ended before the task did";
+            task.error = Some(json!({"code": -32603, "message": message}));
+            task.status_message = Some(message.to_owned());
+            // (A running task's `ttlMs` is still the server's time to
+            // live for ended tasks.)
+            let ttl = task.ttl_ms.map(Duration::from_millis);
+            task.set_status(TaskStatus::Failed, ttl);
+            if self.write(&runner, &task, Some(&text)).await? {
+                return Ok(Some(task));
+            }
+        }
+        Err(TaskError::Store(
+            "the task changed on every read: try again".into(),
+        ))
     }
 }
 
@@ -183,10 +404,12 @@ impl TaskStore for RedisTaskStore {
         let mut connection = inner.connection().await?;
         let created: i64 = ::redis::cmd("EVAL")
             .arg(CREATE)
-            .arg(3)
+            .arg(5)
             .arg(inner.owner_key(&task.owner))
             .arg(inner.task_key(&task.task_id))
             .arg(&inner.process)
+            .arg(inner.running_key(&inner.process))
+            .arg(inner.processes_key())
             .arg(json)
             .arg(now_ms())
             .arg(most)
@@ -203,54 +426,30 @@ impl TaskStore for RedisTaskStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
-        let inner = &self.0;
-        let mut connection = inner.connection().await?;
-        let json: Option<String> = ::redis::cmd("GET")
-            .arg(inner.task_key(task_id))
-            .query_async(&mut connection)
-            .await
-            .map_err(|e| TaskError::Store(e.to_string()))?;
-        let Some(Stored { runner, mut task }) = json.and_then(|j| serde_json::from_str(&j).ok())
-        else {
-            return Ok(None);
-        };
-        if task.status.is_terminal() {
-            return Ok(Some(task));
-        }
-        let alive: bool = ::redis::cmd("EXISTS")
-            .arg(&runner)
-            .query_async(&mut connection)
-            .await
-            .map_err(|e| TaskError::Store(e.to_string()))?;
-        if !alive {
-            // Its process is gone: the task cannot end by itself any more.
-            let message = "the process running the task ended before the task did";
-            task.error = Some(json!({"code": -32603, "message": message}));
-            task.status_message = Some(message.to_owned());
-            // (A running task's `ttlMs` is still the server's time to
-            // live for ended tasks.)
-            let ttl = task.ttl_ms.map(Duration::from_millis);
-            task.set_status(TaskStatus::Failed, ttl);
-            inner.write(&runner, &task).await?;
-        }
-        Ok(Some(task))
+        self.0.get_stored(task_id).await
     }
 
     async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
-        self.0.write(&self.0.process, task).await
+        self.0.write(&self.0.process, task, None).await.map(drop)
     }
 
     async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
         let inner = &self.0;
-        let payload = serde_json::to_string(&Travelling::Signal {
-            task_id: task_id.to_owned(),
-            signal,
+        let payload =
+            serde_json::to_string(&signal).map_err(|e| TaskError::Store(e.to_string()))?;
+        let news = serde_json::to_string(&Travelling::Signalled {
+            signalled: task_id.to_owned(),
         })
         .map_err(|e| TaskError::Store(e.to_string()))?;
         let mut connection = inner.connection().await?;
-        ::redis::cmd("PUBLISH")
-            .arg(inner.channel())
+        ::redis::cmd("EVAL")
+            .arg(SIGNAL)
+            .arg(1)
+            .arg(inner.signals_key(task_id))
             .arg(payload)
+            .arg(SIGNAL_KEPT_MS)
+            .arg(inner.channel())
+            .arg(news)
             .query_async::<i64>(&mut connection)
             .await
             .map(drop)
@@ -266,9 +465,11 @@ impl TaskStore for RedisTaskStore {
     }
 }
 
-/// Hands every published signal to this process's runner of its task, and
-/// every saved state to this process's watchers, while the store lives;
-/// resubscribes after a lost connection.
+/// Hands the queued signals of every task this process runs to its
+/// runner when they are announced (and all of them whenever it
+/// subscribes, so that none sent meanwhile is lost), and every saved state
+/// to this process's watchers, while the store lives; resubscribes after
+/// a lost connection.
 async fn listen_for_signals(store: std::sync::Weak<Inner>) {
     let mut backoff = Duration::from_millis(50);
     loop {
@@ -282,6 +483,14 @@ async fn listen_for_signals(store: std::sync::Weak<Inner>) {
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&channel).await?;
             let mut messages = pubsub.into_on_message();
+            // Signals queued before this subscription.
+            if let Some(inner) = store.upgrade() {
+                for task_id in inner.runners.ids() {
+                    if let Err(e) = inner.take_signals(&task_id).await {
+                        tracing::warn!("the queued signals of task {task_id} were not read: {e}");
+                    }
+                }
+            }
             while let Some(message) =
                 std::future::poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await
             {
@@ -292,11 +501,16 @@ async fn listen_for_signals(store: std::sync::Weak<Inner>) {
                     continue;
                 };
                 match serde_json::from_str::<Travelling>(&payload) {
-                    Ok(Travelling::Signal { task_id, signal }) => {
-                        inner.runners.deliver(&task_id, signal);
+                    Ok(Travelling::Signalled { signalled }) if inner.runners.runs(&signalled) => {
+                        if let Err(e) = inner.take_signals(&signalled).await {
+                            tracing::warn!("the signals of task {signalled} were not read: {e}");
+                        }
                     }
+                    Ok(Travelling::Signalled { .. }) => {}
                     Ok(Travelling::Changed { changed }) => inner.changes.announce(&changed),
-                    Err(e) => tracing::warn!("a task signal that does not read was skipped: {e}"),
+                    Err(e) => {
+                        tracing::warn!("a task announcement that does not read was skipped: {e}")
+                    }
                 }
             }
             Ok::<(), ::redis::RedisError>(())
@@ -310,5 +524,21 @@ async fn listen_for_signals(store: std::sync::Weak<Inner>) {
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Every few seconds, while the store lives, fails the running tasks of
+/// the processes that died (read or not, none stays `working`).
+async fn sweep_dead_runners(store: std::sync::Weak<Inner>) {
+    let mut every = tokio::time::interval(SWEEP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(inner) = store.upgrade() else {
+            return;
+        };
+        if let Err(e) = inner.sweep().await {
+            tracing::debug!("the sweep of dead processes' tasks did not finish: {e}");
+        }
     }
 }

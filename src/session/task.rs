@@ -124,21 +124,22 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         .map_err(|e| {
             Failure::Rpc(match e {
                 TaskError::TooMany(_) => RpcError::invalid_request(e.to_string()),
-                TaskError::Store(_) => RpcError::internal(e.to_string()),
+                TaskError::Ended | TaskError::Store(_) => RpcError::internal(e.to_string()),
             })
         })?;
     runner.created.store(true, Ordering::Release);
-    // What the first poll changed, if anything, is saved now.
-    runner.save().await;
-    match first {
-        Poll::Ready(handled) => runner.end(handled.reply.as_deref()).await,
-        Poll::Pending => {
-            settings
-                .running
-                .spawn(runner.clone().run_on(running, signals));
-        }
-    }
     let created = runner.lock().clone();
+    // From here the task exists: it runs to its end whatever becomes of
+    // the request that created it (a client gone before the answer leaves
+    // no task `working` for ever).
+    settings.running.spawn(async move {
+        // What the first poll changed, if anything, is saved now.
+        runner.save().await;
+        match first {
+            Poll::Ready(handled) => runner.end(handled.reply.as_deref()).await,
+            Poll::Pending => runner.run_on(running, signals).await,
+        }
+    });
     Ok(Done::TaskCreated(Box::new(created)))
 }
 
@@ -220,12 +221,16 @@ impl Runner {
         mut running: Running,
         mut signals: mpsc::UnboundedReceiver<TaskSignal>,
     ) {
-        // At shutdown the call gets the grace period, then ends `failed`,
-        // recorded.
+        // At shutdown (the handle's, or an HTTP server's) the call gets
+        // the grace period, then ends `failed`, recorded.
         let stop = self.server.handle.stop_token().clone();
+        let stopping = self.server.tasks.stopping.clone();
         let grace = self.server.limits.shutdown_grace;
         let out_of_grace = async move {
-            stop.cancelled().await;
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = stopping.cancelled() => {}
+            }
             tokio::time::sleep(grace).await;
         };
         tokio::pin!(out_of_grace);
@@ -258,8 +263,12 @@ impl Runner {
         }
         let _saving = self.saving.lock().await;
         let task = self.lock().clone();
-        if let Err(e) = self.server.tasks.store.put(&task).await {
-            tracing::warn!(task_id = %task.task_id, "a task's state was not saved: {e}");
+        match self.server.tasks.store.put(&task).await {
+            Ok(()) => {}
+            // Ended elsewhere (failed as a dead process's, say): the call
+            // has nobody to answer, and its state stays as it ended.
+            Err(TaskError::Ended) => self.cancel.cancel(CancelReason::Gone),
+            Err(e) => tracing::warn!(task_id = %task.task_id, "a task's state was not saved: {e}"),
         }
     }
 
@@ -409,6 +418,10 @@ impl ClientLink for TaskLink {
         let (tx, answered) = oneshot::channel();
         {
             let mut task = runner.lock();
+            // (A context kept past the call's end asks nobody.)
+            if task.status.is_terminal() {
+                return Err(ClientError::Gone);
+            }
             task.input_requests
                 .insert(key.clone(), json!({"method": method, "params": params}));
             task.set_status(TaskStatus::InputRequired, None);
@@ -416,13 +429,20 @@ impl ClientLink for TaskLink {
                 .waiting
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(key, tx);
+                .insert(key.clone(), tx);
         }
+        // Outstanding until answered, or until the tool stops waiting.
+        let outstanding = Outstanding {
+            runner: runner.clone(),
+            key,
+        };
         runner.save().await;
-        tokio::select! {
+        let answer = tokio::select! {
             answer = answered => answer.map_err(|_| ClientError::Gone),
             () = cancel.cancelled() => Err(ClientError::Cancelled),
-        }
+        };
+        drop(outstanding);
+        answer
     }
 
     fn client_capabilities(&self) -> Option<Value> {
@@ -452,10 +472,47 @@ impl ClientLink for TaskLink {
     async fn status(&self, message: String) {
         {
             let mut task = self.0.lock();
+            // (An ended task's state stays as it ended.)
+            if task.status.is_terminal() {
+                return;
+            }
             task.status_message = Some(message);
             task.last_updated_at_ms = crate::task::now_ms();
         }
         self.0.save().await;
+    }
+}
+
+/// A question the task shows in `inputRequests` while its tool waits for
+/// the answer: when the tool stops waiting (it is cancelled, or it drops
+/// the wait), the question is withdrawn, and the task works again once
+/// none is outstanding. (An answered question was withdrawn already.)
+struct Outstanding {
+    runner: Arc<Runner>,
+    key: String,
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        let runner = &self.runner;
+        let withdrawn = {
+            let mut task = runner.lock();
+            let mut waiting = runner
+                .waiting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let withdrawn = waiting.remove(&self.key).is_some()
+                && task.input_requests.remove(&self.key).is_some();
+            if withdrawn && task.input_requests.is_empty() && !task.status.is_terminal() {
+                task.set_status(TaskStatus::Working, None);
+            }
+            withdrawn
+        };
+        if withdrawn && let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let saving = runner.clone();
+            let tracker = &runner.server.tasks.running;
+            tracker.spawn_on(async move { saving.save().await }, &runtime);
+        }
     }
 }
 

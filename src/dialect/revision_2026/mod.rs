@@ -124,6 +124,24 @@ pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&Tool
     })
 }
 
+/// Whether this revision has a request `method`: discovery, listening,
+/// the tasks extension's and the 2025-11-25 table's but the removed ones.
+fn serves(method: &str) -> bool {
+    matches!(method, methods::DISCOVER | LISTEN)
+        || tasks::is_method(method)
+        || matches!(
+            method,
+            methods::TOOLS_LIST
+                | methods::TOOLS_CALL
+                | methods::RESOURCES_LIST
+                | methods::RESOURCES_READ
+                | methods::RESOURCES_TEMPLATES_LIST
+                | methods::PROMPTS_LIST
+                | methods::PROMPTS_GET
+                | methods::COMPLETE
+        )
+}
+
 /// Every method but the removed ones goes to the table.
 pub(crate) fn admit(method: &str) -> Admission {
     if REMOVED.contains(&method) {
@@ -192,6 +210,11 @@ fn prepare(
         principal,
     } = request;
     let server = session.server();
+    // A method this revision does not have is that before anything its
+    // body holds (docs/model-context.md §7.3).
+    if !serves(method) {
+        return Err(error(Some(id), &RpcError::method_not_found(method)));
+    }
     let envelope = envelope(method, params, call.as_ref()).map_err(|e| error(Some(id), &e))?;
     let declared = declared(id, envelope.meta.as_ref())?;
     match method {
@@ -364,8 +387,8 @@ fn filter(
         .collect();
     let provides = listing.model_context.provides;
     let mut tasks = requested.task_ids;
-    tasks.retain(|id| crate::task::is_task_id(id));
-    tasks.dedup();
+    let mut seen = std::collections::HashSet::new();
+    tasks.retain(|id| crate::task::is_task_id(id) && seen.insert(id.clone()));
     Ok(Filter {
         tools: requested.tools_list_changed && provides.tools,
         prompts: requested.prompts_list_changed && provides.prompts,

@@ -203,7 +203,14 @@ fn shown(task: &TaskState, detailed: bool) -> Shown<'_> {
         status_message: task.status_message.as_deref(),
         created_at: iso8601(task.created_at_ms),
         last_updated_at: iso8601(task.last_updated_at_ms),
-        ttl_ms: task.ttl_ms,
+        // A running task is kept at least its time to live past now: from
+        // its creation that is longer every moment (never a past expiry).
+        ttl_ms: match task.status.is_terminal() {
+            true => task.ttl_ms,
+            false => task.ttl_ms.map(|ttl| {
+                ttl.saturating_add(crate::task::now_ms().saturating_sub(task.created_at_ms))
+            }),
+        },
         poll_interval_ms: task.poll_interval_ms,
         input_requests: (detailed && status == TaskStatus::InputRequired)
             .then_some(&task.input_requests),

@@ -135,22 +135,28 @@ impl Server {
             tasks.len()
         );
         service.0.stop.cancel();
+        // Running tasks (the tasks extension) start their grace period now.
+        let running = &self.inner().tasks.running;
+        self.inner().tasks.stopping.cancel();
         // Requests in flight get the grace period (and a little time to
         // write); a client that stops reading cannot hold the server longer.
-        let grace = self.inner().limits.shutdown_grace + Duration::from_secs(5);
+        let deadline = tokio::time::Instant::now()
+            + self.inner().limits.shutdown_grace
+            + Duration::from_secs(5);
         let drained = async { while tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(grace, drained).await.is_err() {
+        if tokio::time::timeout_at(deadline, drained).await.is_err() {
             tracing::warn!(
                 "shutdown: {} connections did not finish in time; closing them",
                 tasks.len()
             );
             tasks.shutdown().await;
         }
-        // Tasks (the tasks extension) had the same grace period: each
-        // records its end, failed if it had to be stopped.
-        let running = &self.inner().tasks.running;
+        // Tasks had the same grace period: each records its end, failed
+        // if it had to be stopped (with a moment to record it, however
+        // long the connections took).
         running.close();
-        if tokio::time::timeout(Duration::from_secs(5), running.wait())
+        let recorded = deadline.max(tokio::time::Instant::now() + Duration::from_secs(1));
+        if tokio::time::timeout_at(recorded, running.wait())
             .await
             .is_err()
         {
