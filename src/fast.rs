@@ -7,12 +7,10 @@
 //!   call's `arguments` as borrowed text that is known to be valid JSON
 //!   which reads as a value (the typed "already valid" input every fast
 //!   reader and every text-reading tool takes).
-//! - [`plain_call`]: a one-pass reader of plain tool calls
-//!   (`mcp/executeTool`, `tools/call`).
+//! - [`plain_call`]: a one-pass reader of plain tool calls (the requests
+//!   the dialects' call forms name).
 //! - [`quick_check`]: a check of valid JSON text against the simple schemas
 //!   most tools have, without building a `Value`.
-//! - [`reply`]: the error code of a reply this server wrote, read where its
-//!   encoder puts the outcome (the HTTP status of a 2026-07-28 reply).
 //! - [`value_end`]: where a JSON value ends in bytes that arrive in pieces
 //!   (streaming sessions, an HTTP body's first value), found without
 //!   parsing it. Framing needs it whatever the feature says: serde_json
@@ -30,5 +28,4 @@ pub(crate) mod arguments;
 pub(crate) mod cursor;
 pub(crate) mod plain_call;
 pub(crate) mod quick_check;
-pub(crate) mod reply;
 pub(crate) mod value_end;

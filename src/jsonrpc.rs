@@ -423,12 +423,26 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
     }
 }
 
+/// A response as written, and its outcome: the error's code for an error
+/// response, so that a transport's status follows the outcome without
+/// reading the bytes again.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Reply {
+    /// The response's JSON text.
+    pub(crate) bytes: Vec<u8>,
+    /// Its error's code; `None` for a result.
+    pub(crate) error: Option<i32>,
+    /// Where a result's value begins in `bytes` (0 for an error).
+    pub(crate) result_at: usize,
+}
+
 /// Encodes a success response: `{"jsonrpc":"2.0","id":…,"result":…}`.
-pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Vec<u8> {
+pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -> Reply {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     write_id(&mut out, id);
     out.extend_from_slice(br#","result":"#);
+    let result_at = out.len();
     if serde_json::to_writer(&mut out, result).is_err() {
         // A result that cannot be serialised (a map with non-string keys)
         // is the server's fault: answer -32603 instead.
@@ -438,12 +452,16 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(id: &RequestId, result: &T) -
         );
     }
     out.push(b'}');
-    out
+    Reply {
+        bytes: out,
+        error: None,
+        result_at,
+    }
 }
 
 /// Encodes a success response whose result is `parts` of JSON text one
 /// after the other (each already JSON, as a serialised output is).
-pub(crate) fn encode_result_text(id: &RequestId, parts: &[&str]) -> Vec<u8> {
+pub(crate) fn encode_result_text(id: &RequestId, parts: &[&str]) -> Reply {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
     const RESULT: &[u8] = br#","result":"#;
     let length = parts.iter().map(|p| p.len()).sum::<usize>();
@@ -451,16 +469,21 @@ pub(crate) fn encode_result_text(id: &RequestId, parts: &[&str]) -> Vec<u8> {
     out.extend_from_slice(HEAD);
     write_id(&mut out, id);
     out.extend_from_slice(RESULT);
+    let result_at = out.len();
     for part in parts {
         out.extend_from_slice(part.as_bytes());
     }
     out.push(b'}');
-    out
+    Reply {
+        bytes: out,
+        error: None,
+        result_at,
+    }
 }
 
 /// Encodes an error response with the code's fixed message (MCP v1.0's
 /// table) and `data`.
-pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Vec<u8> {
+pub(crate) fn encode_error(id: &RequestId, error: &RpcError) -> Reply {
     encode_error_with(Some(id), error.code.0, error.code.message(), &*error.data)
 }
 
@@ -471,7 +494,7 @@ pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
     code: i32,
     message: &str,
     data: &D,
-) -> Vec<u8> {
+) -> Reply {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
     if let Some(id) = id {
@@ -486,33 +509,10 @@ pub(crate) fn encode_error_with<D: Serialize + ?Sized>(
     out.extend_from_slice(br#","data":"#);
     write_json(&mut out, data);
     out.extend_from_slice(b"}}");
-    out
-}
-
-/// The error code of `reply`, the reply to request `id` that
-/// [`encode_error_with`] or [`encode_result`] wrote; `None` for a result.
-/// With the `fast-path` feature it is read where the encoder puts the
-/// outcome, the member right after the id (`fast::reply`), else by
-/// serde_json; either way nothing a result holds is taken for it.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) fn error_code_of(reply: &[u8], id: &RequestId) -> Option<i32> {
-    if cfg!(feature = "fast-path") {
-        let mut written = Vec::with_capacity(16);
-        write_id(&mut written, id);
-        crate::fast::reply::error_code(reply, &written)
-    } else {
-        #[derive(Deserialize)]
-        struct Reply {
-            error: Option<ErrorMember>,
-        }
-        #[derive(Deserialize)]
-        struct ErrorMember {
-            code: i32,
-        }
-        serde_json::from_slice::<Reply>(reply)
-            .ok()
-            .and_then(|r| r.error)
-            .map(|e| e.code)
+    Reply {
+        bytes: out,
+        error: Some(code),
+        result_at: 0,
     }
 }
 
@@ -688,7 +688,7 @@ mod tests {
                 encode_result(&id, &true),
                 encode_error(&id, &RpcError::internal("x")),
             ] {
-                let text = std::str::from_utf8(&reply).unwrap();
+                let text = std::str::from_utf8(&reply.bytes).unwrap();
                 assert!(text.starts_with(&start), "{id:?}: {text}");
                 assert!(
                     serde_json::from_str::<serde_json::Value>(text).is_ok(),
@@ -718,7 +718,7 @@ mod tests {
             };
             let reply = encode_result(&id, &serde_json::json!([]));
             assert_eq!(
-                String::from_utf8(reply).unwrap(),
+                String::from_utf8(reply.bytes).unwrap(),
                 format!(r#"{{"jsonrpc":"2.0","id":{big},"result":[]}}"#)
             );
         }
@@ -857,7 +857,7 @@ mod tests {
     fn error_object_has_the_fixed_message() {
         let e = RpcError::invalid_params("Missing required property: 'x'");
         assert_eq!(
-            String::from_utf8(encode_error(&RequestId::from(3), &e)).unwrap(),
+            String::from_utf8(encode_error(&RequestId::from(3), &e).bytes).unwrap(),
             r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params","data":"Missing required property: 'x'"}}"#
         );
     }

@@ -139,10 +139,10 @@ impl Server {
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
                 return match session::alone(&self.detached_v1, message, caller) {
-                    Alone::Answered(reply) => answered(reply),
+                    Alone::Answered(reply) => answered(reply.map(|r| r.bytes)),
                     Alone::Forbidden(reply, needed) => Exchanged {
                         forbidden: Some(needed),
-                        ..answered(Some(reply))
+                        ..answered(Some(reply.bytes))
                     },
                     // (MCP v1.0 has no listen streams: none is dispatched here.)
                     Alone::Listening(_) => answered(None),

@@ -34,7 +34,7 @@ use crate::definition::ServerInfo;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::{Push, ServerHandle};
-use crate::jsonrpc::{CallForm, CallForms, Parsed, RequestId, ToolCall};
+use crate::jsonrpc::{CallForm, CallForms, Parsed, Reply, RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 #[cfg(feature = "http")]
@@ -381,12 +381,12 @@ pub(crate) struct Routed {
 /// How a request is served.
 pub(crate) enum Step {
     /// The reply is known at once.
-    Reply(Vec<u8>),
+    Reply(Reply),
     /// `initialize` succeeded: the session records the client, its
     /// handshake moves on, then this reply goes out.
-    Initialized(Vec<u8>, Change),
+    Initialized(Reply, Change),
     /// The reply is known at once, and the session records this first.
-    Record(Vec<u8>, Change),
+    Record(Reply, Change),
     /// The reply needs async work; `progress` is the request's
     /// `_meta.progressToken`, `round` what a 2026-07-28 request declared
     /// and answered with it; `as_task` says the work runs as a task (its
@@ -443,7 +443,7 @@ impl Dialect {
         session: &impl SessionState,
         id: &RequestId,
         params: Option<&RawValue>,
-    ) -> Result<(Vec<u8>, Change), Vec<u8>> {
+    ) -> Result<(Reply, Change), Reply> {
         match self {
             Self::McpV1 => v1::initialize(session, id, params),
             Self::ModelContext | Self::Revision2026 => {
@@ -534,7 +534,7 @@ impl Dialect {
         id: &RequestId,
         ended: Ended,
         job: &JobInfo,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Reply> {
         match self {
             Self::McpV1 => Some(v1::encode_end(id, ended, job)),
             Self::ModelContext => model_context::encode_end(id, ended, job),
@@ -544,7 +544,7 @@ impl Dialect {
 
     /// An error response in this dialect's table; `id` is `None` when the
     /// message's id could not be read.
-    pub(crate) fn error(self, id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+    pub(crate) fn error(self, id: Option<&RequestId>, error: &RpcError) -> Reply {
         match self {
             Self::McpV1 => v1::error(id, error),
             Self::ModelContext | Self::Revision2026 => model_context::error(id, error),
@@ -560,7 +560,7 @@ impl Dialect {
     }
 
     /// The error for a request refused because shutdown began.
-    pub(crate) fn shutting_down(self, id: &RequestId) -> Vec<u8> {
+    pub(crate) fn shutting_down(self, id: &RequestId) -> Reply {
         match self {
             Self::McpV1 => v1::shutting_down(id),
             Self::ModelContext | Self::Revision2026 => model_context::shutting_down(id),
@@ -569,7 +569,7 @@ impl Dialect {
 
     /// The reply to a request cancelled before it ran (it was parked), if
     /// it gets one.
-    pub(crate) fn cancelled_unstarted(self, id: &RequestId) -> Option<Vec<u8>> {
+    pub(crate) fn cancelled_unstarted(self, id: &RequestId) -> Option<Reply> {
         match self {
             Self::McpV1 => Some(v1::cancelled(id)),
             Self::ModelContext | Self::Revision2026 => None,

@@ -19,7 +19,7 @@ use super::slots::Slot;
 use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Routed, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{self, Incoming, RequestId};
+use crate::jsonrpc::{self, Incoming, Reply, RequestId};
 use crate::principal::{Caller, Principal};
 
 /// What a message asks of its session: the one result of [`dispatch`].
@@ -162,10 +162,10 @@ struct Serving<'s> {
 
 impl Serving<'_> {
     /// A reply known at once, with its trace line.
-    fn answered(self, reply: Vec<u8>) -> Handled {
+    fn answered(self, reply: Reply) -> Handled {
         let trace = self
             .shared
-            .trace_line(self.method, &self.id, self.started, Some(&reply));
+            .trace_line(self.method, &self.id, self.started, Some(&reply.bytes));
         Handled {
             trace,
             ..Handled::reply(self.id, Some(reply))
@@ -346,7 +346,7 @@ pub(crate) fn poll_once(shared: &Arc<Shared>, job: Job) -> Result<Handled, Job> 
 /// The one message of an HTTP single exchange, served without a session.
 pub(crate) enum Alone {
     /// Answered at once: the reply, if the message gets one.
-    Answered(Option<Vec<u8>>),
+    Answered(Option<Reply>),
     /// Its work goes on: it needs a session to finish in
     /// (`Session::run_job`).
     Running(Job),
@@ -354,7 +354,7 @@ pub(crate) enum Alone {
     Listening(#[cfg_attr(not(feature = "http"), allow(dead_code))] Listener),
     /// Refused for want of scopes: the JSON-RPC error reply, and the
     /// scopes the request needs (for a `403` challenge).
-    Forbidden(Vec<u8>, Box<[String]>),
+    Forbidden(Reply, Box<[String]>),
 }
 
 /// Takes a subscription within the session's bounds
@@ -439,7 +439,7 @@ pub(crate) fn run_in_task(shared: &Arc<Shared>, job: Job, slot: Option<Slot<'sta
 pub(crate) enum Beside {
     /// Answered at once, with nothing sent meanwhile: the reply, for the
     /// caller to return itself.
-    Answered(Vec<u8>),
+    Answered(Reply),
     /// Its reply (after whatever it sent first) goes out through the
     /// session's output, as the reader's replies do.
     Sent,
@@ -447,7 +447,7 @@ pub(crate) enum Beside {
     Not,
     /// Refused for want of scopes, with nothing sent: the JSON-RPC error
     /// reply, and the scopes the request needs (for a `403` challenge).
-    Forbidden(Vec<u8>, Box<[String]>),
+    Forbidden(Reply, Box<[String]>),
 }
 
 /// Serves one request of a running session on the caller's task instead
@@ -503,7 +503,7 @@ pub(crate) async fn beside(
         // Only notifications and responses dispatch to these, and a
         // request was checked for above.
         Dispatched::Nothing | Dispatched::Effect(_) => {
-            return Beside::Answered(Vec::new());
+            return Beside::Answered(Reply::default());
         }
     };
     let quiet = shared.sent() == before && handled.caused.is_empty() && handled.trace.is_none();

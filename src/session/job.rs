@@ -503,7 +503,12 @@ impl Job {
             Some(Err(panic)) => Ended::Panicked(panic),
         };
         let reply = self.dialect.encode_end(shared, &self.id, ended, &self.info);
-        let trace = shared.trace_line(self.method, &self.id, self.started, reply.as_deref());
+        let trace = shared.trace_line(
+            self.method,
+            &self.id,
+            self.started,
+            reply.as_ref().map(|r| r.bytes.as_slice()),
+        );
         let caused = self
             .cause
             .map(|cause| cause.take())

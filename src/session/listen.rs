@@ -166,7 +166,7 @@ impl Listener {
             self.acknowledged = true;
             last.push(self.filter.acknowledged(&self.id));
         }
-        last.push(Filter::ended(&self.server, &self.id));
+        last.push(Filter::ended(&self.server, &self.id).bytes);
         last
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::SendError, error::TrySendError};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Reply, RequestId};
 
 /// How a message becomes bytes on the output (a frame or a line).
 pub(crate) type FrameFn = fn(&[u8], &mut BytesMut);
@@ -291,18 +291,18 @@ pub(crate) struct Outgoing {
 /// A request's reply as an outgoing message (an empty one, about the
 /// request, when the dialect does not answer it).
 pub(crate) fn reply_message(
-    reply: Option<Vec<u8>>,
+    reply: Option<Reply>,
     id: RequestId,
     refused: Option<Box<[String]>>,
 ) -> Outgoing {
     match (reply, refused) {
-        (Some(bytes), Some(needed)) => Outgoing {
-            bytes,
+        (Some(reply), Some(needed)) => Outgoing {
+            bytes: reply.bytes,
             about: About::Refused(id, needed),
         },
-        (Some(bytes), None) => Outgoing {
-            bytes,
-            about: About::Reply(id),
+        (Some(reply), None) => Outgoing {
+            bytes: reply.bytes,
+            about: About::Reply(id, reply.error),
         },
         (None, _) => Outgoing {
             bytes: Vec::new(),
@@ -314,8 +314,9 @@ pub(crate) fn reply_message(
 /// What an outgoing message is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum About {
-    /// The reply to this request.
-    Reply(RequestId),
+    /// The reply to this request, and its error's code (`None`: a
+    /// result).
+    Reply(RequestId, Option<i32>),
     /// The reply to this request, a refusal for want of these scopes
     /// (docs/oauth.md §3).
     Refused(RequestId, Box<[String]>),
@@ -339,7 +340,7 @@ pub(crate) enum About {
 pub(crate) struct Handled {
     pub(crate) id: RequestId,
     pub(crate) caused: Vec<Vec<u8>>,
-    pub(crate) reply: Option<Vec<u8>>,
+    pub(crate) reply: Option<Reply>,
     pub(crate) trace: Option<Vec<u8>>,
     /// The request was refused for want of these scopes (its reply is the
     /// JSON-RPC error): a transport that has sent nothing for it yet
@@ -349,7 +350,7 @@ pub(crate) struct Handled {
 
 impl Handled {
     /// A reply known at once.
-    pub(crate) fn reply(id: RequestId, reply: Option<Vec<u8>>) -> Self {
+    pub(crate) fn reply(id: RequestId, reply: Option<Reply>) -> Self {
         Self {
             id,
             caused: Vec::new(),

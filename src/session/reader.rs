@@ -498,13 +498,13 @@ impl Session {
                 let limit = self.shared.server.limits.max_message_size;
                 let error = dialect.too_large(declared, limit);
                 self.shared
-                    .send_unrelated(dialect.error(None, &error))
+                    .send_unrelated(dialect.error(None, &error).bytes)
                     .await;
             }
             Input::Unreadable(why) => {
                 let error = RpcError::parse_error(why);
                 self.shared
-                    .send_unrelated(dialect.error(None, &error))
+                    .send_unrelated(dialect.error(None, &error).bytes)
                     .await;
             }
             Input::Message(body) => {
@@ -526,7 +526,7 @@ impl Session {
             Parsed::Error(error) => {
                 self.not_json = error.code == ErrorCode::PARSE_ERROR;
                 self.shared
-                    .send_unrelated(dialect.error(None, &error))
+                    .send_unrelated(dialect.error(None, &error).bytes)
                     .await;
             }
             Parsed::Single(message) => {
@@ -545,7 +545,7 @@ impl Session {
                      send one message at a time",
                 );
                 self.shared
-                    .send_unrelated(dialect.error(None, &error))
+                    .send_unrelated(dialect.error(None, &error).bytes)
                     .await;
             }
             // Boxed: batches are rare, and their future is large.
@@ -748,7 +748,9 @@ async fn collect_batch(
 
 /// Writes a batch's replies as one array, then their trace lines.
 async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
-    let replies: Vec<Vec<u8>> = done.iter_mut().filter_map(|h| h.reply.take()).collect();
+    let replies: Vec<Vec<u8>> = (done.iter_mut())
+        .filter_map(|h| h.reply.take().map(|r| r.bytes))
+        .collect();
     if !replies.is_empty() {
         shared.send_unrelated(encode_batch(&replies)).await;
     }

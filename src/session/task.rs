@@ -136,7 +136,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         // What the first poll changed, if anything, is saved now.
         runner.save().await;
         match first {
-            Poll::Ready(handled) => runner.end(handled.reply.as_deref()).await,
+            Poll::Ready(handled) => runner.end(handled.reply.map(|r| r.bytes).as_deref()).await,
             Poll::Pending => runner.run_on(running, signals).await,
         }
     });
@@ -248,7 +248,7 @@ impl Runner {
                 },
             }
         };
-        self.end(handled.reply.as_deref()).await;
+        self.end(handled.reply.map(|r| r.bytes).as_deref()).await;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {

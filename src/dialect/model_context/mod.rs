@@ -12,7 +12,7 @@ pub(crate) mod to_client;
 
 use crate::dialect::Listing;
 use crate::handle::{ListKind, Push};
-use crate::jsonrpc::RawText;
+use crate::jsonrpc::{RawText, Reply};
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -407,7 +407,7 @@ pub(crate) fn initialize(
     session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
-) -> Result<(Vec<u8>, Change), Vec<u8>> {
+) -> Result<(Reply, Change), Reply> {
     let params: InitializeParams<'_> =
         read(methods::INITIALIZE, params).map_err(|e| error(Some(id), &e))?;
     let asked = params.protocol_version.as_ref();
@@ -570,7 +570,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
     outcome.unwrap_or_else(|e| Step::Reply(error(Some(id), &e)))
 }
 
-fn empty(id: &RequestId) -> Vec<u8> {
+fn empty(id: &RequestId) -> Reply {
     encode_result(id, raw_empty())
 }
 
@@ -768,7 +768,7 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
 
 /// The reply to a request whose work ended (docs/model-context.md §3), or none
 /// for a cancelled one.
-pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Option<Vec<u8>> {
+pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Option<Reply> {
     encode_end_in(Revision::Session, id, ended, job)
 }
 
@@ -778,7 +778,7 @@ pub(crate) fn encode_end_in(
     id: &RequestId,
     ended: Ended,
     job: &JobInfo,
-) -> Option<Vec<u8>> {
+) -> Option<Reply> {
     let tool = || job.tool.and_then(|i| job.listing.catalog.tools.get(i));
     Some(match ended {
         Ended::Finished(Ok(done)) => match done {
@@ -875,7 +875,7 @@ pub(crate) fn encode_end_in(
 /// A `tools/call` result: the blocks — or the structured output as one
 /// compact JSON text block — and `structuredContent` when the tool lists
 /// an output schema.
-fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
+fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply {
     let structured = output.structured_json();
     // Structured output alone, as the tool serialised it (a typed tool's):
     // written around its text, as serde writes the result below.
@@ -914,7 +914,7 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u
 }
 
 /// A `tools/call` result with `isError: true` and `text`.
-fn tool_error(id: &RequestId, text: &str) -> Vec<u8> {
+fn tool_error(id: &RequestId, text: &str) -> Reply {
     encode_result(
         id,
         &CallToolResult {
@@ -927,7 +927,7 @@ fn tool_error(id: &RequestId, text: &str) -> Vec<u8> {
 
 /// "Resource not found" with `data.uri`: `-32002` in a session, `-32602`
 /// in a 2026-07-28 request.
-fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Vec<u8> {
+fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Reply {
     let code = match revision {
         Revision::Session => -32002,
         Revision::Revision2026 => -32602,
@@ -953,7 +953,7 @@ fn message(code: ErrorCode) -> &'static str {
 
 /// An error response; the `id` member is left out when it could not be
 /// read (`schema.ts`: `JSONRPCErrorResponse.id` is optional, never null).
-pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Reply {
     let id = id.filter(|id| **id != RequestId::Null);
     encode_error_with(id, error.code.0, message(error.code), &*error.data)
 }
@@ -966,7 +966,7 @@ pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
 }
 
 /// `-32603` with `data` "server shutting down".
-pub(crate) fn shutting_down(id: &RequestId) -> Vec<u8> {
+pub(crate) fn shutting_down(id: &RequestId) -> Reply {
     error(Some(id), &RpcError::internal("server shutting down"))
 }
 
@@ -1004,7 +1004,7 @@ mod tests {
 
     /// The serde path, for any output (the blocks, or the structured
     /// output as its value's text).
-    fn through_serde(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Vec<u8> {
+    fn through_serde(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply {
         let structured = output.structured_json();
         let text = structured.map(|s| [Content::text(s.to_json())]);
         encode_result(
@@ -1029,8 +1029,8 @@ mod tests {
             let output = ToolOutput::serialized(&value).unwrap();
             for lists_output in [true, false] {
                 assert_eq!(
-                    String::from_utf8(tool_result(&id, &output, lists_output)).unwrap(),
-                    String::from_utf8(through_serde(&id, &output, lists_output)).unwrap(),
+                    String::from_utf8(tool_result(&id, &output, lists_output).bytes).unwrap(),
+                    String::from_utf8(through_serde(&id, &output, lists_output).bytes).unwrap(),
                 );
             }
         }

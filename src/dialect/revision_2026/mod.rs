@@ -39,7 +39,7 @@ use super::{kept_meta, kept_params};
 use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RawText, RequestId, ToolCall, encode_error_with};
+use crate::jsonrpc::{RawText, Reply, RequestId, ToolCall, encode_error_with};
 use crate::principal::Principal;
 use crate::round_trip::{Binding, RoundTrip};
 use seal::StateKeys;
@@ -201,7 +201,7 @@ fn prepare(
     session: &impl SessionState,
     listing: &Listing,
     request: Request<'_>,
-) -> Result<Step, Vec<u8>> {
+) -> Result<Step, Reply> {
     let Request {
         id,
         method,
@@ -437,7 +437,7 @@ impl Filter {
     }
 
     /// The result that ends stream `id` gracefully.
-    pub(crate) fn ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+    pub(crate) fn ended(server: &ServerInner, id: &RequestId) -> Reply {
         subscription_ended(server, id)
     }
 }
@@ -526,7 +526,7 @@ fn envelope<'a>(
 }
 
 /// What the request's `_meta` declares, or the error that refuses it.
-fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Vec<u8>> {
+fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Reply> {
     let refuse = |text: String| error(Some(id), &RpcError::invalid_params(text));
     let Some(meta) = meta else {
         return Err(refuse(format!(
@@ -589,7 +589,7 @@ fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Vec<u8>
 }
 
 /// `-32022` with the versions this server speaks and the one asked for.
-pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Vec<u8> {
+pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Reply {
     encode_error_with(
         id,
         ErrorCode::UNSUPPORTED_PROTOCOL_VERSION.0,
@@ -732,17 +732,17 @@ fn cache_for(
 /// A reply of the table as this revision writes it: a result gets
 /// `resultType`, the server's identity in `_meta` and, if cacheable, its
 /// caching hint; an error is left as it is.
-fn finish(server: &ServerInner, reply: Vec<u8>, cache: Option<Cache>) -> Vec<u8> {
+fn finish(server: &ServerInner, reply: Reply, cache: Option<Cache>) -> Reply {
     finish_as(server, reply, cache, None)
 }
 
 /// [`finish`], its `_meta` naming the subscription stream it ends, if any.
 fn finish_as(
     server: &ServerInner,
-    reply: Vec<u8>,
+    reply: Reply,
     cache: Option<Cache>,
     subscription: Option<&RequestId>,
-) -> Vec<u8> {
+) -> Reply {
     finish_with(server, reply, cache, subscription, Some("complete"))
 }
 
@@ -750,18 +750,22 @@ fn finish_as(
 /// result has its own).
 fn finish_with(
     server: &ServerInner,
-    reply: Vec<u8>,
+    reply: Reply,
     cache: Option<Cache>,
     subscription: Option<&RequestId>,
     result_type: Option<&str>,
-) -> Vec<u8> {
-    const RESULT: &[u8] = br#","result":{"#;
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(RESULT));
-    let Some(at) = FINDER.find(&reply) else {
+) -> Reply {
+    // (An error is left as it is; a result's object opens where its
+    // encoder said.)
+    if reply.error.is_some() || reply.bytes.get(reply.result_at) != Some(&b'{') {
         return reply;
-    };
-    let open = at + RESULT.len();
+    }
+    let Reply {
+        bytes: reply,
+        result_at,
+        ..
+    } = reply;
+    let open = result_at + 1;
     let mut out = Vec::with_capacity(reply.len() + 160);
     out.extend_from_slice(&reply[..open]);
     if let Some(result_type) = result_type {
@@ -777,7 +781,11 @@ fn finish_with(
         out.push(b',');
     }
     out.extend_from_slice(&reply[open..]);
-    out
+    Reply {
+        bytes: out,
+        error: None,
+        result_at,
+    }
 }
 
 fn write_cache(out: &mut Vec<u8>, cache: Cache) {
@@ -806,7 +814,7 @@ fn write_meta(out: &mut Vec<u8>, server: &ServerInner, subscription: Option<&Req
 }
 
 /// The `server/discover` result.
-fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> {
+fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Reply {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Discovered<'a> {
@@ -833,7 +841,7 @@ fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Vec<u8> 
 
 /// The result that ends listen stream `id` gracefully: it names the
 /// subscription.
-fn subscription_ended(server: &ServerInner, id: &RequestId) -> Vec<u8> {
+fn subscription_ended(server: &ServerInner, id: &RequestId) -> Reply {
     let reply = crate::jsonrpc::encode_result(id, &json!({}));
     finish_as(server, reply, None, Some(id))
 }
@@ -844,7 +852,7 @@ pub(crate) fn encode_end(
     id: &RequestId,
     ended: Ended,
     job: &JobInfo,
-) -> Option<Vec<u8>> {
+) -> Option<Reply> {
     match &ended {
         Ended::Finished(Ok(Done::SubscriptionEnded)) => {
             return Some(subscription_ended(server, id));
@@ -900,7 +908,7 @@ pub(crate) fn encode_end(
 }
 
 /// `-32021` naming the capabilities the request needed.
-fn missing_capability(id: &RequestId, missing: &[&str]) -> Vec<u8> {
+fn missing_capability(id: &RequestId, missing: &[&str]) -> Reply {
     let required: Map<String, Value> = missing
         .iter()
         .map(|name| ((*name).to_owned(), json!({})))
@@ -915,7 +923,7 @@ fn missing_capability(id: &RequestId, missing: &[&str]) -> Vec<u8> {
 
 /// The `InputRequiredResult` of a round whose work asked questions: the
 /// questions, and the state that carries every answer so far to the retry.
-fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Vec<u8> {
+fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Reply {
     #[derive(Serialize)]
     struct Request<'a> {
         method: &'a str,
@@ -969,24 +977,25 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Ve
         },
     );
     // The server's identity, as every result of the revision carries it
-    // (after the result's own `resultType`).
-    const TYPE: &[u8] = br#""resultType":"input_required","#;
-    match memchr::memmem::find(&reply, TYPE) {
-        Some(at) => {
-            let end = at + TYPE.len();
-            let mut out = Vec::with_capacity(reply.len() + 96);
-            out.extend_from_slice(&reply[..end]);
-            write_meta(&mut out, server, None);
-            out.push(b',');
-            out.extend_from_slice(&reply[end..]);
-            out
-        }
-        None => reply,
+    // (after the result's own `resultType`, its first member).
+    const TYPE: &[u8] = br#"{"resultType":"input_required","#;
+    let end = reply.result_at + TYPE.len();
+    if reply.error.is_some() || reply.bytes.get(reply.result_at..end) != Some(TYPE) {
+        return reply;
+    }
+    let mut out = Vec::with_capacity(reply.bytes.len() + 96);
+    out.extend_from_slice(&reply.bytes[..end]);
+    write_meta(&mut out, server, None);
+    out.push(b',');
+    out.extend_from_slice(&reply.bytes[end..]);
+    Reply {
+        bytes: out,
+        ..reply
     }
 }
 
 /// An error response (the Model Context Protocol's table).
-pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Reply {
     model_context::error(id, error)
 }
 

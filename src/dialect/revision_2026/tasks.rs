@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::{Listing, ServerInner, Step};
 use crate::engine::{TaskOp, TaskWork, Work};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{RequestId, encode_error_with, encode_result};
+use crate::jsonrpc::{Reply, RequestId, encode_error_with, encode_result};
 use crate::principal::Principal;
 use crate::task::{EXTENSION, TaskState, TaskStatus, TaskSupport, iso8601};
 
@@ -42,7 +42,7 @@ pub(super) fn declares(capabilities: &str) -> bool {
 }
 
 /// `-32021`: the request needs the extension declared.
-pub(super) fn missing_extension(id: &RequestId, why: &str) -> Vec<u8> {
+pub(super) fn missing_extension(id: &RequestId, why: &str) -> Reply {
     encode_error_with(
         Some(id),
         ErrorCode::MISSING_CLIENT_CAPABILITY.0,
@@ -62,7 +62,7 @@ pub(super) fn for_call(
     work: &Work,
     capabilities: &str,
     id: &RequestId,
-) -> Result<bool, Vec<u8>> {
+) -> Result<bool, Reply> {
     let Work::CallTool { tool, .. } = work else {
         return Ok(false);
     };
@@ -97,7 +97,7 @@ pub(super) fn route(
     params: Option<&RawValue>,
     principal: Option<&Principal>,
     capabilities: &str,
-) -> Result<Step, Vec<u8>> {
+) -> Result<Step, Reply> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Params {
@@ -145,7 +145,7 @@ pub(super) fn check_listen(
     id: &RequestId,
     params: Option<&RawValue>,
     capabilities: &str,
-) -> Result<(), Vec<u8>> {
+) -> Result<(), Reply> {
     #[derive(Deserialize, Default)]
     struct Params {
         #[serde(default)]
@@ -226,7 +226,7 @@ fn shown(task: &TaskState, detailed: bool) -> Shown<'_> {
 }
 
 /// The `CreateTaskResult` for a new task (`resultType: "task"`).
-pub(super) fn created(id: &RequestId, task: &TaskState) -> Vec<u8> {
+pub(super) fn created(id: &RequestId, task: &TaskState) -> Reply {
     encode_result(id, &shown(task, false))
 }
 
@@ -251,6 +251,6 @@ pub(super) fn notification(id: &RequestId, task: &TaskState) -> Vec<u8> {
 
 /// The `tasks/get` result for a task: the task with what its status
 /// carries (its `resultType` is written by the revision's finish).
-pub(super) fn detailed(id: &RequestId, task: &TaskState) -> Vec<u8> {
+pub(super) fn detailed(id: &RequestId, task: &TaskState) -> Reply {
     encode_result(id, &shown(task, true))
 }

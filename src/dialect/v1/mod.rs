@@ -22,7 +22,8 @@ use crate::engine::access::Item;
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{
-    RequestId, ToolCall, encode_error, encode_notification, encode_result, encode_result_text,
+    Reply, RequestId, ToolCall, encode_error, encode_notification, encode_result,
+    encode_result_text,
 };
 use crate::tool::CancelReason;
 use schema::{
@@ -102,7 +103,7 @@ pub(crate) fn initialize(
     session: &impl SessionState,
     id: &RequestId,
     params: Option<&RawValue>,
-) -> Result<(Vec<u8>, Change), Vec<u8>> {
+) -> Result<(Reply, Change), Reply> {
     let parsed = params
         .filter(|raw| raw.get().starts_with('{'))
         .ok_or_else(|| "initialize params must be an object with clientCapabilities".to_owned())
@@ -300,7 +301,7 @@ struct ExecuteResult<T> {
 }
 
 /// The reply to a request whose work ended (docs/mcp-v1.md §2).
-pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Vec<u8> {
+pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Reply {
     let error = match ended {
         Ended::Finished(Ok(Done::Resources(list))) => return encode_result(id, &list),
         Ended::Finished(Ok(Done::Tool(output))) => {
@@ -372,7 +373,7 @@ fn stopped_error(reason: CancelReason, job: &JobInfo) -> RpcError {
 }
 
 /// The reply to a request cancelled before it started.
-pub(crate) fn cancelled(id: &RequestId) -> Vec<u8> {
+pub(crate) fn cancelled(id: &RequestId) -> Reply {
     encode_error(
         id,
         &RpcError::new(
@@ -383,7 +384,7 @@ pub(crate) fn cancelled(id: &RequestId) -> Vec<u8> {
 }
 
 /// An error with the id, or `null` when it could not be read.
-pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Vec<u8> {
+pub(crate) fn error(id: Option<&RequestId>, error: &RpcError) -> Reply {
     encode_error(id.unwrap_or(&RequestId::Null), error)
 }
 
@@ -398,7 +399,7 @@ pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
 }
 
 /// `-32005` for a request that arrived after shutdown began.
-pub(crate) fn shutting_down(id: &RequestId) -> Vec<u8> {
+pub(crate) fn shutting_down(id: &RequestId) -> Reply {
     encode_error(
         id,
         &RpcError::shutting_down("the server is shutting down and takes no new requests"),

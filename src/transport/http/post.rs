@@ -215,7 +215,7 @@ impl McpService {
             if let Some(error) = error {
                 return json(
                     StatusCode::BAD_REQUEST,
-                    encode_error(&RequestId::Null, &error),
+                    encode_error(&RequestId::Null, &error).bytes,
                 );
             }
         }
@@ -340,7 +340,7 @@ fn too_large(limit: usize) -> Response<McpBody> {
     );
     json(
         StatusCode::PAYLOAD_TOO_LARGE,
-        encode_error(&RequestId::Null, &error),
+        encode_error(&RequestId::Null, &error).bytes,
     )
 }
 

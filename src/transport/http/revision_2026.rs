@@ -34,7 +34,7 @@ use crate::dialect::{Dialect, kept_meta, keys, methods};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
-use crate::session::{Alone, Listener, Outgoing, Session, alone};
+use crate::session::{About, Alone, Listener, Outgoing, Session, alone};
 
 /// `Mcp-Name`.
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
@@ -102,12 +102,14 @@ impl McpService {
             Incoming::Response { .. } => {
                 return json(
                     StatusCode::BAD_REQUEST,
-                    Dialect::ModelContext.error(
-                        None,
-                        &RpcError::invalid_request(
-                            "2026-07-28 has no requests to the client: a response has nothing to answer",
-                        ),
-                    ),
+                    Dialect::ModelContext
+                        .error(
+                            None,
+                            &RpcError::invalid_request(
+                                "2026-07-28 has no requests to the client: a response has nothing to answer",
+                            ),
+                        )
+                        .bytes,
                 );
             }
             Incoming::Invalid { id, reason } => {
@@ -115,7 +117,7 @@ impl McpService {
                 let known = (*id != RequestId::Null).then_some(id);
                 return json(
                     StatusCode::BAD_REQUEST,
-                    Dialect::ModelContext.error(known, &error),
+                    Dialect::ModelContext.error(known, &error).bytes,
                 );
             }
         };
@@ -125,7 +127,7 @@ impl McpService {
                 let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
                 return json(
                     StatusCode::BAD_REQUEST,
-                    Dialect::ModelContext.error(Some(&id), &error),
+                    Dialect::ModelContext.error(Some(&id), &error).bytes,
                 );
             }
         };
@@ -134,7 +136,7 @@ impl McpService {
             // session answers it (`-32603`, "server shutting down"); no
             // new stream opens.
             let reply = Dialect::Revision2026.shutting_down(&id);
-            return json(status_of(&reply, &id), reply);
+            return json(status_of(reply.error), reply.bytes);
         }
         // The session a request runs in when something may come before
         // its reply; most requests are answered without one.
@@ -154,16 +156,16 @@ impl McpService {
                 let parsed = crate::dialect::parse(&body);
                 session.run_parsed(&body, parsed).await;
             });
-            return self.respond_from(&id, outbox).await;
+            return self.respond_from(parts, &id, outbox).await;
         }
         match alone(self.0.server.detached_2026(), message, caller) {
-            Alone::Answered(Some(reply)) => json(status_of(&reply, &id), reply),
+            Alone::Answered(Some(reply)) => json(status_of(reply.error), reply.bytes),
             Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
-            Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply),
+            Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply.bytes),
             Alone::Running(job) => {
                 let (session, outbox) = session();
                 tokio::spawn(session.run_job(job, body.len()));
-                self.respond_from(&id, outbox).await
+                self.respond_from(parts, &id, outbox).await
             }
             Alone::Listening(listener) => self.listen_stream(listener, caller),
         }
@@ -195,12 +197,15 @@ impl McpService {
     }
 
     /// The response to request `id` from what its session writes: JSON when
-    /// the reply comes first, else a stream of its notifications ending
-    /// with the reply. When the client closes the stream, the body (the
-    /// output's one reader) is dropped, the session's output closes, and
-    /// the work is cancelled.
+    /// the reply comes first (its status by its outcome; a refusal for
+    /// want of scopes is the `403` challenge, as for a request answered at
+    /// once), else a stream of its notifications ending with the reply.
+    /// When the client closes the stream, the body (the output's one
+    /// reader) is dropped, the session's output closes, and the work is
+    /// cancelled.
     async fn respond_from(
         &self,
+        parts: &Parts,
         id: &RequestId,
         mut outbox: mpsc::Receiver<Outgoing>,
     ) -> Response<McpBody> {
@@ -208,11 +213,13 @@ impl McpService {
             let error = RpcError::internal("the request ended without a reply");
             return json(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                Dialect::ModelContext.error(Some(id), &error),
+                Dialect::ModelContext.error(Some(id), &error).bytes,
             );
         };
-        if is_reply(&first) {
-            return json(status_of(&first.bytes, id), first.bytes);
+        match first.about {
+            About::Reply(_, error) => return json(status_of(error), first.bytes),
+            About::Refused(_, needed) => return self.forbidden(parts, &needed, first.bytes),
+            _ => {}
         }
         // The body reads the session's output itself: a stream the client
         // closes drops it, which the work sees at once (its output closed).
@@ -415,18 +422,11 @@ fn same_value(header: &str, body: &Value) -> bool {
     }
 }
 
-/// Whether a message a request's session wrote is its reply.
-fn is_reply(message: &Outgoing) -> bool {
-    matches!(
-        message.about,
-        crate::session::About::Reply(_) | crate::session::About::Refused(..)
-    )
-}
-
-/// The HTTP status of the reply to request `id`: its error's, by this
-/// revision's table (a result, and any other error, is `200`).
-fn status_of(reply: &[u8], id: &RequestId) -> StatusCode {
-    match crate::jsonrpc::error_code_of(reply, id) {
+/// The HTTP status of a reply whose error's code is `error` (`None`: a
+/// result), by this revision's table (a result, and any other error, is
+/// `200`).
+fn status_of(error: Option<i32>) -> StatusCode {
+    match error {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
@@ -460,23 +460,24 @@ mod tests {
         let error = |code: i32| {
             Dialect::ModelContext.error(Some(&id), &RpcError::new(ErrorCode(code), "m"))
         };
-        assert_eq!(status_of(&error(-32601), &id), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(error(-32601).error), StatusCode::NOT_FOUND);
         for code in [-32602, -32020, -32021, -32022] {
-            assert_eq!(status_of(&error(code), &id), StatusCode::BAD_REQUEST);
+            assert_eq!(status_of(error(code).error), StatusCode::BAD_REQUEST);
         }
-        assert_eq!(status_of(&error(-32603), &id), StatusCode::OK);
+        assert_eq!(status_of(error(-32603).error), StatusCode::OK);
         let null =
             Dialect::ModelContext.error(Some(&RequestId::Null), &RpcError::invalid_params("m"));
-        assert_eq!(status_of(&null, &RequestId::Null), StatusCode::BAD_REQUEST);
-        // A result whose content holds what an error looks like is a result.
+        assert_eq!(status_of(null.error), StatusCode::BAD_REQUEST);
+        // A result whose content holds what an error looks like is a result:
+        // its outcome was said by its encoder, not read from its bytes.
         let holds = json!({"structuredContent": {"a": 1, "error": {"code": -32601}},
                            "content": [{"type": "text", "text": ",\"error\":{\"code\":-32602"}]});
         let result = crate::jsonrpc::encode_result(&id, &holds);
-        assert!(memchr::memmem::find(&result, br#","error":{"code":-32601"#).is_some());
-        assert_eq!(status_of(&result, &id), StatusCode::OK);
+        assert!(memchr::memmem::find(&result.bytes, br#","error":{"code":-32601"#).is_some());
+        assert_eq!(status_of(result.error), StatusCode::OK);
         let text = RequestId::String(r#"x","error":{"code":-32601"#.into());
         assert_eq!(
-            status_of(&crate::jsonrpc::encode_result(&text, &holds), &text),
+            status_of(crate::jsonrpc::encode_result(&text, &holds).error),
             StatusCode::OK
         );
     }

@@ -49,8 +49,9 @@ const STREAM_BACKLOG: usize = 256;
 
 /// What a request's POST gets first.
 pub(super) enum First {
-    /// Its reply, before anything else: answered as JSON.
-    Reply(Vec<u8>),
+    /// Its reply, before anything else: answered as JSON; its error's
+    /// code, if it is an error.
+    Reply(Vec<u8>, Option<i32>),
     /// A notification or request first: an SSE stream starting with this
     /// message, then the rest (the reply last).
     Stream(Vec<u8>, mpsc::Receiver<Vec<u8>>),
@@ -829,11 +830,11 @@ async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>)
         };
         let Outgoing { bytes, about } = message;
         match about {
-            About::Reply(id) => {
+            About::Reply(id, error) => {
                 let route = session.routes().requests.remove(&id);
                 match route {
                     Some(Route::AwaitingFirst(first)) => {
-                        let _ = first.send(First::Reply(bytes));
+                        let _ = first.send(First::Reply(bytes, error));
                     }
                     Some(Route::Streaming(stream)) => {
                         let _ = stream.send(bytes).await;

@@ -264,11 +264,11 @@ impl McpService {
                 match beside(&shared, || session.stopping(), message, caller).await {
                     Beside::Answered(reply) => {
                         session.answered(&id);
-                        return json(StatusCode::OK, reply);
+                        return json(StatusCode::OK, reply.bytes);
                     }
                     Beside::Forbidden(reply, needed) => {
                         session.answered(&id);
-                        return self.forbidden(parts, &needed, reply);
+                        return self.forbidden(parts, &needed, reply.bytes);
                     }
                     Beside::Sent => false,
                     Beside::Not => true,
@@ -281,9 +281,9 @@ impl McpService {
             return unknown_session();
         }
         match first.await {
-            Ok(First::Reply(reply)) => {
+            Ok(First::Reply(reply, error)) => {
                 // A failed initialize opens no session.
-                let status = if opening && is_error(&reply) {
+                let status = if opening && error.is_some() {
                     StatusCode::BAD_REQUEST
                 } else {
                     StatusCode::OK
@@ -427,19 +427,8 @@ fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
     })
 }
 
-/// Whether a reply is an error response.
-fn is_error(reply: &[u8]) -> bool {
-    matches!(
-        crate::dialect::parse(reply),
-        Parsed::Single(Incoming::Response {
-            outcome: Err(_),
-            ..
-        })
-    )
-}
-
 fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<McpBody> {
-    json(status, Dialect::ModelContext.error(id, error))
+    json(status, Dialect::ModelContext.error(id, error).bytes)
 }
 
 fn accepted() -> Response<McpBody> {
