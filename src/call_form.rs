@@ -30,4 +30,23 @@ pub(crate) struct CallForm {
 pub(crate) struct CallForms {
     pub(crate) forms: &'static [CallForm],
     pub(crate) meta: &'static [&'static str],
+    /// A searcher for each form's method, made at first use (a quick look
+    /// for the method's text before serde reads a call).
+    pub(crate) finders: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>>,
+}
+
+impl CallForms {
+    /// The first form whose method `text` holds, if any.
+    pub(crate) fn named_in(&self, text: &[u8]) -> Option<&'static CallForm> {
+        let finders = self.finders.get_or_init(|| {
+            let forms = self.forms.iter();
+            forms
+                .map(|f| memchr::memmem::Finder::new(f.method))
+                .collect()
+        });
+        let forms = self.forms;
+        (forms.iter().zip(finders))
+            .find(|(_, finder)| finder.find(text).is_some())
+            .map(|(form, _)| form)
+    }
 }

@@ -266,10 +266,7 @@ fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.
 /// The first form whose method the text holds is the one tried.
 fn read_tool_call_with_serde<'a>(text: &'a str, forms: &CallForms) -> Option<Incoming<'a>> {
-    let form = forms
-        .forms
-        .iter()
-        .find(|form| memchr::memmem::find(text.as_bytes(), form.method.as_bytes()).is_some())?;
+    let form = forms.named_in(text.as_bytes())?;
     let seed = CallSeed(ParamsSeed {
         form,
         meta: forms.meta,

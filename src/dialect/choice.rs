@@ -57,7 +57,7 @@ impl Dialect {
                 method,
                 model_context::methods::INITIALIZE | model_context::methods::PING
             );
-        if probed || revision_2026::claims(method, params, call) {
+        if probed || claims_revision_2026(method, params, call) {
             Self::Revision2026
         } else {
             self
@@ -194,7 +194,7 @@ impl Protocols {
         };
         if !head.session_id
             && opening != Opening::ModelContext
-            && single.is_some_and(claims_revision_2026)
+            && single.is_some_and(message_claims_revision_2026)
         {
             return Post::Revision2026;
         }
@@ -259,16 +259,49 @@ fn is_model_context(message: &Incoming<'_>) -> bool {
 
 /// Whether a message says it is the 2026-07-28 revision's.
 #[cfg(feature = "http")]
-fn claims_revision_2026(message: &Incoming<'_>) -> bool {
+fn message_claims_revision_2026(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request {
             method,
             params,
             call,
             ..
-        } => revision_2026::claims(method, *params, call.as_ref()),
+        } => claims_revision_2026(method, *params, call.as_ref()),
         _ => false,
     }
+}
+
+/// Whether a request is the 2026-07-28 revision's: its method is one only
+/// that revision has, or its `_meta` names a protocol version (which no
+/// session request carries).
+fn claims_revision_2026(
+    method: &str,
+    params: Option<&RawValue>,
+    call: Option<&ToolCall<'_>>,
+) -> bool {
+    use model_context::methods;
+    if matches!(method, methods::DISCOVER | revision_2026::LISTEN) {
+        return true;
+    }
+    if let Some(call) = call.filter(|_| method == methods::TOOLS_CALL) {
+        return call.meta(super::kept_meta::PROTOCOL_VERSION).is_some();
+    }
+    // A quick look for the key first; then `_meta` itself must name it (an
+    // argument that merely holds the text does not count).
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| {
+            memchr::memmem::Finder::new(revision_2026::keys::PROTOCOL_VERSION)
+        });
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(default, borrow, rename = "_meta")]
+        meta: Option<revision_2026::Meta<'a>>,
+    }
+    params.is_some_and(|raw| {
+        KEY.find(raw.get().as_bytes()).is_some()
+            && serde_json::from_str::<Params<'_>>(raw.get())
+                .is_ok_and(|p| p.meta.is_some_and(|m| m.protocol_version.is_some()))
+    })
 }
 
 #[cfg(all(test, feature = "http"))]

@@ -66,6 +66,7 @@ pub(crate) static CALLS: CallForms = CallForms {
         revision_2026::keys::CLIENT_CAPABILITIES,
         revision_2026::keys::LOG_LEVEL,
     ],
+    finders: std::sync::OnceLock::new(),
 };
 
 /// MCP v1.0's `mcp/executeTool`.
@@ -594,6 +595,14 @@ impl Dialect {
             (Self::McpV1, Push::ListChanged(_)) | (Self::Revision2026, _) => None,
             (Self::ModelContext, change) => model_context::pushed(subscriptions, change),
         }
+    }
+
+    /// Whether a tool's requests to the client (elicitation, sampling,
+    /// roots) travel on the session itself, answered by the client's
+    /// responses there (2025-11-25); a 2026-07-28 request asks in its own
+    /// round instead, and MCP v1.0 asks nothing.
+    pub(crate) fn asks_on_session(self) -> bool {
+        self == Self::ModelContext
     }
 
     /// Whether `null` is a valid request id (JSON-RPC 2.0, MCP v1.0); the

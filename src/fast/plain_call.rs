@@ -66,6 +66,7 @@ pub(crate) fn read<'t>(text: &'t str, forms: &CallForms) -> Option<PlainCall<'t>
                 jsonrpc = true;
             }
             1 if form.is_none() => {
+                reader.cursor.peek()?;
                 let known = forms.forms.iter().position(|f| reader.quoted(f.method));
                 let found = forms.forms.get(known?)?;
                 reader.cursor.at += found.method.len() + 2;
@@ -207,14 +208,20 @@ impl<'t> Reader<'t> {
         }
     }
 
-    /// `name`, with its quotes, is next (as written: no escapes).
+    /// `name`, with its quotes, is next (as written: no escapes). The
+    /// closing quote's place is looked at first: most names that are not
+    /// `name` are told apart there, without comparing their bytes.
+    #[inline]
     fn quoted(&self, name: &str) -> bool {
         let rest = self.cursor.text.get(self.cursor.at..).unwrap_or_default();
-        rest.first() == Some(&b'"')
+        let n = name.len();
+        // (Compared byte by byte: names are short, and a call to `memcmp`
+        // costs more than the loop.)
+        rest.get(n + 1) == Some(&b'"')
+            && rest.first() == Some(&b'"')
             && rest
-                .get(1..)
-                .is_some_and(|r| r.starts_with(name.as_bytes()))
-            && rest.get(name.len() + 1) == Some(&b'"')
+                .get(1..=n)
+                .is_some_and(|text| text.iter().zip(name.as_bytes()).all(|(a, b)| a == b))
     }
 
     fn params(&mut self, forms: &CallForms) -> Option<Params<'t>> {

@@ -98,12 +98,10 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// The session, if it still exists and speaks the Model Context
-    /// Protocol.
+    /// The session, if it still exists (a link is made only for a session
+    /// that asks its client on the session itself).
     fn model_context(&self) -> Option<Arc<Shared>> {
-        self.shared
-            .upgrade()
-            .filter(|s| s.dialect.to_client().is_some())
+        self.shared.upgrade()
     }
 }
 
@@ -113,10 +111,11 @@ impl ContextSource for Arc<Shared> {
     }
 
     fn link(&self, progress: Option<Box<RawValue>>) -> Option<Arc<dyn ClientLink>> {
-        // Only a Model Context Protocol session can carry progress, log
-        // lines or requests to the client.
+        // Only a session that asks its client on itself carries progress,
+        // log lines and requests to the client here (a 2026-07-28 request
+        // has its round's source instead).
         let to_client = self.dialect.to_client()?;
-        (self.dialect == Dialect::ModelContext).then(|| {
+        self.dialect.asks_on_session().then(|| {
             Arc::new(Link {
                 shared: Arc::downgrade(self),
                 to_client,
@@ -202,7 +201,7 @@ impl Link {
     /// The session, when it can carry `request` now.
     fn session_for(&self, request: ClientRequest) -> Result<Arc<Shared>, ClientError> {
         let shared = self.shared.upgrade().ok_or(ClientError::Gone)?;
-        if shared.dialect != Dialect::ModelContext || shared.client.get().is_none() {
+        if !shared.dialect.asks_on_session() || shared.client.get().is_none() {
             return Err(ClientError::Unsupported);
         }
         let capability = request.capability();

@@ -509,14 +509,10 @@ impl Session {
             }
             Input::Message(body) => {
                 tracing::trace!("<- {}", String::from_utf8_lossy(&body));
-                self.on_message(&body).await
+                self.on_parsed(crate::dialect::parse(&body), body.len())
+                    .await;
             }
         }
-    }
-
-    async fn on_message(&mut self, body: &[u8]) {
-        self.on_parsed(crate::dialect::parse(body), body.len())
-            .await;
     }
 
     /// Serves one parsed body of `bytes` bytes.

@@ -98,32 +98,6 @@ pub(crate) struct Revision2026Settings {
     pub(crate) server_info: Box<RawValue>,
 }
 
-/// Whether a request on a Model Context Protocol connection is this
-/// revision's: its method is one only this revision has, or its `_meta`
-/// names a protocol version (which no session request carries).
-pub(crate) fn claims(method: &str, params: Option<&RawValue>, call: Option<&ToolCall<'_>>) -> bool {
-    if matches!(method, methods::DISCOVER | LISTEN) {
-        return true;
-    }
-    if let Some(call) = call.filter(|_| method == methods::TOOLS_CALL) {
-        return call.meta(kept_meta::PROTOCOL_VERSION).is_some();
-    }
-    // A quick look for the key first; then `_meta` itself must name it (an
-    // argument that merely holds the text does not count).
-    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(keys::PROTOCOL_VERSION));
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(default, borrow, rename = "_meta")]
-        meta: Option<Meta<'a>>,
-    }
-    params.is_some_and(|raw| {
-        KEY.find(raw.get().as_bytes()).is_some()
-            && serde_json::from_str::<Params<'_>>(raw.get())
-                .is_ok_and(|p| p.meta.is_some_and(|m| m.protocol_version.is_some()))
-    })
-}
-
 /// Whether this revision has a request `method`: discovery, listening,
 /// the tasks extension's and the 2025-11-25 table's but the removed ones.
 fn serves(method: &str) -> bool {
@@ -154,9 +128,9 @@ pub(crate) fn admit(method: &str) -> Admission {
 /// The members of a request's `_meta` this revision reads, each as its
 /// JSON text.
 #[derive(Deserialize, Default)]
-struct Meta<'a> {
+pub(super) struct Meta<'a> {
     #[serde(default, borrow, rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<RawText<'a>>,
+    pub(super) protocol_version: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/clientCapabilities")]
     client_capabilities: Option<RawText<'a>>,
     #[serde(default, borrow, rename = "io.modelcontextprotocol/logLevel")]

@@ -27,6 +27,7 @@ pub(crate) static FORMS: crate::jsonrpc::CallForms = crate::jsonrpc::CallForms {
         "io.modelcontextprotocol/clientCapabilities",
         "io.modelcontextprotocol/logLevel",
     ],
+    finders: std::sync::OnceLock::new(),
 };
 
 fn agrees(text: &str) -> bool {
@@ -52,6 +53,9 @@ fn the_usual_calls_are_read_here() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":null}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"m":"\u0041 \ud83d\ude00"}}}"#,
         " { \"params\" : { \"arguments\" : { \"a\" : [ 1 , -2.5e-3 , true , null , { } , [ ] ] , \"b\" : \"x\\n\\\"\" } , \"name\" : \"n\" } ,\n\t\"method\":\"tools/call\",\"id\":0,\"jsonrpc\":\"2.0\"}\r\n",
+        // As Python's json.dumps writes it: a space after every colon and comma.
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "mcp/executeTool", "params": {"id": "mcp://t/tools/echo:v1", "arguments": {"message": "hi"}}}"#,
+        r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}, "_meta": {"progressToken": 1}}}"#,
     ] {
         assert!(agrees(text), "{text}");
     }
