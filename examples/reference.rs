@@ -36,6 +36,10 @@
 //! trace) through `clawmcp::logging`, which never blocks on, nor panics over,
 //! a stderr nobody reads; stdout carries frames only.
 //!
+//! The echo tool links an app page (MCP Apps), `ui://clawmcp/examples/echo.html`
+//! (examples/apps/echo.html): a host that renders apps shows a text box
+//! that calls echo through the host and shows the answer.
+//!
 //! The file-writer is a sandbox meant to be copied: on Linux it writes only
 //! regular files under its root, race-free (see `sandbox` below and
 //! SECURITY.md); elsewhere it refuses every write.
@@ -46,6 +50,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawmcp::app::AppResource;
 use clawmcp::client::{ElicitAction, Elicitation};
 use clawmcp::definition::{PromptDefinition, Role};
 use clawmcp::definition::{ToolAnnotations, ToolMetadata};
@@ -450,10 +455,18 @@ fn build(
             "Returns the message it is given.",
             |args: Echo| async move { Ok::<_, ToolError>(args) },
         )
+        // A host that renders apps shows the echo page with its results.
         .with_metadata(
             ToolMetadata::new()
                 .title("Echo")
-                .annotations(ToolAnnotations::new().read_only(true).open_world(false)),
+                .annotations(ToolAnnotations::new().read_only(true).open_world(false))
+                .app(ECHO_APP),
+        ))
+        .resource(AppResource::new(
+            ECHO_APP,
+            "echo-app",
+            "A page with a text box: it calls echo through the host and shows the answer.",
+            include_str!("apps/echo.html"),
         ))
         .tool(typed_tool(
             format!("{BASE}/tools/add:v1"),
@@ -564,6 +577,10 @@ fn build(
         // Behind OAuth (--oauth-issuer), writing needs more than calling.
         .require_scopes("file-writer", ["files:write"])
 }
+
+/// The echo tool's app page (MCP Apps): the Model Context Protocol lists
+/// it, MCP v1.0 does not.
+const ECHO_APP: &str = "ui://clawmcp/examples/echo.html";
 
 /// The echo tool's arguments, and its output.
 #[derive(Deserialize, Serialize, JsonSchema)]

@@ -107,6 +107,8 @@ pub struct ResourceContents {
     pub mime_type: Option<String>,
     /// Its text or bytes.
     pub body: ResourceBody,
+    /// Its `_meta`, if any (an app page's `ui`, say).
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl ResourceContents {
@@ -120,6 +122,7 @@ impl ResourceContents {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
             body: ResourceBody::Text(text.into()),
+            meta: None,
         }
     }
 
@@ -133,7 +136,14 @@ impl ResourceContents {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
             body: ResourceBody::Blob(bytes.into()),
+            meta: None,
         }
+    }
+
+    /// The same contents with `_meta` set.
+    pub fn with_meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
     }
 }
 
@@ -148,6 +158,9 @@ impl Serialize for ResourceContents {
         match &self.body {
             ResourceBody::Text(text) => map.serialize_entry("text", text)?,
             ResourceBody::Blob(bytes) => map.serialize_entry("blob", &STANDARD.encode(bytes))?,
+        }
+        if let Some(meta) = &self.meta {
+            map.serialize_entry("_meta", meta)?;
         }
         map.end()
     }

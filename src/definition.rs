@@ -101,6 +101,9 @@ pub struct ToolMetadata {
     pub annotations: Option<ToolAnnotations>,
     /// Icons, in the order a host should prefer them.
     pub icons: Vec<Icon>,
+    /// The app page a host renders with the tool's results (MCP Apps,
+    /// [`crate::app`]).
+    pub app: Option<ToolApp>,
 }
 
 impl ToolMetadata {
@@ -126,6 +129,78 @@ impl ToolMetadata {
         self.icons.push(icon);
         self
     }
+
+    /// Links the app page at `resource_uri` (a registered
+    /// [`AppResource`](crate::app::AppResource); checked at build): a host
+    /// that renders apps shows it with the tool's results. The model and
+    /// the page may both call the tool; see
+    /// [`app_visibility`](Self::app_visibility).
+    pub fn app(mut self, resource_uri: impl Into<String>) -> Self {
+        self.app = Some(ToolApp {
+            resource_uri: resource_uri.into(),
+            visibility: AppVisibility::default(),
+        });
+        self
+    }
+
+    /// Who may call the tool, for a tool linked to an app page (see
+    /// [`AppVisibility`]); does nothing without [`app`](Self::app).
+    pub fn app_visibility(mut self, visibility: AppVisibility) -> Self {
+        if let Some(app) = &mut self.app {
+            app.visibility = visibility;
+        }
+        self
+    }
+}
+
+/// A tool's link to its app page (`_meta.ui` of the tool, MCP Apps).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolApp {
+    /// The page's `ui://` URI.
+    pub resource_uri: String,
+    /// Who may call the tool.
+    pub visibility: AppVisibility,
+}
+
+impl ToolApp {
+    /// The tool's `_meta` as the extension writes it: `ui.resourceUri`,
+    /// `ui.visibility` (when not the default), and the flat
+    /// `ui/resourceUri` key hosts of the first drafts read.
+    pub fn meta(&self) -> serde_json::Map<String, Value> {
+        let mut ui = serde_json::Map::new();
+        ui.insert("resourceUri".into(), self.resource_uri.clone().into());
+        let visibility = match self.visibility {
+            AppVisibility::ModelAndApp => None,
+            AppVisibility::Model => Some(vec!["model"]),
+            AppVisibility::App => Some(vec!["app"]),
+        };
+        if let Some(visibility) = visibility {
+            ui.insert("visibility".into(), visibility.into());
+        }
+        serde_json::Map::from_iter([
+            ("ui".to_owned(), Value::Object(ui)),
+            (
+                "ui/resourceUri".to_owned(),
+                self.resource_uri.clone().into(),
+            ),
+        ])
+    }
+}
+
+/// Who may call a tool linked to an app page. The host enforces it: a
+/// tool only its page calls stays out of the model's tools, and a page may
+/// not call a tool the model alone may. The server lists every tool and
+/// serves every call alike, since both reach it through the host's one
+/// client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AppVisibility {
+    /// The model and the page (the default).
+    #[default]
+    ModelAndApp,
+    /// The model only: the page may not call it.
+    Model,
+    /// The page only: the model does not see it.
+    App,
 }
 
 /// A tool's behaviour hints (`ToolAnnotations`); each is left out of the

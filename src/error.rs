@@ -354,4 +354,13 @@ pub enum BuildError {
         /// The empty field.
         field: &'static str,
     },
+    /// An app page a host could not render, or a tool's link to a page
+    /// that is not a registered one (MCP Apps, [`crate::app`]).
+    #[error("app page {uri}: {problem}")]
+    InvalidApp {
+        /// The page's URI (as the tool links it).
+        uri: String,
+        /// What is wrong.
+        problem: String,
+    },
 }

@@ -90,12 +90,12 @@
 //!    `round_trip`): the shapes items, results and client requests have,
 //!    whoever speaks them, who sent a request, and one round of a
 //!    2026-07-28 request.
-//! 3. **items** (`tool`, `typed`, `resource`, `prompt`, `template`,
-//!    `completion`, `bus`, `handle`, `task`): what a server author
-//!    implements or builds — tools and their [`ToolContext`], typed tools,
-//!    resources, prompts — the [`ServerHandle`] they announce changes
-//!    through, the bus that carries those to the deployment's other
-//!    processes, and the store of tasks.
+//! 3. **items** (`tool`, `typed`, `resource`, `app`, `prompt`,
+//!    `template`, `completion`, `bus`, `handle`, `task`): what a server
+//!    author implements or builds — tools and their [`ToolContext`], typed
+//!    tools, resources, app pages, prompts — the [`ServerHandle`] they
+//!    announce changes through, the bus that carries those to the
+//!    deployment's other processes, and the store of tasks.
 //! 4. **engine** (`engine`): the registry of compiled items, schema
 //!    validation, and the neutral operations every dialect maps onto.
 //! 5. **dialect** (`dialect`): each protocol as a table of params readers
@@ -120,6 +120,7 @@
 #![warn(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod app;
 pub mod bus;
 mod call_form;
 pub mod client;

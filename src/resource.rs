@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use crate::content::ResourceBody;
 use crate::definition::Presentation;
-use crate::error::ToolError;
+use crate::error::{BuildError, ToolError};
 use crate::handle::ServerHandle;
 
 /// What `mcp/listResources` shows of a resource besides its content.
@@ -73,6 +73,19 @@ pub trait Resource: Send + Sync + 'static {
     /// fails the read with `-32603 Internal error`.
     async fn read(&self) -> Result<ResourceBody, ToolError> {
         self.content().await.map(ResourceBody::Text)
+    }
+
+    /// Its `_meta` as the Model Context Protocol shows it, on its listing
+    /// and on its read contents alike (an app page's `ui`, say); none by
+    /// default. Read when the server is built and at each read.
+    fn meta(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        None
+    }
+
+    /// Checked once when the server is built: an `Err` refuses the build
+    /// (an app page's origins, say). Passes by default.
+    fn check(&self) -> Result<(), BuildError> {
+        Ok(())
     }
 
     /// Called once when the server is built, with the server's handle: a

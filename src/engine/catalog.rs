@@ -221,8 +221,25 @@ impl Catalog {
             )?;
             check_text("resource", &info.mcp_id, "name", &info.name)?;
             check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
+            resource.check()?;
             resource_index.insert(info.mcp_id.clone(), resources.len());
             resources.push((info, resource));
+        }
+        // A tool's app page is a registered one.
+        for tool in &tools {
+            let Some(app) = &tool.metadata.app else {
+                continue;
+            };
+            let page = (resource_index.get(&app.resource_uri)).and_then(|&i| resources.get(i));
+            if page.is_none_or(|(info, _)| info.media_type != crate::app::MIME_TYPE) {
+                return Err(BuildError::InvalidApp {
+                    uri: app.resource_uri.clone(),
+                    problem: format!(
+                        "tool {} links it, and it is no registered app page (an AppResource)",
+                        tool.definition.name
+                    ),
+                });
+            }
         }
 
         let mut completers = HashMap::new();

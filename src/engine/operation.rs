@@ -369,7 +369,11 @@ async fn list_resources(
 ) -> Result<Vec<ResourceDefinition>, Failure> {
     let mut list = Vec::with_capacity(catalog.resources.len());
     for (i, (info, resource)) in catalog.resources.iter().enumerate() {
-        if !catalog.access.shows(principal, Item::Resource(i)) {
+        // (App pages are the Model Context Protocol's: hosts of this list
+        // render none.)
+        if !catalog.access.shows(principal, Item::Resource(i))
+            || info.media_type == crate::app::MIME_TYPE
+        {
             continue;
         }
         let content = resource.content().await.map_err(|error| Failure::Item {
@@ -401,6 +405,7 @@ async fn read_resource(catalog: &Catalog, uri: String) -> Result<ResourceContent
             uri,
             mime_type: Some(info.media_type.clone()),
             body,
+            meta: resource.meta(),
         });
     }
     let Some((template, variables)) = catalog.template_for(&uri) else {
@@ -418,6 +423,7 @@ async fn read_resource(catalog: &Catalog, uri: String) -> Result<ResourceContent
         mime_type: Some(template.mime_type.clone()),
         uri,
         body,
+        meta: None,
     })
 }
 

@@ -486,10 +486,40 @@ impl ToolContext {
             .await
     }
 
-    /// The capabilities the client declared in `initialize` (Model Context
-    /// Protocol); `None` in MCP v1.0 and before `initialize`.
+    /// The capabilities the client declared: in `initialize` for a
+    /// session, in the request's own `_meta` for a 2026-07-28 request
+    /// (Model Context Protocol); `None` in MCP v1.0 and before
+    /// `initialize`.
     pub fn client_capabilities(&self) -> Option<Value> {
         self.link.as_ref()?.client_capabilities()
+    }
+
+    /// Whether the client renders app pages (MCP Apps, [`crate::app`]): it
+    /// declared the `io.modelcontextprotocol/ui` extension, with the app
+    /// media type among its `mimeTypes` (or none named) — per request in
+    /// 2026-07-28, per session before. A tool linked to a page answers the
+    /// same either way (its `content` is the text a host without apps
+    /// shows); it may add what only the page uses when this is true.
+    ///
+    /// ```
+    /// # async fn tool(ctx: clawmcp::ToolContext) {
+    /// let detail = if ctx.client_supports_apps() { "full" } else { "summary" };
+    /// # let _ = detail; }
+    /// ```
+    pub fn client_supports_apps(&self) -> bool {
+        let Some(capabilities) = self.client_capabilities() else {
+            return false;
+        };
+        let Some(ui) = capabilities
+            .get("extensions")
+            .and_then(|e| e.get(crate::app::EXTENSION))
+        else {
+            return false;
+        };
+        match ui.get("mimeTypes").and_then(Value::as_array) {
+            Some(types) => types.iter().any(|t| t == crate::app::MIME_TYPE),
+            None => ui.is_object(),
+        }
     }
 
     /// Says what the call is doing now, for a call that runs as a task

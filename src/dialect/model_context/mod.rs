@@ -24,6 +24,7 @@ use super::{
     Admission, Change, ClientInfo, Control, Ended, JobInfo, Providers, Request, SessionState, Step,
     Subscriptions,
 };
+use crate::app;
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
 use crate::definition::ServerInfo;
@@ -225,6 +226,11 @@ fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {
         output_schema: t.lists_output.then_some(&t.definition.output_schema),
         annotations: t.metadata.annotations.as_ref(),
         icons: &t.metadata.icons,
+        meta: t
+            .metadata
+            .app
+            .as_ref()
+            .map(crate::definition::ToolApp::meta),
     }
 }
 
@@ -237,6 +243,7 @@ fn resource_item<'a>(info: &'a ResourceInfo, resource: &dyn Resource) -> schema:
         description: &info.description,
         mime_type: &info.media_type,
         icons: presentation.icons,
+        meta: resource.meta(),
     }
 }
 
@@ -295,11 +302,14 @@ impl Lists {
         if provides.tools {
             capabilities.insert("tools".into(), json!({"listChanged": true}));
         }
+        let mut extensions = extensions.clone();
+        // A server with an app page says so (MCP Apps), in every revision.
+        let apps = (catalog.resources.iter()).any(|(info, _)| info.media_type == app::MIME_TYPE);
+        if apps {
+            extensions.insert(app::EXTENSION.into(), json!({}));
+        }
         if !extensions.is_empty() {
-            capabilities.insert(
-                "extensions".into(),
-                serde_json::Value::Object(extensions.clone()),
-            );
+            capabilities.insert("extensions".into(), serde_json::Value::Object(extensions));
         }
         let tools: Vec<_> = catalog.tools.iter().map(tool_item).collect();
         let resources: Vec<_> = catalog

@@ -146,6 +146,9 @@ pub(super) struct Tool<'a> {
     pub(super) annotations: Option<&'a ToolAnnotations>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub(super) icons: &'a [Icon],
+    /// Its app page's link (MCP Apps).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(super) meta: Option<Map<String, Value>>,
 }
 
 /// A resource as `resources/list` lists it.
@@ -160,6 +163,8 @@ pub(super) struct Resource<'a> {
     pub(super) mime_type: &'a str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) icons: Vec<Icon>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(super) meta: Option<Map<String, Value>>,
 }
 
 /// A template as `resources/templates/list` lists it.
