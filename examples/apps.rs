@@ -1,0 +1,2 @@
+//! Placeholder: replaced by the richer MCP Apps example.
+fn main() {}
