@@ -34,7 +34,10 @@
 //! 2, a failure to start or serve exits 1.
 //! Logs go to stderr (`RUST_LOG=debug` for more: error, warn, info, debug or
 //! trace) through `clawmcp::logging`, which never blocks on, nor panics over,
-//! a stderr nobody reads; stdout carries frames only.
+//! a stderr nobody reads; stdout carries frames only. Built with the `otel`
+//! feature, each request has a span, exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`OTEL_SERVICE_NAME` names the
+//! service), and flushed when the server stops.
 //!
 //! The echo tool links an app page (MCP Apps), `ui://clawmcp/examples/echo.html`
 //! (examples/apps/echo.html): a host that renders apps shows a text box
@@ -75,7 +78,7 @@ const STDOUT_GONE: i32 = 3;
 fn main() {
     // RUST_LOG=error|warn|info|debug|trace (default info), to stderr only,
     // never blocking and never panicking when stderr is full or closed.
-    let log = clawmcp::logging::init();
+    let log = start_logs();
     let options = match Options::parse(std::env::args().skip(1)) {
         Ok(options) => options,
         Err(e) => exit(log, 2, &e),
@@ -113,7 +116,23 @@ fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
 
 /// Logs why the server stops (stderr may be gone too: never `eprintln!`,
 /// which panics then), flushes the log and exits with `code`.
-fn exit(log: clawmcp::logging::LogGuard, code: i32, why: &str) -> ! {
+/// What the logs (and, built with the `otel` feature, the traces) need
+/// kept until the process ends: dropping it flushes them.
+#[cfg(feature = "otel")]
+type Logs = clawmcp::otel::Telemetry;
+#[cfg(not(feature = "otel"))]
+type Logs = clawmcp::logging::LogGuard;
+
+/// Logs to stderr; built with `otel`, spans too, exported over OTLP/HTTP
+/// when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (named by `OTEL_SERVICE_NAME`).
+fn start_logs() -> Logs {
+    #[cfg(feature = "otel")]
+    return clawmcp::otel::init();
+    #[cfg(not(feature = "otel"))]
+    return clawmcp::logging::init();
+}
+
+fn exit(log: Logs, code: i32, why: &str) -> ! {
     tracing::error!("reference: {why}");
     drop(log);
     std::process::exit(code);

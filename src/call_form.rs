@@ -7,8 +7,14 @@
 /// `arguments` and `_meta`).
 pub(crate) const KEPT: usize = 2;
 
-/// The most `_meta` members a [`CallForms`] keeps.
+/// The most `_meta` members a [`CallForms`] keeps (with the feature
+/// `otel`, three more: a call's trace context).
+#[cfg(not(feature = "otel"))]
 pub(crate) const KEPT_META: usize = 4;
+/// The most `_meta` members a [`CallForms`] keeps (with the feature
+/// `otel`, three more: a call's trace context).
+#[cfg(feature = "otel")]
+pub(crate) const KEPT_META: usize = 7;
 
 /// How a protocol writes a tool call.
 #[derive(Debug)]

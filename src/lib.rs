@@ -87,9 +87,9 @@
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
 //!    objects and their encoding; a hasher for ids; a stream adapter.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
-//!    `round_trip`): the shapes items, results and client requests have,
-//!    whoever speaks them, who sent a request, and one round of a
-//!    2026-07-28 request.
+//!    `round_trip`, `trace_context`): the shapes items, results and client
+//!    requests have, whoever speaks them, who sent a request, one round of
+//!    a 2026-07-28 request, and a request's trace (feature `otel`).
 //! 3. **items** (`tool`, `typed`, `resource`, `app`, `prompt`,
 //!    `template`, `completion`, `bus`, `handle`, `task`): what a server
 //!    author implements or builds — tools and their [`ToolContext`], typed
@@ -108,8 +108,9 @@
 //! 8. **transport** (`transport`, `oauth`): stdio framing and HTTP,
 //!    adapters over the session; OAuth token verification and the
 //!    protected-resource metadata the HTTP endpoint serves.
-//! 9. **extras** (`testing`, `logging`, `fuzzing`): a test client, a log
-//!    set-up, and the fuzz targets' entry points.
+//! 9. **extras** (`testing`, `logging`, `otel`, `fuzzing`): a test
+//!    client, a log set-up, trace export, and the fuzz targets' entry
+//!    points.
 //!
 //! The core is transport-agnostic: [`Server::serve_io`] runs a session over
 //! any byte stream, e.g. `tokio::io::duplex` in tests, and
@@ -141,6 +142,8 @@ pub mod jsonrpc;
 pub mod logging;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod poll;
 mod principal;
 pub mod prompt;
@@ -156,6 +159,8 @@ mod test_rng;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
+#[cfg(feature = "otel")]
+mod trace_context;
 pub mod transport;
 #[cfg(feature = "schemars")]
 pub mod typed;

@@ -19,6 +19,7 @@ mod reader;
 mod shared;
 mod slots;
 mod task;
+mod traced;
 
 pub(crate) use dispatch::{Alone, alone};
 #[cfg(feature = "http")]

@@ -60,14 +60,29 @@ pub(crate) use revision_2026::{LISTEN, keys};
 /// ([`kept_params`]). The `_meta` members kept are [`kept_meta`]'s.
 pub(crate) static CALLS: CallForms = CallForms {
     forms: &[EXECUTE_TOOL, TOOLS_CALL],
-    meta: &[
-        "progressToken",
-        revision_2026::keys::PROTOCOL_VERSION,
-        revision_2026::keys::CLIENT_CAPABILITIES,
-        revision_2026::keys::LOG_LEVEL,
-    ],
+    meta: KEPT_META,
     finders: std::sync::OnceLock::new(),
 };
+
+/// The `_meta` members [`CALLS`] keeps, in [`kept_meta`]'s order: with the
+/// feature `otel`, a call's trace context too.
+#[cfg(not(feature = "otel"))]
+const KEPT_META: &[&str] = &[
+    "progressToken",
+    revision_2026::keys::PROTOCOL_VERSION,
+    revision_2026::keys::CLIENT_CAPABILITIES,
+    revision_2026::keys::LOG_LEVEL,
+];
+#[cfg(feature = "otel")]
+const KEPT_META: &[&str] = &[
+    "progressToken",
+    revision_2026::keys::PROTOCOL_VERSION,
+    revision_2026::keys::CLIENT_CAPABILITIES,
+    revision_2026::keys::LOG_LEVEL,
+    "traceparent",
+    "tracestate",
+    "baggage",
+];
 
 /// MCP v1.0's `mcp/executeTool`.
 pub(crate) const EXECUTE_TOOL: CallForm = CallForm {
@@ -105,6 +120,15 @@ pub(crate) mod kept_meta {
     pub(crate) const CLIENT_CAPABILITIES: usize = 2;
     /// The 2026-07-28 request's log level.
     pub(crate) const LOG_LEVEL: usize = 3;
+    /// The W3C trace context's parent (feature `otel`).
+    #[cfg(feature = "otel")]
+    pub(crate) const TRACEPARENT: usize = 4;
+    /// The W3C trace context's vendor state (feature `otel`).
+    #[cfg(feature = "otel")]
+    pub(crate) const TRACESTATE: usize = 5;
+    /// The W3C baggage (feature `otel`).
+    #[cfg(feature = "otel")]
+    pub(crate) const BAGGAGE: usize = 6;
 }
 
 /// The params members a `tools/call`'s one-pass reading keeps, by index

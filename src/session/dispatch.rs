@@ -16,6 +16,7 @@ use super::listen::{Listener, Listening};
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
+use super::traced::{ToolFailure, Traced};
 use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Routed, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
@@ -75,16 +76,19 @@ pub(crate) fn dispatch(
     caller: &Caller,
 ) -> Dispatched {
     let dialect = shared.dialect;
+    // A request's span (feature `otel`; nothing without it).
+    let traced = Traced::of_request(shared, &message, caller);
+    let refused = |id: RequestId, reply: Reply| {
+        traced.ended(Some(&reply), ToolFailure::default());
+        Dispatched::Reply(Handled::reply(id, Some(reply)))
+    };
     match message {
         Incoming::Request {
             id: RequestId::Null,
             ..
         } if !dialect.allows_null_ids() => {
             let error = RpcError::invalid_request("id must be a string or a number");
-            Dispatched::Reply(Handled::reply(
-                RequestId::Null,
-                Some(dialect.error(None, &error)),
-            ))
+            refused(RequestId::Null, dialect.error(None, &error))
         }
         Incoming::Request { id, .. } if caller.is_revoked() => {
             // Its stream's token was revoked (docs/oauth.md §3): the stream
@@ -97,14 +101,12 @@ pub(crate) fn dispatch(
             if let Some(revocation) = &caller.revocation {
                 revocation.refused();
             }
-            Dispatched::Reply(Handled::reply(
-                id.clone(),
-                Some(dialect.error(Some(&id), &error)),
-            ))
+            let reply = dialect.error(Some(&id), &error);
+            refused(id, reply)
         }
         Incoming::Request { id, .. } if draining => {
-            let reply = Some(dialect.shutting_down(&id));
-            Dispatched::Reply(Handled::reply(id, reply))
+            let reply = dialect.shutting_down(&id);
+            refused(id, reply)
         }
         Incoming::Request {
             id,
@@ -120,6 +122,7 @@ pub(crate) fn dispatch(
                 id,
                 method: &method,
                 started,
+                traced,
             };
             serve(serving, phase, params, call, caller)
         }
@@ -158,11 +161,14 @@ struct Serving<'s> {
     method: &'s str,
     /// When it was read, if trace lines need it.
     started: Option<Instant>,
+    /// Its span (feature `otel`).
+    traced: Traced,
 }
 
 impl Serving<'_> {
-    /// A reply known at once, with its trace line.
+    /// A reply known at once, with its trace line; its span ends.
     fn answered(self, reply: Reply) -> Handled {
+        self.traced.ended(Some(&reply), ToolFailure::default());
         let trace = self
             .shared
             .trace_line(self.method, &self.id, self.started, Some(&reply.bytes));
@@ -220,13 +226,15 @@ fn serve(
         call,
         principal,
     };
+    let routed = serving.dialect.route(&**shared, phase, request);
+    serving.traced.routed(shared, serving.method, &routed);
     let Routed {
         dialect,
         listing,
         step,
         trace_name,
         captures_causes,
-    } = serving.dialect.route(&**shared, phase, request);
+    } = routed;
     let serving = Serving { dialect, ..serving };
     match step {
         Step::Reply(reply) => Dispatched::Reply(serving.answered(reply)),
@@ -317,6 +325,7 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
         round: planned.round,
         trace_name: planned.trace_name,
         captures_causes: planned.captures_causes,
+        traced: serving.traced,
     };
     Dispatched::Run(Job::new(
         serving.shared,

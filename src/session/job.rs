@@ -19,6 +19,7 @@ use super::link::RoundSource;
 use super::listen::Listening;
 use super::outbox::Handled;
 use super::shared::Shared;
+use super::traced::Traced;
 use crate::dialect::Listing;
 use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
@@ -48,6 +49,8 @@ pub(crate) struct Run {
     pub(crate) round: Option<Arc<RoundTrip>>,
     pub(crate) trace_name: &'static str,
     pub(crate) captures_causes: bool,
+    /// Its span (feature `otel`).
+    pub(crate) traced: Traced,
 }
 
 /// A request whose reply needs async work.
@@ -73,6 +76,8 @@ pub(crate) struct Job {
     stage: Stage,
     /// Who sent the request (its context's principal and HTTP head).
     caller: Caller,
+    /// Its span (feature `otel`): the work runs in it, its end ends it.
+    traced: Traced,
 }
 
 /// Where a job's work stands.
@@ -113,6 +118,7 @@ impl Job {
             round,
             trace_name: method,
             captures_causes,
+            traced,
         } = run;
         let catalog = &listing.catalog;
         let limit = work.time_limit(catalog);
@@ -145,6 +151,7 @@ impl Job {
             cancel: None,
             started,
             caller: caller.clone(),
+            traced,
         };
         job.stage = match work {
             // The usual tool call: left to start where it runs.
@@ -193,6 +200,7 @@ impl Job {
             cancel: None,
             started: listening.started,
             caller: caller.clone(),
+            traced: Traced::default(),
             stage: Stage::Listen(Box::new(listening)),
         }
     }
@@ -227,6 +235,7 @@ impl Job {
             cancel,
             started: None,
             caller: caller.clone(),
+            traced: Traced::default(),
             stage: Stage::Running(running(work, None)),
         }
     }
@@ -333,9 +342,12 @@ impl Job {
         )
     }
 
-    /// The tracing span of the request's work: `tool` at debug level, for
-    /// a tool call.
+    /// The tracing span of the request's work: its request's (feature
+    /// `otel`), else `tool` at debug level, for a tool call.
     fn span(&self) -> tracing::Span {
+        if let Some(span) = self.traced.span() {
+            return span.clone();
+        }
         match (self.info.tool).and_then(|i| self.info.listing.catalog.tools.get(i)) {
             Some(tool) => {
                 tracing::debug_span!("tool", request_id = %self.id, tool = %tool.mcp_id())
@@ -502,7 +514,9 @@ impl Job {
             Some(Ok(result)) => Ended::Finished(result),
             Some(Err(panic)) => Ended::Panicked(panic),
         };
+        let failure = self.traced.failure_of(&ended);
         let reply = self.dialect.encode_end(shared, &self.id, ended, &self.info);
+        self.traced.ended(reply.as_ref(), failure);
         let trace = shared.trace_line(
             self.method,
             &self.id,

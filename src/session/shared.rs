@@ -30,6 +30,10 @@ pub(crate) type RoomWait<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What the whole session's tasks share.
 pub(crate) struct Shared {
+    /// The Streamable HTTP session's id, for its requests' spans (feature
+    /// `otel`).
+    #[cfg(feature = "otel")]
+    pub(crate) session_id: OnceLock<Arc<str>>,
     pub(crate) server: Arc<ServerInner>,
     pub(crate) out: Outbox,
     pub(crate) dialect: Dialect,
@@ -116,6 +120,8 @@ impl Shared {
             sent: AtomicU64::new(0),
             streams_end: tokio_util::sync::CancellationToken::new(),
             observer: OnceLock::new(),
+            #[cfg(feature = "otel")]
+            session_id: OnceLock::new(),
             server,
         }
     }

@@ -45,6 +45,15 @@ impl ClientRequest {
             Self::ListRoots => "roots",
         }
     }
+
+    /// The request's method.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            Self::Elicit => "elicitation/create",
+            Self::Sample => "sampling/createMessage",
+            Self::ListRoots => "roots/list",
+        }
+    }
 }
 
 /// A tool execution's way back to its client, implemented by the session
@@ -415,8 +424,9 @@ impl ToolContext {
         key: Option<&str>,
         form: Elicitation,
     ) -> Result<ElicitResult, ClientError> {
-        let params = to_raw(&form.params()?)?;
-        let answer = self.ask_client(key, ClientRequest::Elicit, params).await?;
+        let answer = self
+            .ask_client(key, ClientRequest::Elicit, form.params()?)
+            .await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
 
@@ -436,17 +446,16 @@ impl ToolContext {
         key: &str,
         form: Elicitation,
     ) -> Result<ElicitResult, ClientError> {
-        let params = to_raw(&form.params()?)?;
+        let (params, span) = self.traced(ClientRequest::Elicit, form.params()?)?;
         let link = self.link_for(ClientRequest::Elicit)?;
-        let answer = link
-            .ask_before_task(
-                &self.request_id,
-                ClientRequest::Elicit,
-                params,
-                Some(key),
-                &self.cancel,
-            )
-            .await?;
+        let asking = link.ask_before_task(
+            &self.request_id,
+            ClientRequest::Elicit,
+            params,
+            Some(key),
+            &self.cancel,
+        );
+        let answer = tracing::Instrument::instrument(asking, span).await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
 
@@ -455,7 +464,8 @@ impl ToolContext {
         key: Option<&str>,
         request: Sampling,
     ) -> Result<SamplingResult, ClientError> {
-        let params = to_raw(&request)?;
+        let params =
+            serde_json::to_value(&request).map_err(|e| ClientError::Invalid(e.to_string()))?;
         let answer = self.ask_client(key, ClientRequest::Sample, params).await?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
@@ -465,9 +475,8 @@ impl ToolContext {
         struct Roots {
             roots: Vec<Root>,
         }
-        let params = to_raw(&serde_json::json!({}))?;
         let answer = self
-            .ask_client(key, ClientRequest::ListRoots, params)
+            .ask_client(key, ClientRequest::ListRoots, serde_json::json!({}))
             .await?;
         serde_json::from_value::<Roots>(answer)
             .map(|r| r.roots)
@@ -479,11 +488,34 @@ impl ToolContext {
         &self,
         key: Option<&str>,
         request: ClientRequest,
-        params: Box<RawValue>,
+        params: Value,
     ) -> Result<Value, ClientError> {
+        let (params, span) = self.traced(request, params)?;
         let link = self.link_for(request)?;
-        link.ask(&self.request_id, request, params, key, &self.cancel)
-            .await
+        let asking = link.ask(&self.request_id, request, params, key, &self.cancel);
+        tracing::Instrument::instrument(asking, span).await
+    }
+
+    /// A request's params as sent, and the span of the request (feature
+    /// `otel`: a client span, a child of the call's, whose context goes in
+    /// the params' `_meta`, so that the client can continue the trace).
+    fn traced(
+        &self,
+        request: ClientRequest,
+        params: Value,
+    ) -> Result<(Box<RawValue>, tracing::Span), ClientError> {
+        #[cfg(feature = "otel")]
+        let (span, params) = {
+            let mut params = params;
+            let span = crate::trace_context::to_client(&self.span, request.method(), &mut params);
+            (span, params)
+        };
+        #[cfg(not(feature = "otel"))]
+        let span = {
+            let _ = request;
+            tracing::Span::none()
+        };
+        Ok((to_raw(&params)?, span))
     }
 
     /// The capabilities the client declared: in `initialize` for a

@@ -74,9 +74,6 @@ pub(crate) mod methods {
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-    pub const ELICIT: &str = "elicitation/create";
-    pub const CREATE_MESSAGE: &str = "sampling/createMessage";
-    pub const LIST_ROOTS: &str = "roots/list";
 }
 
 /// The versions served over any transport, newest first.

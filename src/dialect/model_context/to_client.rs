@@ -70,11 +70,8 @@ pub(crate) fn stopped_waiting(id: u64) -> Vec<u8> {
     )
 }
 
-/// The method of a request to the client.
+/// The method of a request to the client (the request names its own:
+/// `ClientRequest::method`).
 pub(crate) fn method(request: ClientRequest) -> &'static str {
-    match request {
-        ClientRequest::Elicit => methods::ELICIT,
-        ClientRequest::Sample => methods::CREATE_MESSAGE,
-        ClientRequest::ListRoots => methods::LIST_ROOTS,
-    }
+    request.method()
 }

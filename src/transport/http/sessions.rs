@@ -605,6 +605,9 @@ impl Sessions {
         stop: Arc<CancellationToken>,
         outbox: mpsc::Receiver<Outgoing>,
     ) -> Arc<HttpSession> {
+        // (Its requests' spans name it: `mcp.session.id`.)
+        #[cfg(feature = "otel")]
+        let _ = session.shared().session_id.set(id.as_str().into());
         let saver = self.shared_by.clone().map(|bus| {
             Arc::new(Saver {
                 id: id.clone(),

@@ -1,0 +1,183 @@
+//! A request's trace (feature `otel`, [`crate::otel`]): its server span,
+//! made when it is dispatched, named once its dialect read it, entered
+//! while its work runs, and ended with its reply's outcome. Without the
+//! feature, a [`Traced`] is nothing and costs nothing.
+
+#[cfg(feature = "otel")]
+use super::shared::Shared;
+use crate::dialect::{Ended, Routed};
+#[cfg(feature = "otel")]
+use crate::jsonrpc::Incoming;
+use crate::jsonrpc::Reply;
+use crate::principal::Caller;
+
+/// A request's server span (feature `otel`), or nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct Traced {
+    #[cfg(feature = "otel")]
+    span: tracing::Span,
+}
+
+impl Default for Traced {
+    /// No span.
+    fn default() -> Self {
+        Self {
+            #[cfg(feature = "otel")]
+            span: tracing::Span::none(),
+        }
+    }
+}
+
+/// How a tool's call ended, when the tool itself failed: its text, which a
+/// result marked `isError` carries (nothing without the feature).
+#[derive(Debug, Default)]
+pub(crate) struct ToolFailure {
+    #[cfg(feature = "otel")]
+    text: Option<String>,
+}
+
+#[cfg(feature = "otel")]
+impl Traced {
+    /// The span of `message`, if it is a request: its parent is the trace
+    /// context its `_meta` carries.
+    pub(crate) fn of_request(shared: &Shared, message: &Incoming<'_>, caller: &Caller) -> Self {
+        use crate::dialect::kept_meta;
+        use crate::jsonrpc::RequestId;
+        use crate::trace_context::{Carried, Transport, carried_by, json_str, request_span};
+
+        let Incoming::Request {
+            id,
+            method,
+            params,
+            call,
+        } = message
+        else {
+            return Self::default();
+        };
+        let carried = match call {
+            // (Read with the call, its string members as written.)
+            Some(call) => Carried(
+                [
+                    kept_meta::TRACEPARENT,
+                    kept_meta::TRACESTATE,
+                    kept_meta::BAGGAGE,
+                ]
+                .map(|i| call.meta(i).and_then(|text| json_str(text.get()))),
+            ),
+            None => carried_by(params.map(|p| p.get())),
+        };
+        let id = match id {
+            RequestId::Number(n) | RequestId::String(n) => Some(&**n),
+            RequestId::Null => None,
+        };
+        #[cfg(feature = "http")]
+        let transport = match caller.head {
+            Some(_) => Transport::Http,
+            None => Transport::Stdio,
+        };
+        #[cfg(not(feature = "http"))]
+        let transport = {
+            let _ = caller;
+            Transport::Stdio
+        };
+        let session = shared.session_id.get().map(|s| &**s);
+        Self {
+            span: request_span(method, id, transport, session, &carried),
+        }
+    }
+
+    /// Records what the dialect read: the protocol version the request
+    /// speaks, and its target (the tool or prompt it names).
+    pub(crate) fn routed(&self, shared: &Shared, method: &str, routed: &Routed) {
+        use crate::dialect::{Dialect, Step};
+        use crate::engine::Work;
+        use crate::trace_context::{Target, target, version};
+
+        let spoken = match routed.dialect {
+            Dialect::Revision2026 => Some("2026-07-28"),
+            _ => shared.client.get().map(|c| c.version),
+        };
+        if let Some(spoken) = spoken {
+            version(&self.span, spoken);
+        }
+        let catalog = &routed.listing.catalog;
+        let named = match &routed.step {
+            Step::Run {
+                work: Work::CallTool { tool, .. },
+                ..
+            } => catalog
+                .tools
+                .get(*tool)
+                .map(|t| Target::Tool(&t.definition.name)),
+            Step::Run {
+                work: Work::GetPrompt { prompt, .. },
+                ..
+            } => catalog
+                .prompts
+                .get(*prompt)
+                .map(|p| Target::Prompt(&p.definition.name)),
+            _ => None,
+        };
+        if let Some(named) = named {
+            target(&self.span, method, named);
+        }
+    }
+
+    /// The tool's own failure in how its work `ended`, if the span records
+    /// anything.
+    pub(crate) fn failure_of(&self, ended: &Ended) -> ToolFailure {
+        use crate::engine::Failure;
+        if self.span.is_disabled() {
+            return ToolFailure::default();
+        }
+        let text = match ended {
+            Ended::Finished(Err(Failure::InvalidArguments(text))) => Some(text.clone()),
+            Ended::Finished(Err(Failure::Tool(e))) => Some(e.message().to_owned()),
+            _ => None,
+        };
+        ToolFailure { text }
+    }
+
+    /// Ends the span with `reply`'s outcome: its error, or the tool's own
+    /// failure in a result (`isError`), or a result.
+    pub(crate) fn ended(&self, reply: Option<&Reply>, tool_failure: ToolFailure) {
+        use crate::trace_context::{Outcome, ended};
+
+        let outcome = match (reply.and_then(|r| r.error), &tool_failure.text) {
+            (Some(code), _) => Outcome::Error(code, crate::error::ErrorCode(code).message()),
+            (None, Some(text)) => Outcome::ToolError(text),
+            (None, None) => Outcome::Result,
+        };
+        ended(&self.span, outcome);
+    }
+
+    /// The span the request's work runs in.
+    pub(crate) fn span(&self) -> Option<&tracing::Span> {
+        Some(&self.span)
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+impl Traced {
+    /// Nothing to trace.
+    #[inline(always)]
+    pub(crate) fn of_request<S, M>(_: &S, _: &M, _: &Caller) -> Self {
+        Self {}
+    }
+
+    #[inline(always)]
+    pub(crate) fn routed<S>(&self, _: &S, _: &str, _: &Routed) {}
+
+    #[inline(always)]
+    pub(crate) fn failure_of(&self, _: &Ended) -> ToolFailure {
+        ToolFailure {}
+    }
+
+    #[inline(always)]
+    pub(crate) fn ended(&self, _: Option<&Reply>, _: ToolFailure) {}
+
+    #[inline(always)]
+    pub(crate) fn span(&self) -> Option<&tracing::Span> {
+        None
+    }
+}

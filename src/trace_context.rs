@@ -1,0 +1,244 @@
+//! Trace context in `_meta` (feature `otel`): a request's server span,
+//! whose parent is the W3C `traceparent`/`tracestate` its `_meta` carries
+//! (and whose context takes its `baggage`), named and attributed as
+//! OpenTelemetry's semantic conventions for MCP say; and the context of a
+//! request to the client, written into its `_meta`.
+//!
+//! Spans are `tracing` spans: with no subscriber, or one without an
+//! OpenTelemetry layer, they cost a check and record nothing. The fields
+//! named `otel.*` are `tracing-opentelemetry`'s (name, kind, status).
+
+use std::sync::LazyLock;
+
+use opentelemetry::propagation::{
+    Extractor, Injector, TextMapCompositePropagator, TextMapPropagator,
+};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use serde_json::{Map, Value};
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The `_meta` keys that carry trace context (the 2026-07-28 revision
+/// reserves them; OpenTelemetry's conventions use them in every revision).
+pub(crate) const KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+
+/// W3C Trace Context, then W3C Baggage.
+static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
+    TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ])
+});
+
+/// What a request's `_meta` says of its trace: each of [`KEYS`], if a
+/// string.
+#[derive(Debug, Default)]
+pub(crate) struct Carried<'a>(pub(crate) [Option<&'a str>; 3]);
+
+impl Extractor for Carried<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        let i = KEYS.iter().position(|k| k.eq_ignore_ascii_case(key))?;
+        self.0.get(i).copied().flatten()
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        (KEYS.iter().zip(&self.0))
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| *k)
+            .collect()
+    }
+}
+
+/// A `_meta` object being written.
+struct Written<'a>(&'a mut Map<String, Value>);
+
+impl Injector for Written<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key.to_owned(), Value::String(value));
+    }
+}
+
+/// Where a request came from, for its span.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Transport {
+    /// Standard input and output (`network.transport` `pipe`).
+    Stdio,
+    /// HTTP over TCP.
+    Http,
+}
+
+/// The server span of a request: named by its method (its target is
+/// recorded once it is known, [`target`]), its parent the context
+/// `carried` in its `_meta` (none: a root span), not entered yet.
+pub(crate) fn request_span(
+    method: &str,
+    id: Option<&str>,
+    transport: Transport,
+    session_id: Option<&str>,
+    carried: &Carried<'_>,
+) -> tracing::Span {
+    let (network, protocol) = match transport {
+        Transport::Stdio => ("pipe", None),
+        Transport::Http => ("tcp", Some("http")),
+    };
+    let span = tracing::info_span!(
+        target: "clawmcp::request",
+        "request",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        mcp.method.name = method,
+        mcp.protocol.version = Empty,
+        mcp.session.id = session_id,
+        jsonrpc.request.id = id,
+        network.transport = network,
+        network.protocol.name = protocol,
+        gen_ai.operation.name = Empty,
+        gen_ai.tool.name = Empty,
+        gen_ai.prompt.name = Empty,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+    );
+    if carried.0.iter().any(Option::is_some) {
+        // (`Err`: no OpenTelemetry layer is installed; nothing to parent.)
+        let _ = span.set_parent(PROPAGATOR.extract(carried));
+    }
+    span
+}
+
+/// What a request acts on, once its dialect read it: `tools/call echo`.
+pub(crate) enum Target<'a> {
+    Tool(&'a str),
+    Prompt(&'a str),
+}
+
+/// Names `span` after its method and target, and records the target.
+pub(crate) fn target(span: &tracing::Span, method: &str, target: Target<'_>) {
+    let (name, field) = match target {
+        Target::Tool(name) => {
+            span.record("gen_ai.operation.name", "execute_tool");
+            (name, "gen_ai.tool.name")
+        }
+        Target::Prompt(name) => (name, "gen_ai.prompt.name"),
+    };
+    span.record(field, name);
+    span.record("otel.name", format!("{method} {name}"));
+}
+
+/// Records the protocol version a request speaks.
+pub(crate) fn version(span: &tracing::Span, version: &str) {
+    span.record("mcp.protocol.version", version);
+}
+
+/// How a request ended, as its span records it.
+pub(crate) enum Outcome<'a> {
+    /// A result.
+    Result,
+    /// A result the tool marked an error (`isError`), with its text.
+    ToolError(&'a str),
+    /// A JSON-RPC error, with its code and message.
+    Error(i32, &'a str),
+}
+
+/// Records `outcome` on `span`: an error sets `error.type` (the JSON-RPC
+/// code, or `tool_error`) and the span's status.
+pub(crate) fn ended(span: &tracing::Span, outcome: Outcome<'_>) {
+    let (kind, description) = match outcome {
+        Outcome::Result => return,
+        Outcome::ToolError(text) => ("tool_error".to_owned(), text),
+        Outcome::Error(code, message) => {
+            let code = code.to_string();
+            span.record("rpc.response.status_code", code.as_str());
+            (code, message)
+        }
+    };
+    span.record("error.type", kind.as_str());
+    span.record("otel.status_code", "ERROR");
+    span.record("otel.status_description", description);
+}
+
+/// The client span of a request to the client (`elicitation/create` and
+/// the like), a child of `parent`, with its context written into
+/// `params`' `_meta` (made when missing): the client can continue the
+/// trace. `params` that are not an object are left as they are.
+pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "clawmcp::request",
+        parent: parent,
+        "request to the client",
+        otel.name = method,
+        otel.kind = "client",
+        mcp.method.name = method,
+    );
+    // (Nothing is written when the span records nothing: no subscriber.)
+    let mut carried = Map::new();
+    PROPAGATOR.inject_context(&span.context(), &mut Written(&mut carried));
+    if let Some(object) = params.as_object_mut().filter(|_| !carried.is_empty()) {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.extend(carried);
+        }
+    }
+    span
+}
+
+/// The trace context members of `params`' `_meta`, read from its JSON
+/// text: each of [`KEYS`] that is a string.
+pub(crate) fn carried_by(params: Option<&str>) -> Carried<'_> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(default, borrow, rename = "_meta")]
+        meta: Option<std::collections::HashMap<&'a str, &'a serde_json::value::RawValue>>,
+    }
+    // (A quick look first: most requests carry no trace.)
+    let Some(text) = params.filter(|t| t.contains("traceparent") || t.contains("baggage")) else {
+        return Carried::default();
+    };
+    match serde_json::from_str::<Params<'_>>(text) {
+        Ok(Params { meta: Some(meta) }) => {
+            Carried(KEYS.map(|key| meta.get(key).and_then(|raw| json_str(raw.get()))))
+        }
+        _ => Carried::default(),
+    }
+}
+
+/// A JSON string's contents when it has no escapes (trace context values
+/// never need one), else `None`.
+pub(crate) fn json_str(text: &str) -> Option<&str> {
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['\\', '"'])).then_some(inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_context_is_read_from_meta_strings_only() {
+        let carried = carried_by(Some(
+            r#"{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v","baggage":7}}"#,
+        ));
+        assert_eq!(
+            carried.get("traceparent"),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        assert_eq!(carried.get("tracestate"), Some("k=v"));
+        assert_eq!(carried.get("baggage"), None, "not a string");
+        assert!(
+            carried_by(Some(r#"{"name":"x"}"#))
+                .0
+                .iter()
+                .all(Option::is_none)
+        );
+        assert!(
+            carried_by(Some(r#"{"traceparent":1,"_meta":[]}"#))
+                .0
+                .iter()
+                .all(Option::is_none)
+        );
+        assert!(carried_by(None).0.iter().all(Option::is_none));
+    }
+}
