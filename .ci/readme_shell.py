@@ -33,8 +33,6 @@ SKIPPED = {
     "cargo run --example reference     # the reference server, on stdin/stdout":
         "the newcomer's two commands: .ci/run runs `cargo test` itself, and the "
         "reference server is what every other check here runs",
-    "npx @modelcontextprotocol/inspector cargo run -q --example reference":
-        "MCP Inspector is interactive (a browser UI)",
     "tests/oauth/provider/start.sh --port 9400 &   # a test issuer: prints READY http://127.0.0.1:9400 once it listens":
         "starts an authorization server (oidc-provider, Node.js): .ci/run's OAuth step "
         "runs the reference example with --oauth-issuer against it and the official Python client",
