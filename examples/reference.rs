@@ -486,7 +486,8 @@ fn build(
             "echo-app",
             "A page with a text box: it calls echo through the host and shows the answer.",
             include_str!("apps/echo.html"),
-        ))
+        )
+        .prefers_border(true))
         .tool(typed_tool(
             format!("{BASE}/tools/add:v1"),
             "add",

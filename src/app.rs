@@ -368,9 +368,9 @@ fn check_origin(origin: &str, wildcard: bool) -> Result<(), &'static str> {
         },
     };
     if let Some(port) = port
-        && (port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()))
+        && (!port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err())
     {
-        return Err("the port must be digits (no wildcard)");
+        return Err("the port must be a number from 0 to 65535 (no wildcard)");
     }
     if host.is_empty() {
         return Err("the host is missing");
@@ -427,6 +427,8 @@ mod tests {
             ("https://a.*.example.com", true),
             ("https://example.com/path", false),
             ("https://example.com:*", false),
+            ("https://example.com:99999", false),
+            ("https://example.com:", false),
             ("https://user@example.com", false),
             ("https://example.com; script-src *", false),
             ("ftp://example.com", false),

@@ -83,8 +83,16 @@ pub fn init() -> Telemetry {
         Err(problem) => (None, Some(problem)),
     };
     let traces = provider.as_ref().map(|provider| {
+        // The conventions' attributes only (no source location, thread or
+        // timing fields), and a status from the request's outcome alone (an
+        // error event a tool logs does not fail its span).
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("clawmcp"))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_error_events_to_status(false)
             .with_filter(LevelFilter::INFO)
     });
     let installed = tracing_subscriber::registry()

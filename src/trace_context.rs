@@ -54,7 +54,10 @@ struct Written<'a>(&'a mut Map<String, Value>);
 
 impl Injector for Written<'_> {
     fn set(&mut self, key: &str, value: String) {
-        self.0.insert(key.to_owned(), Value::String(value));
+        // (An empty `tracestate` says nothing: it is left out.)
+        if !value.is_empty() {
+            self.0.insert(key.to_owned(), Value::String(value));
+        }
     }
 }
 
@@ -97,23 +100,69 @@ pub(crate) fn request_span(
         gen_ai.operation.name = Empty,
         gen_ai.tool.name = Empty,
         gen_ai.prompt.name = Empty,
+        mcp.resource.uri = Empty,
         error.type = Empty,
         rpc.response.status_code = Empty,
     );
     if carried.0.iter().any(Option::is_some) {
         // (`Err`: no OpenTelemetry layer is installed; nothing to parent.)
-        let _ = span.set_parent(PROPAGATOR.extract(carried));
+        let _ = span.set_parent(PROPAGATOR.extract(&carried.checked()));
     }
     span
 }
 
-/// What a request acts on, once its dialect read it: `tools/call echo`.
-pub(crate) enum Target<'a> {
-    Tool(&'a str),
-    Prompt(&'a str),
+impl Carried<'_> {
+    /// The context as the extractor may read it: a `traceparent` that is
+    /// not W3C's `version-traceid-parentid-flags` (2, 32, 16 and 2
+    /// lowercase hex digits) is dropped with its `tracestate`, so that the
+    /// request starts a trace of its own (the propagator would take some
+    /// malformed ones).
+    fn checked(&self) -> Self {
+        let [parent, state, baggage] = self.0;
+        match parent.filter(|p| is_traceparent(p)) {
+            Some(parent) => Carried([Some(parent), state, baggage]),
+            None => Carried([None, None, baggage]),
+        }
+    }
 }
 
-/// Names `span` after its method and target, and records the target.
+/// Whether `text` is written as a W3C `traceparent`: `00-` and the rest of
+/// version 00, or a later version's first four fields (more may follow).
+fn is_traceparent(text: &str) -> bool {
+    let hex = |field: &str, len: usize| {
+        field.len() == len
+            && field
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let mut fields = text.split('-');
+    let (Some(version), Some(trace), Some(parent), Some(flags)) =
+        (fields.next(), fields.next(), fields.next(), fields.next())
+    else {
+        return false;
+    };
+    let more = fields.next().is_some();
+    hex(version, 2)
+        && version != "ff"
+        && !(version == "00" && more)
+        && hex(trace, 32)
+        && hex(parent, 16)
+        && hex(flags, 2)
+}
+
+/// What a request acts on, once its dialect read it.
+pub(crate) enum Target<'a> {
+    /// A tool: the span is named `tools/call echo`.
+    Tool(&'a str),
+    /// A prompt: `prompts/get planner`.
+    Prompt(&'a str),
+    /// A resource, by URI (an attribute only: the conventions keep URIs
+    /// out of span names).
+    Resource(&'a str),
+}
+
+/// Records the target, and names `span` after its method and a tool or
+/// prompt.
 pub(crate) fn target(span: &tracing::Span, method: &str, target: Target<'_>) {
     let (name, field) = match target {
         Target::Tool(name) => {
@@ -121,6 +170,10 @@ pub(crate) fn target(span: &tracing::Span, method: &str, target: Target<'_>) {
             (name, "gen_ai.tool.name")
         }
         Target::Prompt(name) => (name, "gen_ai.prompt.name"),
+        Target::Resource(uri) => {
+            span.record("mcp.resource.uri", uri);
+            return;
+        }
     };
     span.record(field, name);
     span.record("otel.name", format!("{method} {name}"));
@@ -139,6 +192,9 @@ pub(crate) enum Outcome<'a> {
     ToolError(&'a str),
     /// A JSON-RPC error, with its code and message.
     Error(i32, &'a str),
+    /// Another failure (a client's request timed out, say): its kind and
+    /// text.
+    Failed(&'a str, &'a str),
 }
 
 /// Records `outcome` on `span`: an error sets `error.type` (the JSON-RPC
@@ -152,6 +208,7 @@ pub(crate) fn ended(span: &tracing::Span, outcome: Outcome<'_>) {
             span.record("rpc.response.status_code", code.as_str());
             (code, message)
         }
+        Outcome::Failed(kind, text) => (kind.to_owned(), text),
     };
     span.record("error.type", kind.as_str());
     span.record("otel.status_code", "ERROR");
@@ -169,7 +226,11 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
         "request to the client",
         otel.name = method,
         otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
         mcp.method.name = method,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
     );
     // (Nothing is written when the span records nothing: no subscriber.)
     let mut carried = Map::new();
@@ -183,6 +244,26 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
         }
     }
     span
+}
+
+/// The span of a task's run (the tasks extension), a child of the span of
+/// the request that created it: named as its call, with the task's id.
+pub(crate) fn task_span(parent: &tracing::Span, tool: &str, task_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: "clawmcp::request",
+        parent: parent,
+        "task",
+        otel.name = format!("tools/call {tool}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        mcp.task.id = task_id,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+    )
 }
 
 /// The trace context members of `params`' `_meta`, read from its JSON

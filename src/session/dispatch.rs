@@ -310,6 +310,7 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
             listing: planned.listing,
             work: planned.work,
             round: planned.round,
+            parent: serving.traced.span().cloned(),
         };
         return Dispatched::Run(super::task::starting(
             serving.shared,

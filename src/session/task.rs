@@ -41,6 +41,9 @@ pub(crate) struct Start {
     pub(crate) listing: Arc<Listing>,
     pub(crate) work: Work,
     pub(crate) round: Option<Arc<RoundTrip>>,
+    /// The span of the request that starts it (feature `otel`), the
+    /// parent of the task's own.
+    pub(crate) parent: Option<tracing::Span>,
 }
 
 /// The job of a request answered with a task: it creates the task in the
@@ -90,8 +93,10 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
                 "the system gave no random numbers for a task id",
             ))
         })?;
+    let span = task_span(start.parent.as_ref(), &task.tool, &task.task_id);
     let runner = Arc::new(Runner {
         server: server.clone(),
+        span,
         task: Mutex::new(task),
         waiting: Mutex::new(HashMap::new()),
         keys: Mutex::new(HashSet::new()),
@@ -158,6 +163,9 @@ type Running = Pin<Box<dyn Future<Output = super::outbox::Handled> + Send>>;
 /// and what its request declared.
 struct Runner {
     server: Arc<ServerInner>,
+    /// The span its call runs in: a child of the creating request's
+    /// (feature `otel`), ended with the task.
+    span: tracing::Span,
     task: Mutex<TaskState>,
     /// The answer each outstanding question waits for, by key.
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
@@ -185,7 +193,7 @@ impl Runner {
         let task_id = self.lock().task_id.clone();
         let id = RequestId::String(task_id.as_str().into());
         let (shared, unread) = Shared::unread(self.server.clone(), Dialect::Revision2026);
-        let span = tracing::debug_span!("task", task_id = %task_id);
+        let span = self.span.clone();
         let mut cancel = Some(self.cancel.clone());
         let mut progress = None;
         let source = TaskSource(self.clone());
@@ -342,8 +350,48 @@ impl Runner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+        #[cfg(feature = "otel")]
+        self.record_end();
         self.save().await;
     }
+
+    /// Records how the task ended on its span (feature `otel`).
+    #[cfg(feature = "otel")]
+    fn record_end(&self) {
+        use crate::trace_context::{Outcome, ended};
+        let task = self.lock().clone();
+        let message = task.status_message.as_deref().unwrap_or_default();
+        let code = (task.error.as_ref())
+            .and_then(|e| e.get("code")?.as_i64())
+            .and_then(|c| i32::try_from(c).ok());
+        let outcome = match (task.status, code) {
+            (TaskStatus::Failed, Some(code)) => Outcome::Error(code, message),
+            (TaskStatus::Failed, None) => Outcome::Failed("_OTHER", message),
+            (TaskStatus::Cancelled, _) => Outcome::Failed("cancelled", "the task was cancelled"),
+            (TaskStatus::Completed, _) if is_error(task.result.as_ref()) => {
+                Outcome::ToolError(message)
+            }
+            _ => Outcome::Result,
+        };
+        ended(&self.span, outcome);
+    }
+}
+
+/// Whether a tool result is marked an error (`isError`).
+#[cfg(feature = "otel")]
+fn is_error(result: Option<&Value>) -> bool {
+    result.and_then(|r| r.get("isError")?.as_bool()) == Some(true)
+}
+
+/// The span a task's call runs in: a child of the span of the request
+/// that created it (feature `otel`), else `task` at debug level.
+fn task_span(parent: Option<&tracing::Span>, tool: &str, task_id: &str) -> tracing::Span {
+    #[cfg(feature = "otel")]
+    if let Some(parent) = parent.filter(|p| !p.is_disabled()) {
+        return crate::trace_context::task_span(parent, tool, task_id);
+    }
+    let _ = (parent, tool);
+    tracing::debug_span!("task", task_id = %task_id)
 }
 
 /// What a task's context is made from: the server's handle and the task's

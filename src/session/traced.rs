@@ -87,14 +87,17 @@ impl Traced {
     }
 
     /// Records what the dialect read: the protocol version the request
-    /// speaks, and its target (the tool or prompt it names).
+    /// speaks, and its target (the tool, prompt or resource it names).
     pub(crate) fn routed(&self, shared: &Shared, method: &str, routed: &Routed) {
-        use crate::dialect::{Dialect, Step};
+        use crate::dialect::{Change, Dialect, Step};
         use crate::engine::Work;
         use crate::trace_context::{Target, target, version};
 
-        let spoken = match routed.dialect {
-            Dialect::Revision2026 => Some("2026-07-28"),
+        let spoken = match (&routed.step, routed.dialect) {
+            (_, Dialect::Revision2026) => Some("2026-07-28"),
+            // (MCP v1.0 names no version: its own, 1.0.)
+            (_, Dialect::McpV1) => Some("1.0"),
+            (Step::Initialized(_, Change::Client(client)), _) => Some(client.version),
             _ => shared.client.get().map(|c| c.version),
         };
         if let Some(spoken) = spoken {
@@ -116,6 +119,11 @@ impl Traced {
                 .prompts
                 .get(*prompt)
                 .map(|p| Target::Prompt(&p.definition.name)),
+            Step::Run {
+                work: Work::ReadResource { uri },
+                ..
+            }
+            | Step::Record(_, Change::Subscription { uri, .. }) => Some(Target::Resource(uri)),
             _ => None,
         };
         if let Some(named) = named {
@@ -143,8 +151,18 @@ impl Traced {
     pub(crate) fn ended(&self, reply: Option<&Reply>, tool_failure: ToolFailure) {
         use crate::trace_context::{Outcome, ended};
 
-        let outcome = match (reply.and_then(|r| r.error), &tool_failure.text) {
-            (Some(code), _) => Outcome::Error(code, crate::error::ErrorCode(code).message()),
+        if self.span.is_disabled() {
+            return;
+        }
+        let message;
+        let outcome = match (
+            reply.and_then(|r| r.error.map(|code| (code, r))),
+            &tool_failure.text,
+        ) {
+            (Some((code, reply)), _) => {
+                message = error_message(&reply.bytes);
+                Outcome::Error(code, message.as_deref().unwrap_or_default())
+            }
             (None, Some(text)) => Outcome::ToolError(text),
             (None, None) => Outcome::Result,
         };
@@ -155,6 +173,23 @@ impl Traced {
     pub(crate) fn span(&self) -> Option<&tracing::Span> {
         Some(&self.span)
     }
+}
+
+/// The message of an error reply this server wrote, as the client reads
+/// it (read back only for a span that records it).
+#[cfg(feature = "otel")]
+fn error_message(reply: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        error: Message,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message {
+        message: String,
+    }
+    serde_json::from_slice::<Reply>(reply)
+        .ok()
+        .map(|r| r.error.message)
 }
 
 #[cfg(not(feature = "otel"))]

@@ -455,7 +455,9 @@ impl ToolContext {
             Some(key),
             &self.cancel,
         );
-        let answer = tracing::Instrument::instrument(asking, span).await?;
+        let answer = tracing::Instrument::instrument(asking, span.clone()).await;
+        client_ended(&span, answer.as_ref().err());
+        let answer = answer?;
         serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
     }
 
@@ -493,7 +495,9 @@ impl ToolContext {
         let (params, span) = self.traced(request, params)?;
         let link = self.link_for(request)?;
         let asking = link.ask(&self.request_id, request, params, key, &self.cancel);
-        tracing::Instrument::instrument(asking, span).await
+        let answer = tracing::Instrument::instrument(asking, span.clone()).await;
+        client_ended(&span, answer.as_ref().err());
+        answer
     }
 
     /// A request's params as sent, and the span of the request (feature
@@ -606,6 +610,28 @@ impl Keyed<'_> {
 }
 
 /// Params serialised for a request to the client.
+/// Ends the span of a request to the client with how it failed, if it
+/// did (feature `otel`): the client's error code, or what stopped the wait.
+fn client_ended(span: &tracing::Span, error: Option<&ClientError>) {
+    #[cfg(feature = "otel")]
+    if let Some(error) = error {
+        use crate::trace_context::{Outcome, ended};
+        let text = error.to_string();
+        let outcome = match error {
+            ClientError::Refused { code, .. } => match i32::try_from(*code) {
+                Ok(code) => Outcome::Error(code, &text),
+                Err(_) => Outcome::Failed("_OTHER", &text),
+            },
+            ClientError::TimedOut(_) => Outcome::Failed("timeout", &text),
+            ClientError::Cancelled => Outcome::Failed("cancelled", &text),
+            _ => Outcome::Failed("_OTHER", &text),
+        };
+        ended(span, outcome);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (span, error);
+}
+
 fn to_raw<P: Serialize + ?Sized>(params: &P) -> Result<Box<RawValue>, ClientError> {
     serde_json::value::to_raw_value(params).map_err(|e| ClientError::Invalid(e.to_string()))
 }

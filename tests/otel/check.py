@@ -16,8 +16,14 @@ on loopback, which decodes them with the official protobuf definitions
   3. a request to the client (the ask tool's elicitation) carries the trace
      in its `params._meta`: the same trace, its parent a client span of the
      server's, itself a child of the call's span;
-  4. a request without trace context starts a trace of its own;
-  5. the spans are flushed when the server stops (stdin closed, SIGTERM).
+  4. a request without trace context, or with a malformed traceparent,
+     starts a trace of its own;
+  5. a resource's span names its URI, and an error's status says the
+     reply's message;
+  6. a call run as a task (2026-07-28, the tasks extension) runs in a span
+     of its own, a child of the request that created it, and its question
+     in `inputRequests` carries the trace on;
+  7. the spans are flushed when the server stops (stdin closed, SIGTERM).
 
     tests/otel/check.py --reference target/debug/examples/reference
 
@@ -46,7 +52,8 @@ PATIENCE = 15.0  # a hang guard, never a performance bound
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
-SERVER, CLIENT = 2, 3  # Span.SpanKind
+INTERNAL, SERVER, CLIENT = 1, 2, 3  # Span.SpanKind
+TASKS = "io.modelcontextprotocol/tasks"
 STATUS_ERROR = 2
 PASSED = []
 
@@ -203,6 +210,40 @@ def stdio(args, receiver):
         wait(lambda m: m.get("id") == 5, "ask answered")
         send({"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
         wait(lambda m: m.get("id") == 6, "tools/list answered")
+        about = "mcp://clawmcp/examples/resources/about.txt"
+        send({"jsonrpc": "2.0", "id": 7, "method": "resources/read",
+              "params": {"uri": about, "_meta": meta}})
+        wait(lambda m: m.get("id") == 7, "resources/read answered")
+        send({"jsonrpc": "2.0", "id": 8, "method": "resources/read",
+              "params": {"uri": "mcp://clawmcp/examples/resources/none", "_meta": meta}})
+        missing = wait(lambda m: m.get("id") == 8, "the unknown resource answered")
+        # A traceparent whose trace id is two digits short.
+        send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "echo", "arguments": {"message": "hi"},
+            "_meta": {"traceparent": f"00-{TRACE_ID[2:]}-{PARENT_ID}-01"}}})
+        wait(lambda m: m.get("id") == 9, "the malformed traceparent's call answered")
+        # A 2026-07-28 call run as a task, on the same connection.
+        task_meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities": {
+                         "elicitation": {}, "extensions": {TASKS: {}}}, **meta}
+        send({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"question": "As a task?"}, "_meta": task_meta}})
+        created = wait(lambda m: m.get("id") == 10, "the task is created")["result"]
+        check(created.get("resultType") == "task", "the ask call is a task", created)
+        question = None
+        for rid in range(11, 200):
+            send({"jsonrpc": "2.0", "id": rid, "method": "tasks/get",
+                  "params": {"taskId": created["taskId"], "_meta": task_meta}})
+            task = wait(lambda m, rid=rid: m.get("id") == rid, "tasks/get answered")["result"]
+            if task.get("status") == "input_required":
+                key, question = next(iter(task["inputRequests"].items()))
+                break
+            time.sleep(0.05)
+        check(question is not None, "the task asks its question")
+        send({"jsonrpc": "2.0", "id": 300, "method": "tasks/update", "params": {
+            "taskId": created["taskId"], "_meta": task_meta,
+            "inputResponses": {key: {"action": "accept", "content": {"yes": True}}}}})
+        wait(lambda m: m.get("id") == 300, "tasks/update answered")
         proc.stdin.close()  # the server stops, and flushes its spans
         proc.wait(timeout=PATIENCE)
     finally:
@@ -240,6 +281,32 @@ def stdio(args, receiver):
     check(listed.trace_id.hex() != TRACE_ID and not listed.parent_span_id,
           "a request without trace context starts a trace of its own",
           (listed.trace_id.hex(), listed.parent_span_id.hex()))
+    _, bad = receiver.find(lambda s: attributes(s.attributes).get("jsonrpc.request.id") == "9",
+                           "the span of the call with a malformed traceparent")
+    check(bad.trace_id.hex() not in (TRACE_ID, "00" + TRACE_ID[2:]) and not bad.parent_span_id,
+          "a malformed traceparent starts a trace of its own", bad.trace_id.hex())
+    _, read, attrs = check_call_span(receiver, "resources/read", "pipe", "2025-11-25", {
+        "mcp.resource.uri": "mcp://clawmcp/examples/resources/about.txt"})
+    _, unknown = receiver.find(lambda s: attributes(s.attributes).get("jsonrpc.request.id") == "8",
+                               "the unknown resource's span")
+    message = missing["error"]["message"]
+    check(unknown.status.code == STATUS_ERROR and unknown.status.message == message,
+          "an error's span status says the reply's message", (unknown.status.message, message))
+    _, creating = receiver.find(
+        lambda s: in_trace(s, "tools/call ask") and s.kind == SERVER
+        and attributes(s.attributes).get("mcp.protocol.version") == "2026-07-28",
+        "the span of the request that created the task")
+    _, running = receiver.find(
+        lambda s: s.kind == INTERNAL and s.parent_span_id == creating.span_id,
+        "the task's own span")
+    check(running.name == "tools/call ask" and running.trace_id.hex() == TRACE_ID
+          and attributes(running.attributes).get("mcp.task.id") == created["taskId"],
+          "the task runs in a span of its own, a child of the request that created it",
+          (running.name, attributes(running.attributes)))
+    carried = (question.get("params") or {}).get("_meta") or {}
+    parts = carried.get("traceparent", "").split("-")
+    check(len(parts) == 4 and parts[1] == TRACE_ID and carried.get("tracestate") == "check=1",
+          "the task's question in inputRequests carries the trace on", carried)
 
 
 def http_request(port, body, headers):
