@@ -7,11 +7,11 @@
 /// `arguments` and `_meta`).
 pub(crate) const KEPT: usize = 2;
 
-/// The most `_meta` members a [`CallForms`] keeps (with the feature
+/// The most `_meta` members a [`CallTable`] keeps (with the feature
 /// `otel`, three more: a call's trace context).
 #[cfg(not(feature = "otel"))]
 pub(crate) const KEPT_META: usize = 4;
-/// The most `_meta` members a [`CallForms`] keeps (with the feature
+/// The most `_meta` members a [`CallTable`] keeps (with the feature
 /// `otel`, three more: a call's trace context).
 #[cfg(feature = "otel")]
 pub(crate) const KEPT_META: usize = 7;
@@ -30,29 +30,33 @@ pub(crate) struct CallForm {
     pub(crate) kept: &'static [&'static str],
 }
 
-/// The tool calls the server reads in one pass, and the members of their
-/// `_meta` kept as text (at most [`KEPT_META`], in this order).
-#[derive(Debug)]
-pub(crate) struct CallForms {
-    pub(crate) forms: &'static [CallForm],
-    pub(crate) meta: &'static [&'static str],
-    /// A searcher for each form's method, made at first use (a quick look
-    /// for the method's text before serde reads a call).
-    pub(crate) finders: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>>,
-}
+/// The tool calls a server reads in one pass, and the members of their
+/// `_meta` kept as text (at most [`KEPT_META`], in this order): a table a
+/// protocol layer gives as a type, so that the readers see its names as
+/// constants.
+pub(crate) trait CallTable: 'static {
+    /// The forms, the first whose method matches first.
+    const FORMS: &'static [CallForm];
+    /// The `_meta` members kept.
+    const META: &'static [&'static str];
 
-impl CallForms {
+    /// A searcher for each form's method, in order, made once (a quick
+    /// look for the method's text before serde reads a call).
+    fn finders() -> &'static [memchr::memmem::Finder<'static>];
+
     /// The first form whose method `text` holds, if any.
-    pub(crate) fn named_in(&self, text: &[u8]) -> Option<&'static CallForm> {
-        let finders = self.finders.get_or_init(|| {
-            let forms = self.forms.iter();
-            forms
-                .map(|f| memchr::memmem::Finder::new(f.method))
-                .collect()
-        });
-        let forms = self.forms;
-        (forms.iter().zip(finders))
+    fn named_in(text: &[u8]) -> Option<&'static CallForm> {
+        (Self::FORMS.iter().zip(Self::finders()))
             .find(|(_, finder)| finder.find(text).is_some())
             .map(|(form, _)| form)
     }
+}
+
+/// Searchers for `forms`' methods, in order: what a [`CallTable`]'s
+/// `finders` makes once.
+pub(crate) fn finders_of(forms: &[CallForm]) -> Vec<memchr::memmem::Finder<'static>> {
+    forms
+        .iter()
+        .map(|f| memchr::memmem::Finder::new(f.method))
+        .collect()
 }

@@ -13,7 +13,7 @@ use crate::jsonrpc;
 /// what it takes is not what serde's reading takes, or does not read as a
 /// value. Returns whether it took the text.
 pub fn plain_call(text: &str) -> bool {
-    jsonrpc::differential::agrees(text, &crate::dialect::CALLS)
+    jsonrpc::differential::agrees::<crate::dialect::Calls>(text)
 }
 
 /// One schema of the quick check's subset, compiled once with its full

@@ -23,7 +23,7 @@ pub(crate) mod differential;
 mod tool_call;
 
 pub(crate) use crate::fast::arguments::ArgumentsText;
-pub(crate) use tool_call::{CallForm, CallForms, RawText, ToolCall, read_params};
+pub(crate) use tool_call::{CallForm, CallTable, RawText, ToolCall, finders_of, read_params};
 use tool_call::{Key, ParamsSeed};
 
 /// The id of a request: a string, an integer or `null`.
@@ -188,8 +188,8 @@ pub(crate) enum Parsed<'a> {
 pub const MAX_BATCH: usize = 1024;
 
 /// Parses one message body (docs/mcp-v1.md §1); the tool calls of
-/// `forms` are read with their params in one pass.
-pub(crate) fn parse<'a>(body: &'a [u8], forms: &CallForms) -> Parsed<'a> {
+/// table `T` are read with their params in one pass.
+pub(crate) fn parse<T: CallTable>(body: &[u8]) -> Parsed<'_> {
     // Validate UTF-8 once; every later pass reads a `str` without checking again.
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
@@ -223,7 +223,7 @@ pub(crate) fn parse<'a>(body: &'a [u8], forms: &CallForms) -> Parsed<'a> {
             Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
         });
     }
-    if let Some(call) = read_tool_call(text, forms) {
+    if let Some(call) = read_tool_call::<T>(text) {
         return Parsed::Single(call);
     }
     match serde_json::from_str::<Envelope<'_>>(text) {
@@ -232,7 +232,7 @@ pub(crate) fn parse<'a>(body: &'a [u8], forms: &CallForms) -> Parsed<'a> {
     }
 }
 
-/// A tool call (a request of one of `forms`) read in one pass, its params
+/// A tool call (a request of one of table `T`'s forms) read in one pass, its params
 /// into a [`ToolCall`] — the hot path, which the general reading would
 /// walk twice (the envelope, then the params): by the plain reader
 /// (`fast::plain_call`) when the call is written the usual way, else by
@@ -240,13 +240,14 @@ pub(crate) fn parse<'a>(body: &'a [u8], forms: &CallForms) -> Parsed<'a> {
 /// `jsonrpc` is not `"2.0"`, no usable id, params that are not an object
 /// or do not read — gives `None`, and the general reading then answers.
 /// Without the `fast-path` feature, serde reads them all.
-fn read_tool_call<'a>(text: &'a str, forms: &CallForms) -> Option<Incoming<'a>> {
+#[inline(always)]
+fn read_tool_call<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
     if cfg!(feature = "fast-path")
-        && let Some(call) = plain_call::read(text, forms).map(from_plain)
+        && let Some(call) = plain_call::read::<T>(text).map(from_plain)
     {
         return Some(call);
     }
-    read_tool_call_with_serde(text, forms)
+    read_tool_call_with_serde::<T>(text)
 }
 
 /// A call the plain reader read, as the general reading gives it.
@@ -269,11 +270,11 @@ fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
 
 /// [`read_tool_call`] by serde: any tool call the plain reader leaves.
 /// The first form whose method the text holds is the one tried.
-fn read_tool_call_with_serde<'a>(text: &'a str, forms: &CallForms) -> Option<Incoming<'a>> {
-    let form = forms.named_in(text.as_bytes())?;
+fn read_tool_call_with_serde<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
+    let form = T::named_in(text.as_bytes())?;
     let seed = CallSeed(ParamsSeed {
         form,
-        meta: forms.meta,
+        meta: T::META,
     });
     let mut reader = serde_json::Deserializer::from_str(text);
     let envelope = serde::de::DeserializeSeed::deserialize(seed, &mut reader).ok()?;
@@ -595,7 +596,7 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 
 #[cfg(test)]
 mod tests {
-    use super::differential::tests::FORMS;
+    use super::differential::tests::Forms;
     use super::*;
 
     /// The general reading of a body (the envelope, then the params).
@@ -619,7 +620,7 @@ mod tests {
                 method,
                 call: Some(call),
                 params: None,
-            }) = read_tool_call(text, &FORMS)
+            }) = read_tool_call::<Forms>(text)
             else {
                 panic!("not read in one pass: {text}");
             };
@@ -633,8 +634,8 @@ mod tests {
                 panic!("the general reading differs: {text}");
             };
             assert_eq!((&id, &method), (&id2, &method2), "{text}");
-            let form = FORMS.forms.iter().find(|f| f.method == method).unwrap();
-            let again = format!("{:?}", read_params(form, FORMS.meta, raw.get()).unwrap());
+            let form = Forms::FORMS.iter().find(|f| f.method == method).unwrap();
+            let again = format!("{:?}", read_params(form, Forms::META, raw.get()).unwrap());
             assert_eq!(format!("{call:?}"), again, "{text}");
         }
         // Anything unusual is left to the general reading, which says what
@@ -655,14 +656,14 @@ mod tests {
         ];
         for text in left {
             assert!(
-                read_tool_call(text, &FORMS).is_none(),
+                read_tool_call::<Forms>(text).is_none(),
                 "read in one pass: {text}"
             );
         }
     }
 
     fn single(body: &str) -> Incoming<'_> {
-        match parse(body.as_bytes(), &FORMS) {
+        match parse::<Forms>(body.as_bytes()) {
             Parsed::Single(m) => m,
             other => panic!("expected one message, got {other:?}"),
         }
@@ -810,13 +811,13 @@ mod tests {
     #[test]
     fn non_objects_are_invalid_requests_and_bad_json_a_parse_error() {
         for body in ["42", "\"m\"", "null", "true"] {
-            let Parsed::Error(e) = parse(body.as_bytes(), &FORMS) else {
+            let Parsed::Error(e) = parse::<Forms>(body.as_bytes()) else {
                 panic!("{body}")
             };
             assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST, "{body}");
         }
         for body in [&b"{\"jsonrpc\":"[..], b"{\"id\":\"\xff\xfe\"}", b"", b"[1,"] {
-            let Parsed::Error(e) = parse(body, &FORMS) else {
+            let Parsed::Error(e) = parse::<Forms>(body) else {
                 panic!("{body:?}")
             };
             assert_eq!(e.code, crate::error::ErrorCode::PARSE_ERROR, "{body:?}");
@@ -827,14 +828,14 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let body = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(matches!(
-            parse(body.as_bytes(), &FORMS),
+            parse::<Forms>(body.as_bytes()),
             Parsed::Error(_) | Parsed::Batch(_)
         ));
     }
 
     #[test]
     fn empty_batch_is_one_invalid_request() {
-        let Parsed::Error(e) = parse(b" [ ] ", &FORMS) else {
+        let Parsed::Error(e) = parse::<Forms>(b" [ ] ") else {
             panic!()
         };
         assert_eq!(e.code, crate::error::ErrorCode::INVALID_REQUEST);
@@ -842,9 +843,8 @@ mod tests {
 
     #[test]
     fn batch_elements_are_classified_one_by_one() {
-        let Parsed::Batch(items) = parse(
+        let Parsed::Batch(items) = parse::<Forms>(
             br#"[1,{"jsonrpc":"2.0","method":"m","id":6},"x",{"jsonrpc":"2.0","method":"n"}]"#,
-            &FORMS,
         ) else {
             panic!()
         };

@@ -34,7 +34,7 @@ use crate::definition::ServerInfo;
 use crate::engine::{Catalog, Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::{Push, ServerHandle};
-use crate::jsonrpc::{CallForm, CallForms, Parsed, Reply, RequestId, ToolCall};
+use crate::jsonrpc::{CallForm, CallTable, Parsed, Reply, RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 #[cfg(feature = "http")]
@@ -58,13 +58,20 @@ pub(crate) use revision_2026::{LISTEN, keys};
 /// takes object arguments only; `tools/call` names it by `name`, and a
 /// 2026-07-28 one carries `inputResponses` and `requestState`
 /// ([`kept_params`]). The `_meta` members kept are [`kept_meta`]'s.
-pub(crate) static CALLS: CallForms = CallForms {
-    forms: &[EXECUTE_TOOL, TOOLS_CALL],
-    meta: KEPT_META,
-    finders: std::sync::OnceLock::new(),
-};
+pub(crate) struct Calls;
 
-/// The `_meta` members [`CALLS`] keeps, in [`kept_meta`]'s order: with the
+impl CallTable for Calls {
+    const FORMS: &'static [CallForm] = &[EXECUTE_TOOL, TOOLS_CALL];
+    const META: &'static [&'static str] = KEPT_META;
+
+    fn finders() -> &'static [memchr::memmem::Finder<'static>] {
+        static FINDERS: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>> =
+            std::sync::OnceLock::new();
+        FINDERS.get_or_init(|| crate::jsonrpc::finders_of(Self::FORMS))
+    }
+}
+
+/// The `_meta` members [`Calls`] keeps, in [`kept_meta`]'s order: with the
 /// feature `otel`, a call's trace context too.
 #[cfg(not(feature = "otel"))]
 const KEPT_META: &[&str] = &[
@@ -106,7 +113,7 @@ pub(crate) fn read_call<'a>(
     form: &'static CallForm,
     text: &'a str,
 ) -> Result<ToolCall<'a>, serde_json::Error> {
-    crate::jsonrpc::read_params(form, CALLS.meta, text)
+    crate::jsonrpc::read_params(form, Calls::META, text)
 }
 
 /// The `_meta` members a tool call's one-pass reading keeps, by index
@@ -140,9 +147,9 @@ pub(crate) mod kept_params {
     pub(crate) const REQUEST_STATE: usize = 1;
 }
 
-/// Parses one message body, its tool calls read by [`CALLS`].
+/// Parses one message body, its tool calls read by [`Calls`].
 pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
-    crate::jsonrpc::parse(body, &CALLS)
+    crate::jsonrpc::parse::<Calls>(body)
 }
 
 /// Limits that protect a server from its clients.

@@ -1,5 +1,5 @@
 //! The hot path's own reading of a plain tool call — a request whose
-//! method a protocol's [`CallForms`] names, written the way clients write
+//! method a protocol's [`CallTable`] names, written the way clients write
 //! it — in one pass over the bytes, without serde's machinery.
 //!
 //! It reads only what it fully understands: an object whose members are
@@ -16,7 +16,7 @@
 
 use super::arguments::{ArgumentsText, MAX_NESTING};
 use super::cursor::Cursor;
-use crate::call_form::{CallForm, CallForms, KEPT_META};
+use crate::call_form::{CallForm, CallTable, KEPT_META};
 
 /// The most digits of an integer id read here (it then fits an `i64`).
 const MAX_ID_DIGITS: usize = 18;
@@ -49,8 +49,10 @@ pub(crate) enum PlainId<'a> {
     String(&'a str),
 }
 
-/// A plain tool call of one of `forms`, or `None`.
-pub(crate) fn read<'t>(text: &'t str, forms: &CallForms) -> Option<PlainCall<'t>> {
+/// A plain tool call of one of table `T`'s forms, or `None`. (Its names are
+/// the table's constants.)
+#[inline(always)]
+pub(crate) fn read<T: CallTable>(text: &str) -> Option<PlainCall<'_>> {
     let mut reader = Reader {
         source: text,
         cursor: Cursor::new(text.as_bytes()),
@@ -67,13 +69,12 @@ pub(crate) fn read<'t>(text: &'t str, forms: &CallForms) -> Option<PlainCall<'t>
             }
             1 if form.is_none() => {
                 reader.cursor.peek()?;
-                let known = forms.forms.iter().position(|f| reader.quoted(f.method));
-                let found = forms.forms.get(known?)?;
+                let found = reader.first_quoted(T::FORMS, |f| f.method)?;
                 reader.cursor.at += found.method.len() + 2;
                 form = Some(found);
             }
             2 if id.is_none() => id = Some(reader.id()?),
-            3 if params.is_none() => params = Some(reader.params(forms)?),
+            3 if params.is_none() => params = Some(reader.params::<T>()?),
             _ => return None,
         }
         if reader.cursor.closes(b'}')? {
@@ -171,6 +172,7 @@ impl<'t> Reader<'t> {
     /// A `_meta` object: the members `names` names, as text. A name with
     /// an escape, or one of its members twice, is left to serde (which
     /// reads the escape, and refuses the repeat).
+    #[inline(always)]
     fn meta(&mut self, names: &[&str]) -> Option<[Option<&'t str>; KEPT_META]> {
         let mut meta = [None; KEPT_META];
         let mut seen = [false; KEPT_META];
@@ -180,7 +182,7 @@ impl<'t> Reader<'t> {
         }
         loop {
             self.cursor.peek()?;
-            let known = names.iter().position(|name| self.quoted(name));
+            let known = self.index_quoted(names);
             match known {
                 Some(i) => self.cursor.at += names.get(i)?.len() + 2,
                 None => {
@@ -211,32 +213,69 @@ impl<'t> Reader<'t> {
     /// `name`, with its quotes, is next (as written: no escapes). The
     /// closing quote's place is looked at first: most names that are not
     /// `name` are told apart there, without comparing their bytes.
-    #[inline]
+    #[inline(always)]
     fn quoted(&self, name: &str) -> bool {
         let rest = self.cursor.text.get(self.cursor.at..).unwrap_or_default();
         let n = name.len();
-        // (Compared byte by byte: names are short, and a call to `memcmp`
-        // costs more than the loop.)
+        // (A short name is compared byte by byte, which costs less than a
+        // call to `memcmp`; a long one, such as a `_meta` key, by `memcmp`.)
         rest.get(n + 1) == Some(&b'"')
             && rest.first() == Some(&b'"')
-            && rest
-                .get(1..=n)
-                .is_some_and(|text| text.iter().zip(name.as_bytes()).all(|(a, b)| a == b))
+            && rest.get(1..=n).is_some_and(|text| {
+                if n <= 16 {
+                    text.iter().zip(name.as_bytes()).all(|(a, b)| a == b)
+                } else {
+                    text == name.as_bytes()
+                }
+            })
     }
 
-    fn params(&mut self, forms: &CallForms) -> Option<Params<'t>> {
+    /// The first of `items` whose name (`name_of`) is next, quoted. (A
+    /// loop of its own, not an iterator adapter: it inlines, and with a
+    /// static table the names become constants.)
+    #[inline(always)]
+    fn first_quoted<T>(
+        &self,
+        items: &'static [T],
+        name_of: impl Fn(&T) -> &str,
+    ) -> Option<&'static T> {
+        let mut i = 0;
+        while let Some(item) = items.get(i) {
+            if self.quoted(name_of(item)) {
+                return Some(item);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The index of the first of `names` that is next, quoted.
+    #[inline(always)]
+    fn index_quoted(&self, names: &[&str]) -> Option<usize> {
+        let mut i = 0;
+        while let Some(name) = names.get(i) {
+            if self.quoted(name) {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn params<T: CallTable>(&mut self) -> Option<Params<'t>> {
         let mut params = Params {
             tool: None,
             arguments: None,
             meta: None,
         };
-        if forms.forms.len() > MAX_FORMS || forms.meta.len() > KEPT_META {
+        if T::FORMS.len() > MAX_FORMS || T::META.len() > KEPT_META {
             return None;
         }
         self.cursor.eat(b'{')?;
         loop {
             self.cursor.peek()?;
-            if let Some(form) = forms.forms.iter().find(|f| self.quoted(f.tool)) {
+            if let Some(form) = self.first_quoted(T::FORMS, |f| f.tool) {
                 self.cursor.at += form.tool.len() + 2;
                 self.cursor.eat(b':')?;
                 // A second tool member (the same or another form's): serde's.
@@ -257,7 +296,7 @@ impl<'t> Reader<'t> {
                         let text = self.source.get(start..self.cursor.at)?;
                         params.arguments = Some(ArgumentsText::checked(text));
                     }
-                    1 if params.meta.is_none() => params.meta = Some(self.meta(forms.meta)?),
+                    1 if params.meta.is_none() => params.meta = Some(self.meta(T::META)?),
                     _ => return None,
                 }
             }

@@ -2,7 +2,7 @@
 //! and its fuzz target: what it takes, serde's reading takes alike (the
 //! same id, method and params), and it reads as a value.
 
-use super::{CallForms, Envelope, Incoming, classify, from_plain, read_tool_call_with_serde};
+use super::{CallTable, Envelope, Incoming, classify, from_plain, read_tool_call_with_serde};
 use crate::fast::plain_call::read;
 
 /// What a reading made of a tool call: id, method and params.
@@ -20,8 +20,8 @@ pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
 
 /// serde's reading: its one-pass reading, else the general one (the
 /// envelope, then the params as the dialect reads them).
-pub(crate) fn serde_reading(text: &str, forms: &CallForms) -> Option<String> {
-    if let Some(incoming) = read_tool_call_with_serde(text, forms) {
+pub(crate) fn serde_reading<T: CallTable>(text: &str) -> Option<String> {
+    if let Some(incoming) = read_tool_call_with_serde::<T>(text) {
         return summary(&incoming);
     }
     let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
@@ -37,8 +37,8 @@ pub(crate) fn serde_reading(text: &str, forms: &CallForms) -> Option<String> {
     if !raw.get().starts_with('{') {
         return None;
     }
-    let form = forms.forms.iter().find(|form| form.method == method)?;
-    let params = super::read_params(form, forms.meta, raw.get()).ok()?;
+    let form = T::FORMS.iter().find(|form| form.method == method)?;
+    let params = super::read_params(form, T::META, raw.get()).ok()?;
     Some(format!("{id:?} {method} {params:?}"))
 }
 
@@ -58,13 +58,13 @@ pub(crate) fn value_reading(text: &str) -> bool {
     })
 }
 
-/// Whether the plain reader takes `text` as a call of `forms`; panics
+/// Whether the plain reader takes `text` as a call of table `T`; panics
 /// where what it reads differs from serde's reading, or does not read as
 /// a value.
-pub(crate) fn agrees(text: &str, forms: &CallForms) -> bool {
-    let plain = read(text, forms).map(from_plain).as_ref().and_then(summary);
+pub(crate) fn agrees<T: CallTable>(text: &str) -> bool {
+    let plain = read::<T>(text).map(from_plain).as_ref().and_then(summary);
     if let Some(plain) = &plain {
-        assert_eq!(Some(plain), serde_reading(text, forms).as_ref(), "{text}");
+        assert_eq!(Some(plain), serde_reading::<T>(text).as_ref(), "{text}");
         // (Within the nesting a message-wide value reading allows.)
         assert!(
             value_reading(text) || text.matches('[').count() > 100,

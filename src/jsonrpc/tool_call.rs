@@ -2,7 +2,7 @@
 //! (`jsonrpc::parse`): the tool it names, its arguments kept as text, and
 //! the members a protocol keeps, each as text. Which requests are tool
 //! calls, and which members are kept, is data a protocol gives
-//! ([`CallForms`]): this layer names no method and no member of its own.
+//! ([`CallTable`]): this layer names no method and no member of its own.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -11,7 +11,7 @@ use serde::de::{self, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visito
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-pub(crate) use crate::call_form::{CallForm, CallForms, KEPT, KEPT_META};
+pub(crate) use crate::call_form::{CallForm, CallTable, KEPT, KEPT_META, finders_of};
 use crate::fast::arguments::ArgumentsText;
 
 /// A tool call's params, read by its [`CallForm`].

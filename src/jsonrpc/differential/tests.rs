@@ -4,10 +4,12 @@
 use crate::test_rng::{Rng, choices, full_choices, sample};
 use proptest::prelude::*;
 
-/// The forms the crate's dialects read (`dialect::CALLS`), spelled here
+/// The forms the crate's dialects read (`dialect::Calls`), spelled here
 /// for this layer's own tests.
-pub(crate) static FORMS: crate::jsonrpc::CallForms = crate::jsonrpc::CallForms {
-    forms: &[
+pub(crate) struct Forms;
+
+impl crate::jsonrpc::CallTable for Forms {
+    const FORMS: &'static [crate::jsonrpc::CallForm] = &[
         crate::jsonrpc::CallForm {
             method: "mcp/executeTool",
             tool: "id",
@@ -20,22 +22,27 @@ pub(crate) static FORMS: crate::jsonrpc::CallForms = crate::jsonrpc::CallForms {
             object_arguments: false,
             kept: &["inputResponses", "requestState"],
         },
-    ],
-    meta: &[
+    ];
+    const META: &'static [&'static str] = &[
         "progressToken",
         "io.modelcontextprotocol/protocolVersion",
         "io.modelcontextprotocol/clientCapabilities",
         "io.modelcontextprotocol/logLevel",
-    ],
-    finders: std::sync::OnceLock::new(),
-};
+    ];
+
+    fn finders() -> &'static [memchr::memmem::Finder<'static>] {
+        static FINDERS: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>> =
+            std::sync::OnceLock::new();
+        FINDERS.get_or_init(|| crate::jsonrpc::finders_of(Self::FORMS))
+    }
+}
 
 fn agrees(text: &str) -> bool {
-    super::agrees(text, &FORMS)
+    super::agrees::<Forms>(text)
 }
 
 fn serde_reading(text: &str) -> Option<String> {
-    super::serde_reading(text, &FORMS)
+    super::serde_reading::<Forms>(text)
 }
 
 #[test]
