@@ -17,8 +17,10 @@
 //! request to the client (elicitation, sampling, roots) gets a client
 //! span whose context travels in that request's `params._meta`.
 //!
-//! The spans are `tracing` spans: export them with any subscriber that
-//! has a `tracing-opentelemetry` layer, or with [`init`], which sets up
+//! The spans are `tracing` spans at `info`, target `clawmcp::request`:
+//! export them with any subscriber that has a `tracing-opentelemetry`
+//! layer (and leave that target's spans out of a `fmt` layer, which would
+//! format every request's fields), or with [`init`], which sets up
 //! this crate's stderr logs and, when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
 //! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, exports spans over
 //! OTLP/HTTP (protobuf) in batches. Without an exporter, the spans cost a
@@ -43,7 +45,7 @@ use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -73,32 +75,43 @@ pub fn init() -> Telemetry {
         .and_then(|l| l.trim().parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::INFO);
     let (writer, log) = stderr_writer();
+    // The log lines leave the requests' spans out: formatting each one's
+    // fields would cost more than the request itself. With no exporter,
+    // nothing then wants them, and they are not even made.
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .log_internal_errors(false)
-        .with_filter(LevelFilter::from_level(level));
+        .with_filter(
+            // (A filter by target, decided once per call site: a closure
+            // would be asked at every span and event.)
+            Targets::new()
+                .with_default(LevelFilter::from_level(level))
+                .with_target(crate::trace_context::TARGET, LevelFilter::OFF),
+        );
     let (provider, problem) = match exporter() {
         Ok(provider) => (provider, None),
         Err(problem) => (None, Some(problem)),
     };
-    let traces = provider.as_ref().map(|provider| {
-        // The conventions' attributes only (no source location, thread or
-        // timing fields), and a status from the request's outcome alone (an
-        // error event a tool logs does not fail its span).
-        tracing_opentelemetry::layer()
-            .with_tracer(provider.tracer("clawmcp"))
-            .with_location(false)
-            .with_threads(false)
-            .with_tracked_inactivity(false)
-            .with_target(false)
-            .with_error_events_to_status(false)
-            .with_filter(LevelFilter::INFO)
-    });
-    let installed = tracing_subscriber::registry()
-        .with(logs)
-        .with(traces)
-        .try_init();
+    let installed = match &provider {
+        Some(provider) => {
+            // The conventions' attributes only (no source location, thread
+            // or timing fields), and a status from the request's outcome
+            // alone (an error event a tool logs does not fail its span).
+            let traces = tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("clawmcp"))
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_target(false)
+                .with_error_events_to_status(false)
+                .with_filter(LevelFilter::INFO);
+            (tracing_subscriber::registry().with(logs).with(traces)).try_init()
+        }
+        // (No layer at all, rather than an empty one, which would want
+        // every span made.)
+        None => tracing_subscriber::registry().with(logs).try_init(),
+    };
     if installed.is_err() {
         tracing::debug!("a global tracing subscriber was already set");
     }

@@ -18,6 +18,9 @@ use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+/// The `tracing` target of the spans made here.
+pub(crate) const TARGET: &str = "clawmcp::request";
+
 /// The `_meta` keys that carry trace context (the 2026-07-28 revision
 /// reserves them; OpenTelemetry's conventions use them in every revision).
 pub(crate) const KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
@@ -85,7 +88,7 @@ pub(crate) fn request_span(
         Transport::Http => ("tcp", Some("http")),
     };
     let span = tracing::info_span!(
-        target: "clawmcp::request",
+        target: TARGET,
         "request",
         otel.name = method,
         otel.kind = "server",
@@ -221,7 +224,7 @@ pub(crate) fn ended(span: &tracing::Span, outcome: Outcome<'_>) {
 /// trace. `params` that are not an object are left as they are.
 pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value) -> tracing::Span {
     let span = tracing::info_span!(
-        target: "clawmcp::request",
+        target: TARGET,
         parent: parent,
         "request to the client",
         otel.name = method,
@@ -250,7 +253,7 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
 /// the request that created it: named as its call, with the task's id.
 pub(crate) fn task_span(parent: &tracing::Span, tool: &str, task_id: &str) -> tracing::Span {
     tracing::info_span!(
-        target: "clawmcp::request",
+        target: TARGET,
         parent: parent,
         "task",
         otel.name = format!("tools/call {tool}"),

@@ -54,6 +54,10 @@ impl Traced {
         else {
             return Self::default();
         };
+        // (A request span no subscriber wants is not made: nothing to read.)
+        if !tracing::enabled!(target: crate::trace_context::TARGET, tracing::Level::INFO) {
+            return Self::default();
+        }
         let carried = match call {
             // (Read with the call, its string members as written.)
             Some(call) => Carried(
@@ -93,6 +97,10 @@ impl Traced {
         use crate::engine::Work;
         use crate::trace_context::{Target, target, version};
 
+        // (Nothing is recorded, nor formatted, for a span no one wants.)
+        if self.span.is_disabled() {
+            return;
+        }
         let spoken = match (&routed.step, routed.dialect) {
             (_, Dialect::Revision2026) => Some("2026-07-28"),
             // (MCP v1.0 names no version: its own, 1.0.)
