@@ -19,7 +19,7 @@ pub use crate::handle::ServerHandle;
 use crate::principal::Caller;
 use crate::prompt::Prompt;
 use crate::resource::Resource;
-use crate::session::{self, Alone, Outgoing, Session, Shared};
+use crate::session::{self, Alone, Dispatched, Outgoing, Session, Shared};
 pub use crate::session::{Input, MAX_PARKED};
 use crate::template::ResourceTemplate;
 use crate::tool::Tool;
@@ -149,7 +149,7 @@ impl Server {
                     Alone::Running(job) => {
                         let (out, replies) = tokio::sync::mpsc::channel(2);
                         Session::implicit(&self.inner, out, stop.clone())
-                            .run_job(job, body.len())
+                            .run_dispatched(Dispatched::Run(job), body.len())
                             .await;
                         answered(only_reply(replies).await)
                     }

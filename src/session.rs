@@ -21,7 +21,7 @@ mod slots;
 mod task;
 mod traced;
 
-pub(crate) use dispatch::{Alone, alone};
+pub(crate) use dispatch::{Alone, Dispatched, alone};
 #[cfg(feature = "http")]
 pub(crate) use dispatch::{Beside, beside};
 #[cfg(feature = "http")]

@@ -358,7 +358,7 @@ pub(crate) enum Alone {
     /// Answered at once: the reply, if the message gets one.
     Answered(Option<Reply>),
     /// Its work goes on: it needs a session to finish in
-    /// (`Session::run_job`).
+    /// (`Session::run_dispatched`).
     Running(Job),
     /// A listen stream (2026-07-28): the response body reads it.
     Listening(#[cfg_attr(not(feature = "http"), allow(dead_code))] Listener),

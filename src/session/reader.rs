@@ -349,12 +349,19 @@ impl Session {
         self.finish_one().await
     }
 
-    /// Runs `job`, the one request of an HTTP single exchange that
-    /// [`alone`] could not finish at once, then ends the session.
-    pub(crate) async fn run_job(mut self, job: Job, bytes: usize) {
-        if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
-            waiting.await;
-        }
+    /// Dispatches the one message of an implicit session on the caller's
+    /// task, where its body is (it is parsed once): what
+    /// [`run_dispatched`](Self::run_dispatched) then runs.
+    pub(crate) fn dispatch_one(&self, message: Incoming<'_>) -> Dispatched {
+        let draining = self.stop.is_cancelled();
+        dispatch(&self.shared, self.phase, draining, message, &self.caller)
+    }
+
+    /// Runs what the one message of an implicit session dispatched to — a
+    /// job [`alone`] could not finish at once, or a request whose stream
+    /// may carry notifications before its reply — then ends the session.
+    pub(crate) async fn run_dispatched(mut self, dispatched: Dispatched, bytes: usize) {
+        self.submit(dispatched, bytes).await;
         self.finish_one().await;
     }
 

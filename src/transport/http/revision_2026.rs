@@ -34,7 +34,7 @@ use crate::dialect::{Dialect, kept_meta, keys, methods};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
-use crate::session::{About, Alone, Listener, Outgoing, Session, alone};
+use crate::session::{About, Alone, Dispatched, Listener, Outgoing, Session, alone};
 
 /// `Mcp-Name`.
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
@@ -149,13 +149,10 @@ impl McpService {
         if streams {
             // Progress or log lines may come first: the request is served
             // in a session of its own from the start, so that they reach
-            // its stream.
+            // its stream (dispatched here, from the one parse of its body).
             let (session, outbox) = session();
-            let body = body.clone();
-            tokio::spawn(async move {
-                let parsed = crate::dialect::parse(&body);
-                session.run_parsed(&body, parsed).await;
-            });
+            let dispatched = session.dispatch_one(message);
+            tokio::spawn(session.run_dispatched(dispatched, body.len()));
             return self.respond_from(parts, &id, outbox).await;
         }
         match alone(self.0.server.detached_2026(), message, caller) {
@@ -164,7 +161,7 @@ impl McpService {
             Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply.bytes),
             Alone::Running(job) => {
                 let (session, outbox) = session();
-                tokio::spawn(session.run_job(job, body.len()));
+                tokio::spawn(session.run_dispatched(Dispatched::Run(job), body.len()));
                 self.respond_from(parts, &id, outbox).await
             }
             Alone::Listening(listener) => self.listen_stream(listener, caller),
