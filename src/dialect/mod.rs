@@ -289,8 +289,9 @@ pub(crate) trait SessionState {
 /// What a dialect asks its session to record, returned with a reply.
 #[derive(Debug)]
 pub(crate) enum Change {
-    /// The client's `initialize` (the first one counts).
-    Client(ClientInfo),
+    /// The client's `initialize` (the first one counts). (Boxed: it is
+    /// rare, and a `Step` that holds a `Change` is moved on every request.)
+    Client(Box<ClientInfo>),
     /// MCP v1.0's trace level.
     Trace(TraceLevel),
     /// The least severe log level sent to the client as log lines.
@@ -386,7 +387,7 @@ pub(crate) struct Request<'r> {
     pub(crate) id: &'r RequestId,
     pub(crate) method: &'r str,
     pub(crate) params: Option<&'r RawValue>,
-    pub(crate) call: Option<ToolCall<'r>>,
+    pub(crate) call: Option<&'r ToolCall<'r>>,
     pub(crate) principal: Option<&'r Principal>,
 }
 
@@ -500,7 +501,7 @@ impl Dialect {
         let dialect = self.of_request(
             method,
             request.params,
-            request.call.as_ref(),
+            request.call,
             before_handshake && session.discovered(),
         );
         let listing = session.server().listing();

@@ -112,7 +112,8 @@ pub(crate) fn dispatch(
             id,
             method,
             params,
-            call,
+            // (Borrowed, not moved: the call's reading is large.)
+            ref call,
         } => {
             // The clock is read only when trace lines need it.
             let started = shared.trace_on().then(Instant::now);
@@ -124,7 +125,7 @@ pub(crate) fn dispatch(
                 started,
                 traced,
             };
-            serve(serving, phase, params, call, caller)
+            serve(serving, phase, params, call.as_ref(), caller)
         }
         Incoming::Notification { method, params } => {
             // (A 2026-07-28 request may be cancelled on a connection that
@@ -203,7 +204,7 @@ fn serve(
     serving: Serving<'_>,
     phase: Phase,
     params: Option<&RawValue>,
-    call: Option<jsonrpc::ToolCall<'_>>,
+    call: Option<&jsonrpc::ToolCall<'_>>,
     caller: &Caller,
 ) -> Dispatched {
     let principal = caller.principal.as_deref();

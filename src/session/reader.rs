@@ -184,7 +184,7 @@ impl Session {
         let mut shared = Shared::new(server.clone(), out.into(), Dialect::ModelContext);
         shared.over_http = true;
         shared.peer = super::peer::Peer::numbered_from(resumed.first_request_id);
-        shared.record(Change::Client(resumed.client));
+        shared.record(Change::Client(Box::new(resumed.client)));
         shared.record(Change::LogLevel(resumed.log_level));
         for uri in resumed.subscriptions {
             shared.record(Change::Subscription { uri, on: true });

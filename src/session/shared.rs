@@ -460,7 +460,7 @@ impl Shared {
     pub(crate) fn restore(&self, change: Change) {
         match change {
             Change::Client(client) => {
-                let _ = self.client.set(client);
+                let _ = self.client.set(*client);
             }
             Change::Trace(value) => self.set_trace(value),
             Change::LogLevel(level) => self.set_log_level(level),

@@ -444,7 +444,7 @@ pub(crate) fn initialize(
         version,
         capabilities: serde_json::Value::Object(params.capabilities),
     };
-    Ok((reply, Change::Client(client)))
+    Ok((reply, Change::Client(Box::new(client))))
 }
 
 /// Reads params into `T`: they must be an object.
@@ -530,7 +530,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
                     // `fast::arguments`), and worded by it.
                     read::<schema::CallToolParamsShape<'_>>(method, params).and(Err(e))
                 })
-                .and_then(|p| call_tool_with(catalog, p)),
+                .and_then(|p| call_tool_with(catalog, &p)),
         },
         methods::RESOURCES_LIST if provides.resources => {
             let pages = seen(lists, catalog, principal, PagedList::Resources);
@@ -610,7 +610,7 @@ fn page(
 }
 
 /// The tool of read `tools/call` params, looked up, its arguments checked.
-fn call_tool_with(catalog: &Catalog, params: ToolCall<'_>) -> Result<Step, RpcError> {
+fn call_tool_with(catalog: &Catalog, params: &ToolCall<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_names
         .get(params.tool.as_ref())

@@ -189,7 +189,7 @@ fn prepare(
     if !serves(method) {
         return Err(error(Some(id), &RpcError::method_not_found(method)));
     }
-    let envelope = envelope(method, params, call.as_ref()).map_err(|e| error(Some(id), &e))?;
+    let envelope = envelope(method, params, call).map_err(|e| error(Some(id), &e))?;
     let declared = declared(id, envelope.meta.as_ref())?;
     match method {
         methods::DISCOVER => return Ok(Step::Reply(discover(server, listing, id))),
@@ -216,7 +216,7 @@ fn prepare(
         methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
     );
     let (answers, binding) = if round_trips {
-        let binding = binding(method, &envelope, call.as_ref(), principal);
+        let binding = binding(method, &envelope, call, principal);
         let answers = answers(server, &binding, &envelope).map_err(|e| error(Some(id), &e))?;
         (answers, binding)
     } else {

@@ -246,11 +246,11 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
             .unwrap_or(e);
         RpcError::invalid_params(format!("{SHAPE}: {e}"))
     })?;
-    execute(catalog, params)
+    execute(catalog, &params)
 }
 
 /// The tool of read `mcp/executeTool` params, looked up.
-fn execute(catalog: &Catalog, params: ToolCall<'_>) -> Result<Step, RpcError> {
+fn execute(catalog: &Catalog, params: &ToolCall<'_>) -> Result<Step, RpcError> {
     let tool = *catalog
         .tool_index
         .get(&*params.tool)
