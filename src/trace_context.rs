@@ -232,6 +232,7 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
         otel.status_code = Empty,
         otel.status_description = Empty,
         mcp.method.name = method,
+        jsonrpc.request.id = Empty,
         error.type = Empty,
         rpc.response.status_code = Empty,
     );

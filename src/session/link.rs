@@ -56,6 +56,10 @@ impl Shared {
         cancel: &Cancellation,
     ) -> Answer {
         let (id, answer) = self.peer.start()?;
+        // The request's id is known only now: its client span (the one the
+        // asking future runs in, feature `otel`) records it.
+        #[cfg(feature = "otel")]
+        tracing::Span::current().record("jsonrpc.request.id", id.to_string().as_str());
         let mut waiting = PendingAsk {
             session: self,
             id,

@@ -275,6 +275,9 @@ def stdio(args, receiver):
           and client_span.parent_span_id == ask.span_id,
           "its parent is the server's client span elicitation/create, a child of the call's span",
           (client_span.name, client_span.kind))
+    check(attributes(client_span.attributes).get("jsonrpc.request.id") == str(asked["id"]),
+          "the client span names the id of the request to the client",
+          attributes(client_span.attributes))
     check("tenant=acme" in carried.get("baggage", ""),
           "the caller's baggage travels on to the client", carried)
     _, listed = receiver.find(lambda s: s.name == "tools/list", "the tools/list span")
