@@ -685,11 +685,12 @@ impl Session {
     }
 }
 
-/// Runs `job` in `slot` by the executor policy ([`poll_once`]). The slot is
-/// freed once the reply is handed on: at once, or, for a reply that does
-/// not fit the outbox, by what this returns, which holds the slot until it
-/// has, and is awaited before the reader reads on. A batch's members always
-/// run in tasks: their replies are collected into one array.
+/// Runs `job` in `slot` by the executor policy ([`poll_once`]), for a
+/// single request and a batch's member alike. The slot is freed once the
+/// reply is handed on: at once, or, for a reply that does not fit the
+/// outbox, by what this returns, which holds the slot until it has, and is
+/// awaited before the reader reads on. A batch member's reply goes to its
+/// batch's collector, which sends the replies as one array.
 #[must_use]
 fn start<'a>(
     shared: &'a Arc<Shared>,
@@ -697,21 +698,24 @@ fn start<'a>(
     to: ReplyTo,
     slot: Slot<'a>,
 ) -> Option<RoomWait<'a>> {
-    match to {
-        ReplyTo::Session => match poll_once(shared, job) {
-            Ok(handled) => {
-                let waiting = shared.hand_on(handled)?;
-                Some(Box::pin(async move {
-                    waiting.await;
-                    drop(slot);
-                }))
-            }
-            Err(job) => {
-                run_in_task(shared, job, Some(slot.owned()));
-                None
-            }
-        },
-        ReplyTo::Batch(collector) => {
+    match (poll_once(shared, job), to) {
+        (Ok(handled), ReplyTo::Session) => {
+            let waiting = shared.hand_on(handled)?;
+            Some(Box::pin(async move {
+                waiting.await;
+                drop(slot);
+            }))
+        }
+        (Ok(handled), ReplyTo::Batch(collector)) => {
+            // (The collector has room for every member's one reply.)
+            let _ = collector.try_send(handled);
+            None
+        }
+        (Err(job), ReplyTo::Session) => {
+            run_in_task(shared, job, Some(slot.owned()));
+            None
+        }
+        (Err(job), ReplyTo::Batch(collector)) => {
             let running = job.registered(shared);
             let slot = slot.owned();
             tokio::spawn(async move {
