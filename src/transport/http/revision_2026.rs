@@ -55,7 +55,7 @@ pub(super) fn not_allowed() -> Response<McpBody> {
     response
 }
 
-/// What the headers are checked against: the body's values.
+/// What the headers are checked against: the body's values, read once.
 #[derive(Deserialize, Default)]
 struct Mirrored<'a> {
     #[serde(default, borrow)]
@@ -66,8 +66,54 @@ struct Mirrored<'a> {
     task_id: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow, rename = "_meta")]
     meta: Option<MetaVersion<'a>>,
+    /// The arguments' text (read into values only for a tool that
+    /// mirrors some into headers).
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
+    /// The arguments' text when the one-pass reading of a call read them.
+    #[serde(skip)]
+    arguments_text: Option<&'a str>,
+}
+
+impl<'a> Mirrored<'a> {
+    /// The values of request `message` its headers mirror.
+    fn of(message: &'a Incoming<'a>) -> Self {
+        let Incoming::Request { params, call, .. } = message else {
+            return Self::default();
+        };
+        match (call, params) {
+            (Some(p), _) => Self {
+                name: Some(std::borrow::Cow::Borrowed(p.tool.as_ref())),
+                meta: p.meta.map(|_| MetaVersion {
+                    version: p.meta(kept_meta::PROTOCOL_VERSION),
+                    progress: p.meta(kept_meta::PROGRESS_TOKEN),
+                    log_level: p.meta(kept_meta::LOG_LEVEL),
+                }),
+                arguments_text: p.arguments.map(|a| a.get()),
+                ..Self::default()
+            },
+            (_, Some(raw)) if raw.get().starts_with('{') => {
+                // Params that do not read are the dialect's to refuse.
+                serde_json::from_str(raw.get()).unwrap_or_default()
+            }
+            _ => Self::default(),
+        }
+    }
+
+    /// The arguments' text, however they were read.
+    fn arguments(&self) -> Option<&'a str> {
+        self.arguments_text.or(self.arguments.map(RawValue::get))
+    }
+
+    /// Whether a request of `method` may send notifications before its
+    /// reply (it asked for progress or log lines), and so needs a session
+    /// whose output is its stream. (A listen stream is nothing but
+    /// notifications, yet it needs no session: `alone` hands it back for
+    /// the body to read.)
+    fn streams(&self, method: &str) -> bool {
+        method != crate::dialect::LISTEN
+            && (self.meta.as_ref()).is_some_and(|m| m.progress.is_some() || m.log_level.is_some())
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -89,8 +135,8 @@ impl McpService {
         message: Incoming<'_>,
         caller: &Caller,
     ) -> Response<McpBody> {
-        let id = match &message {
-            Incoming::Request { id, .. } => id.clone(),
+        let (id, method) = match &message {
+            Incoming::Request { id, method, .. } => (id.clone(), method.as_ref()),
             // The revision has no client notifications over HTTP (closing a
             // stream cancels its request): taken and dropped.
             Incoming::Notification { .. } => {
@@ -121,16 +167,15 @@ impl McpService {
                 );
             }
         };
-        let streams = match self.check_headers(parts, &message) {
-            Ok(streams) => streams,
-            Err(mismatch) => {
-                let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
-                return json(
-                    StatusCode::BAD_REQUEST,
-                    Dialect::ModelContext.error(Some(&id), &error).bytes,
-                );
-            }
-        };
+        let mirrored = Mirrored::of(&message);
+        if let Err(mismatch) = self.check_headers(parts, method, &mirrored) {
+            let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
+            return json(
+                StatusCode::BAD_REQUEST,
+                Dialect::ModelContext.error(Some(&id), &error).bytes,
+            );
+        }
+        let streams = mirrored.streams(method);
         if self.0.stop.is_cancelled() {
             // Once shutdown began, a request is answered as a draining
             // session answers it (`-32603`, "server shutting down"); no
@@ -229,37 +274,14 @@ impl McpService {
         ))
     }
 
-    /// The request's headers against its body: `Err` says what does not
-    /// match; `Ok` says whether the request may send notifications before
-    /// its reply (it asked for progress or log lines).
-    fn check_headers(&self, parts: &Parts, message: &Incoming<'_>) -> Result<bool, String> {
-        let Incoming::Request {
-            method,
-            params,
-            call,
-            ..
-        } = message
-        else {
-            return Ok(false);
-        };
-        let mirrored = match (call, params) {
-            (Some(p), _) => Mirrored {
-                name: Some(std::borrow::Cow::Borrowed(p.tool.as_ref())),
-                uri: None,
-                task_id: None,
-                meta: p.meta.map(|_| MetaVersion {
-                    version: p.meta(kept_meta::PROTOCOL_VERSION),
-                    progress: p.meta(kept_meta::PROGRESS_TOKEN),
-                    log_level: p.meta(kept_meta::LOG_LEVEL),
-                }),
-                arguments: p.arguments.and_then(|a| serde_json::from_str(a.get()).ok()),
-            },
-            (_, Some(raw)) if raw.get().starts_with('{') => {
-                // Params that do not read are the dialect's to refuse.
-                serde_json::from_str(raw.get()).unwrap_or_default()
-            }
-            _ => Mirrored::default(),
-        };
+    /// The headers of a request of `method` against the values of its
+    /// body they mirror: `Err` says what does not match.
+    fn check_headers(
+        &self,
+        parts: &Parts,
+        method: &str,
+        mirrored: &Mirrored<'_>,
+    ) -> Result<(), String> {
         // The version: only a body that names one can be compared.
         let header_version = header(parts, &PROTOCOL_VERSION)?;
         if let Some(body_version) = mirrored
@@ -281,14 +303,14 @@ impl McpService {
         }
         match header(parts, &MCP_METHOD)? {
             None => return Err("the Mcp-Method header is required".into()),
-            Some(v) if v != *method => {
+            Some(v) if v != method => {
                 return Err(format!(
                     "Mcp-Method header value '{v}' does not match body method '{method}'"
                 ));
             }
             Some(_) => {}
         }
-        let named = match method.as_ref() {
+        let named = match method {
             methods::TOOLS_CALL | methods::PROMPTS_GET => mirrored.name.as_deref(),
             methods::RESOURCES_READ => mirrored.uri.as_deref(),
             // (So that a balancer can route a task's requests by its id.)
@@ -309,14 +331,9 @@ impl McpService {
         if method == methods::TOOLS_CALL
             && let Some(name) = mirrored.name.as_deref()
         {
-            self.check_params(parts, name, mirrored.arguments)?;
+            self.check_params(parts, name, mirrored.arguments())?;
         }
-        // (A listen stream is nothing but notifications, yet it needs no
-        // session: `alone` hands it back for the body to read.)
-        Ok(method != crate::dialect::LISTEN
-            && mirrored
-                .meta
-                .is_some_and(|m| m.progress.is_some() || m.log_level.is_some()))
+        Ok(())
     }
 
     /// A tool's `x-mcp-header` arguments against their `Mcp-Param-*`
@@ -325,7 +342,7 @@ impl McpService {
         &self,
         parts: &Parts,
         tool: &str,
-        arguments: Option<&RawValue>,
+        arguments: Option<&str>,
     ) -> Result<(), String> {
         let listing = self.0.server.inner().listing();
         let catalog = &listing.catalog;
@@ -340,7 +357,7 @@ impl McpService {
             return Ok(());
         }
         let arguments: serde_json::Map<String, Value> = arguments
-            .and_then(|a| serde_json::from_str(a.get()).ok())
+            .and_then(|a| serde_json::from_str(a).ok())
             .unwrap_or_default();
         for (name, property) in &tool.mirrored {
             let header_name = format!("{PARAM_PREFIX}{}", name.to_ascii_lowercase());
