@@ -5,7 +5,9 @@
 //! and attributed as OpenTelemetry's semantic conventions for MCP say:
 //! `tools/call echo`, with `mcp.method.name`, `mcp.protocol.version`,
 //! `mcp.session.id` (a Streamable HTTP session), `jsonrpc.request.id`,
-//! `network.transport` (`pipe` on stdio, `tcp` over HTTP),
+//! `network.transport` (`pipe` on stdio, `tcp` over HTTP, with
+//! `network.protocol.version` and the peer's `client.address` and
+//! `client.port`),
 //! `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for a
 //! tool call, `gen_ai.prompt.name`, and on failure `error.type` (the
 //! JSON-RPC error code, or `tool_error` for a result the tool marked an

@@ -184,6 +184,29 @@ pub(crate) struct Caller {
     pub(crate) revocation: Option<Arc<Revocation>>,
 }
 
+#[cfg(feature = "http")]
+/// The address of the peer a request came from, in the request's
+/// extensions: the standalone server ([`Server::serve_http`]) puts it
+/// there; an app that mounts the endpoint may too, so that the limits per
+/// principal hold without OAuth.
+///
+/// Behind a reverse proxy every request comes from the proxy's address:
+/// then all clients without a token are one principal. Verify tokens
+/// ([`HttpConfig::oauth`](crate::transport::HttpConfig::oauth)), or raise the limits
+/// per principal to the endpoint's.
+///
+/// [`Server::serve_http`]: crate::Server::serve_http
+///
+/// ```
+/// use clawmcp::transport::PeerAddr;
+///
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(PeerAddr("192.0.2.7:50123".parse().unwrap()));
+/// assert!(request.extensions().get::<PeerAddr>().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 /// An HTTP request's head, and the address of the connection it came on
 /// when the endpoint's own server accepted it (an app that mounts the
 /// endpoint may put a `PeerAddr` in the request's extensions instead).
@@ -192,6 +215,17 @@ pub(crate) struct Caller {
 pub(crate) struct Head {
     pub(crate) parts: http::request::Parts,
     pub(crate) peer: Option<std::net::SocketAddr>,
+}
+
+#[cfg(feature = "http")]
+impl Head {
+    /// The address of the peer the request came from: the connection's, or
+    /// the [`PeerAddr`] an app that mounts the endpoint put in its
+    /// extensions.
+    pub(crate) fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.peer
+            .or_else(|| self.parts.extensions.get::<PeerAddr>().map(|p| p.0))
+    }
 }
 
 #[cfg(feature = "http")]

@@ -69,8 +69,13 @@ impl Injector for Written<'_> {
 pub(crate) enum Transport {
     /// Standard input and output (`network.transport` `pipe`).
     Stdio,
-    /// HTTP over TCP.
-    Http,
+    /// HTTP over TCP: the request's HTTP version, and its peer's address
+    /// when known.
+    #[cfg(feature = "http")]
+    Http {
+        version: http::Version,
+        peer: Option<std::net::SocketAddr>,
+    },
 }
 
 /// The server span of a request: named by its method (its target is
@@ -83,10 +88,26 @@ pub(crate) fn request_span(
     session_id: Option<&str>,
     carried: &Carried<'_>,
 ) -> tracing::Span {
-    let (network, protocol) = match transport {
-        Transport::Stdio => ("pipe", None),
-        Transport::Http => ("tcp", Some("http")),
+    let (network, protocol, protocol_version, peer) = match transport {
+        Transport::Stdio => (
+            "pipe",
+            None::<&str>,
+            None::<&str>,
+            None::<std::net::SocketAddr>,
+        ),
+        #[cfg(feature = "http")]
+        Transport::Http { version, peer } => {
+            let version = match version {
+                http::Version::HTTP_10 => "1.0",
+                http::Version::HTTP_11 => "1.1",
+                http::Version::HTTP_2 => "2",
+                http::Version::HTTP_3 => "3",
+                _ => "0.9",
+            };
+            ("tcp", Some("http"), Some(version), peer)
+        }
     };
+    let client_address = peer.map(|p| p.ip().to_canonical().to_string());
     let span = tracing::info_span!(
         target: TARGET,
         "request",
@@ -100,6 +121,9 @@ pub(crate) fn request_span(
         jsonrpc.request.id = id,
         network.transport = network,
         network.protocol.name = protocol,
+        network.protocol.version = protocol_version,
+        client.address = client_address.as_deref(),
+        client.port = peer.map(|p| i64::from(p.port())),
         gen_ai.operation.name = Empty,
         gen_ai.tool.name = Empty,
         gen_ai.prompt.name = Empty,

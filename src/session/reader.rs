@@ -352,6 +352,7 @@ impl Session {
     /// Dispatches the one message of an implicit session on the caller's
     /// task, where its body is (it is parsed once): what
     /// [`run_dispatched`](Self::run_dispatched) then runs.
+    #[cfg(feature = "http")]
     pub(crate) fn dispatch_one(&self, message: Incoming<'_>) -> Dispatched {
         let draining = self.stop.is_cancelled();
         dispatch(&self.shared, self.phase, draining, message, &self.caller)

@@ -75,8 +75,11 @@ impl Traced {
             RequestId::Null => None,
         };
         #[cfg(feature = "http")]
-        let transport = match caller.head {
-            Some(_) => Transport::Http,
+        let transport = match &caller.head {
+            Some(head) => Transport::Http {
+                version: head.version,
+                peer: head.peer_addr(),
+            },
             None => Transport::Stdio,
         };
         #[cfg(not(feature = "http"))]

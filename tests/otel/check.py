@@ -9,7 +9,8 @@ on loopback, which decodes them with the official protobuf definitions
      caller's span, named `{method} {target}` with the conventions'
      attributes (mcp.method.name, mcp.protocol.version, mcp.session.id,
      jsonrpc.request.id, network.transport, gen_ai.tool.name,
-     gen_ai.operation.name);
+     gen_ai.operation.name; over HTTP network.protocol.version,
+     client.address and client.port);
   2. failures set error.type: the JSON-RPC code (`-32602` for an unknown
      tool) or `tool_error` for a result the tool marked an error, and the
      span's status is ERROR;
@@ -364,8 +365,11 @@ def over_http(args, receiver):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    check_call_span(receiver, "tools/call echo", "tcp", "2026-07-28", {
-        "gen_ai.tool.name": "echo", "jsonrpc.request.id": "a-1", "network.protocol.name": "http"})
+    _, _, attrs = check_call_span(receiver, "tools/call echo", "tcp", "2026-07-28", {
+        "gen_ai.tool.name": "echo", "jsonrpc.request.id": "a-1", "network.protocol.name": "http",
+        "network.protocol.version": "1.1", "client.address": "127.0.0.1"})
+    check(isinstance(attrs.get("client.port"), int) and 0 < attrs["client.port"] < 65536,
+          "an HTTP span names the client's port", attrs.get("client.port"))
     check_call_span(receiver, "prompts/get planner", "tcp", "2025-11-25", {
         "gen_ai.prompt.name": "planner", "mcp.session.id": sid})
 

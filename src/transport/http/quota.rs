@@ -9,34 +9,13 @@
 //! endpoint's limits only.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::principal::Caller;
-
-/// The address of the peer a request came from, in the request's
-/// extensions: the standalone server ([`Server::serve_http`]) puts it
-/// there; an app that mounts the endpoint may too, so that the limits per
-/// principal hold without OAuth.
-///
-/// Behind a reverse proxy every request comes from the proxy's address:
-/// then all clients without a token are one principal. Verify tokens
-/// ([`HttpConfig::oauth`](super::HttpConfig::oauth)), or raise the limits
-/// per principal to the endpoint's.
-///
-/// [`Server::serve_http`]: crate::Server::serve_http
-///
-/// ```
-/// use clawmcp::transport::PeerAddr;
-///
-/// let mut request = http::Request::new(());
-/// request.extensions_mut().insert(PeerAddr("192.0.2.7:50123".parse().unwrap()));
-/// assert!(request.extensions().get::<PeerAddr>().is_some());
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeerAddr(pub SocketAddr);
+pub use crate::principal::PeerAddr;
 
 /// Who a request is counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -59,11 +38,7 @@ impl Principal {
                 client.map(str::to_owned),
             ));
         }
-        let head = caller.head.as_ref()?;
-        let peer = match head.peer {
-            Some(peer) => peer,
-            None => head.extensions.get::<PeerAddr>()?.0,
-        };
+        let peer = caller.head.as_ref()?.peer_addr()?;
         Some(Self::Peer(match peer.ip().to_canonical() {
             IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(
                 v6.to_bits() & !((1u128 << 64) - 1),
@@ -202,6 +177,7 @@ impl Drop for StreamSlot {
 mod tests {
     use super::*;
     use crate::principal::Head;
+    use std::net::SocketAddr;
 
     #[test]
     fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
