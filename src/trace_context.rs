@@ -98,13 +98,14 @@ pub(crate) fn request_span(
         #[cfg(feature = "http")]
         Transport::Http { version, peer } => {
             let version = match version {
-                http::Version::HTTP_10 => "1.0",
-                http::Version::HTTP_11 => "1.1",
-                http::Version::HTTP_2 => "2",
-                http::Version::HTTP_3 => "3",
-                _ => "0.9",
+                http::Version::HTTP_09 => Some("0.9"),
+                http::Version::HTTP_10 => Some("1.0"),
+                http::Version::HTTP_11 => Some("1.1"),
+                http::Version::HTTP_2 => Some("2"),
+                http::Version::HTTP_3 => Some("3"),
+                _ => None,
             };
-            ("tcp", Some("http"), Some(version), peer)
+            ("tcp", Some("http"), version, peer)
         }
     };
     let client_address = peer.map(|p| p.ip().to_canonical().to_string());
@@ -242,6 +243,10 @@ pub(crate) fn ended(span: &tracing::Span, outcome: Outcome<'_>) {
     span.record("otel.status_description", description);
 }
 
+/// The name of a request to the client's span (its `otel.name` is the
+/// method).
+const TO_CLIENT_SPAN: &str = "request to the client";
+
 /// The client span of a request to the client (`elicitation/create` and
 /// the like), a child of `parent`, with its context written into
 /// `params`' `_meta` (made when missing): the client can continue the
@@ -250,7 +255,7 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
     let span = tracing::info_span!(
         target: TARGET,
         parent: parent,
-        "request to the client",
+        TO_CLIENT_SPAN,
         otel.name = method,
         otel.kind = "client",
         otel.status_code = Empty,
@@ -272,6 +277,17 @@ pub(crate) fn to_client(parent: &tracing::Span, method: &str, params: &mut Value
         }
     }
     span
+}
+
+/// Records `id` on `span` if it is the client span of a request to the
+/// client ([`to_client`]), the JSON-RPC id its session gave the request.
+pub(crate) fn record_client_request_id(span: &tracing::Span, id: u64) {
+    if span
+        .metadata()
+        .is_some_and(|m| m.name() == TO_CLIENT_SPAN && m.target() == TARGET)
+    {
+        span.record("jsonrpc.request.id", id.to_string().as_str());
+    }
 }
 
 /// The span of a task's run (the tasks extension), a child of the span of

@@ -783,6 +783,32 @@ async fn a_batch_is_32600_unless_the_session_negotiated_2025_03_26() {
 }
 
 #[tokio::test]
+async fn a_change_a_batch_member_causes_reaches_its_subscribed_session_before_the_batch_reply() {
+    let (server, ..) = server();
+    let line = |v: Value| v.to_string();
+    let input = [
+        line(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init("2025-03-26")})),
+        line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})),
+        line(json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": STATUS}})),
+        line(json!([
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "touch"}},
+            {"jsonrpc": "2.0", "id": 4, "method": "ping"}
+        ])),
+    ]
+    .join("\n")
+        + "\n";
+    let lines = raw_lines(&server, &input).await;
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(
+        lines[2],
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": STATUS}}),
+        "{lines:?}"
+    );
+    let replies = lines[3].as_array().expect("the batch's reply, last");
+    assert_eq!(replies.len(), 2, "{lines:?}");
+}
+
+#[tokio::test]
 async fn a_null_id_is_an_invalid_request_in_this_protocol() {
     let (server, ..) = server();
     let lines = raw_lines(

@@ -431,8 +431,9 @@ pub(crate) enum Step {
         as_task: bool,
     },
     /// A 2026-07-28 `subscriptions/listen`: a stream of the changes the
-    /// filter opts in to, until the client closes or cancels it.
-    Listen(revision_2026::Filter),
+    /// filter opts in to, until the client closes or cancels it. (Boxed:
+    /// it is rare, and a `Step` is moved on every request.)
+    Listen(Box<revision_2026::Filter>),
 }
 
 /// How a request's work ended.

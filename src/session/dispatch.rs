@@ -277,7 +277,7 @@ fn serve(
         Step::Listen(filter) => {
             let listening = Listening {
                 id: serving.id,
-                filter,
+                filter: *filter,
                 listing,
                 started: serving.started,
             };

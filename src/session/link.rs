@@ -57,9 +57,10 @@ impl Shared {
     ) -> Answer {
         let (id, answer) = self.peer.start()?;
         // The request's id is known only now: its client span (the one the
-        // asking future runs in, feature `otel`) records it.
+        // asking future runs in, feature `otel`) records it — that span
+        // only, not a request's span around it when it is filtered out.
         #[cfg(feature = "otel")]
-        tracing::Span::current().record("jsonrpc.request.id", id.to_string().as_str());
+        crate::trace_context::record_client_request_id(&tracing::Span::current(), id);
         let mut waiting = PendingAsk {
             session: self,
             id,

@@ -557,9 +557,11 @@ impl Session {
         }
     }
 
-    /// A batch: its requests run concurrently (each in its own slot, parked
-    /// like any other when none is free) and their replies go out together
-    /// as one array, once the last is done.
+    /// A batch: its requests meet the executor policy one by one, each in
+    /// its own slot (parked like any other when none is free) — those that
+    /// finish on their first poll are done then, the rest run on
+    /// concurrently in tasks — and their replies go out together as one
+    /// array, once the last is done.
     async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, bytes: usize) {
         let mut done = Vec::new();
         let mut jobs = Vec::new();
@@ -708,8 +710,13 @@ fn start<'a>(
             }))
         }
         (Ok(handled), ReplyTo::Batch(collector)) => {
-            // (The collector has room for every member's one reply.)
-            let _ = collector.try_send(handled);
+            // The collector has room for every member's one reply; were it
+            // full, the reply would wait for room rather than be lost.
+            if let Err(mpsc::error::TrySendError::Full(handled)) = collector.try_send(handled) {
+                tokio::spawn(async move {
+                    let _ = collector.send(handled).await;
+                });
+            }
             None
         }
         (Err(job), ReplyTo::Session) => {
@@ -754,8 +761,13 @@ async fn collect_batch(
     }
 }
 
-/// Writes a batch's replies as one array, then their trace lines.
+/// Writes the changes a batch's requests caused (a subscribed session
+/// hears its own changes from them, before their replies), its replies as
+/// one array, then their trace lines.
 async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
+    for caused in (done.iter_mut()).flat_map(|h| std::mem::take(&mut h.caused)) {
+        shared.send_unrelated(caused).await;
+    }
     let replies: Vec<Vec<u8>> = (done.iter_mut())
         .filter_map(|h| h.reply.take().map(|r| r.bytes))
         .collect();

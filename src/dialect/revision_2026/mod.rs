@@ -196,7 +196,7 @@ fn prepare(
         LISTEN => {
             tasks::check_listen(id, params, &declared.capabilities)?;
             return filter(listing, &server.limits, params, principal)
-                .map(Step::Listen)
+                .map(|filter| Step::Listen(Box::new(filter)))
                 .map_err(|e| error(Some(id), &e));
         }
         method if tasks::is_method(method) => {

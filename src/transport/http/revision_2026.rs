@@ -167,6 +167,7 @@ impl McpService {
                 );
             }
         };
+        tracing::trace!("<- {}", String::from_utf8_lossy(body));
         let mirrored = Mirrored::of(&message);
         if let Err(mismatch) = self.check_headers(parts, method, &mirrored) {
             let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
