@@ -230,9 +230,9 @@ impl<'t> Reader<'t> {
         // `memcmp`; a long one, such as a `_meta` key, by `memcmp`.
         let name = name.as_bytes();
         match n {
-            8..=16 => word(text, 0) == word(name, 0) && word(text, n - 8) == word(name, n - 8),
-            4..8 => half(text, 0) == half(name, 0) && half(text, n - 4) == half(name, n - 4),
-            2..4 => pair(text, 0) == pair(name, 0) && pair(text, n - 2) == pair(name, n - 2),
+            8..=16 => same_ends::<8>(text, name),
+            4..8 => same_ends::<4>(text, name),
+            2..4 => same_ends::<2>(text, name),
             _ => text == name,
         }
     }
@@ -314,29 +314,22 @@ impl<'t> Reader<'t> {
     }
 }
 
-/// The eight bytes of `bytes` at `at`, as one word (0 past its end).
+/// Whether `text` and `name`, of one length of `N` to `2 * N` bytes, are
+/// the same: their first `N` and last `N` bytes (which cover them), each
+/// compared as one word.
 #[inline(always)]
-fn word(bytes: &[u8], at: usize) -> u64 {
-    bytes
-        .get(at..at + 8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_ne_bytes)
+fn same_ends<const N: usize>(text: &[u8], name: &[u8]) -> bool {
+    let last = name.len().saturating_sub(N);
+    text.len() == name.len()
+        && chunk::<N>(text, 0) == chunk::<N>(name, 0)
+        && chunk::<N>(text, last) == chunk::<N>(name, last)
 }
 
-/// The four bytes of `bytes` at `at`, as one word (0 past its end).
+/// The `N` bytes of `bytes` at `at` (zeros past its end).
 #[inline(always)]
-fn half(bytes: &[u8], at: usize) -> u32 {
+fn chunk<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
     bytes
-        .get(at..at + 4)
+        .get(at..at + N)
         .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_ne_bytes)
-}
-
-/// The two bytes of `bytes` at `at`, as one word (0 past its end).
-#[inline(always)]
-fn pair(bytes: &[u8], at: usize) -> u16 {
-    bytes
-        .get(at..at + 2)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u16::from_ne_bytes)
+        .unwrap_or([0; N])
 }
