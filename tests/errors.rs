@@ -389,3 +389,49 @@ async fn message_too_large_32006_by_default_above_4_mib() {
     assert_result(&client.recv().await.expect("a reply"), &json!(2));
     assert_eq!(probe.executed(), 1);
 }
+
+/// serde_json reads an object whose first member is named
+/// `$serde_json::private::RawValue` as that member's string parsed (or
+/// refuses it): such arguments are refused, so that a tool is given what
+/// its schema checked.
+#[tokio::test]
+async fn invalid_params_32602_for_arguments_serde_json_would_read_as_another_value() {
+    let (server, _) = server();
+    let mut client = ready_client(&server).await;
+    let call = |id: usize, arguments: &str| {
+        frame(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"mcp/executeTool","params":{{"id":"{ECHO}","arguments":{arguments}}}}}"#
+        ))
+    };
+    for (n, arguments) in [
+        r#"{"$serde_json::private::RawValue":"{\"message\":\"smuggled\"}"}"#,
+        r#"{"$serde_json::private::RawValue":"x"}"#,
+        r#"{"\u0024serde_json::private::RawValue":"{}"}"#,
+        r#"{"message":"hi","extra":{"$serde_json::private::RawValue":"5"}}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        client.send_raw(&call(n, arguments)).await;
+        let reply = client.reply(&json!(n)).await;
+        let data = assert_error(&reply, &json!(n), -32602);
+        assert!(
+            data.contains("may not be named \"$serde_json::private::RawValue\""),
+            "{arguments}: {data}"
+        );
+    }
+    // Named anywhere but first, it is a member like any other: here one
+    // echo's schema does not allow.
+    client
+        .send_raw(&call(
+            9,
+            r#"{"message":"hi","$serde_json::private::RawValue":"5"}"#,
+        ))
+        .await;
+    let reply = client.reply(&json!(9)).await;
+    let data = assert_error(&reply, &json!(9), -32602);
+    assert!(
+        data.starts_with("Invalid value at '/$serde_json::private::RawValue'"),
+        "{data}"
+    );
+}

@@ -871,3 +871,31 @@ async fn a_change_a_request_causes_reaches_its_session_before_the_reply_and_othe
     let pushed = watcher.next_notification().await.unwrap();
     assert_eq!(pushed["params"]["uri"], STATUS);
 }
+
+/// serde_json reads an object whose first member is named
+/// `$serde_json::private::RawValue` as that member's string parsed: such
+/// arguments are refused while the params are read, so that a tool is
+/// given what its schema checked.
+#[tokio::test]
+async fn arguments_serde_json_would_read_as_another_value_are_32602() {
+    let (mut client, ..) = client().await;
+    for arguments in [
+        json!({"$serde_json::private::RawValue": "{\"message\":\"smuggled\"}"}),
+        json!({"message": {"$serde_json::private::RawValue": "5"}}),
+    ] {
+        let e = client
+            .call(
+                "tools/call",
+                Some(json!({"name": "echo", "arguments": arguments})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        assert!(
+            e.data
+                .contains("may not be named \"$serde_json::private::RawValue\""),
+            "{}",
+            e.data
+        );
+    }
+}

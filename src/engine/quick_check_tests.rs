@@ -453,3 +453,27 @@ fn a_text_spelled_otherwise_keeps_its_strings() {
     let text = r#"{"inner":{"depth":3},"$sch,u\\\\>e,":[{"depth":0}]}"#;
     assert_eq!(agrees(&quick, &full, &schema, text), Some((true, true)));
 }
+
+/// Found by the `plain_call` fuzz target: serde_json reads an object whose
+/// first member is named `$serde_json::private::RawValue` as that member's
+/// string parsed (`5` here), so the text's shape is not the value's. Such
+/// an object is left to the full validator, which sees the value.
+#[test]
+fn an_object_serde_json_reads_as_another_value_is_left_to_the_full_validator() {
+    let schema = json!({"type": "object", "properties": {
+        "n": {"type": "integer", "maximum": 10},
+        "o": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 10}}}}});
+    let quick = QuickCheck::compile(&schema).unwrap();
+    let full = validate::compile("t", "inputSchema", &schema).unwrap();
+    for text in [
+        r#"{"$serde_json::private::RawValue":"5"}"#,
+        r#"{"\u0024serde_json::private::RawValue":"5"}"#,
+        r#"{"o":{"$serde_json::private::RawValue":"{\"n\":1000}"}}"#,
+    ] {
+        assert!(!quick.admits(text), "{text}");
+        assert_eq!(agrees(&quick, &full, &schema, text), Some((false, false)));
+    }
+    // Named anywhere but first, it is a member like any other.
+    let text = r#"{"n":1,"$serde_json::private::RawValue":"5"}"#;
+    assert_eq!(agrees(&quick, &full, &schema, text), Some((true, true)));
+}

@@ -13,6 +13,15 @@
 /// walk of JSON text keeps, so that it refuses what serde_json refuses.
 pub(crate) const SERDE_JSON_DEPTH: usize = 127;
 
+/// The member name by which serde_json marks a raw value: reading a
+/// `Value`, it reads an object whose first member has this name as that
+/// member's string parsed as JSON (or refuses it), not as the object
+/// written. A checked walk of a client's text refuses such an object
+/// ([`Cursor::opens_raw_value_token`]), the quick check leaves it to the
+/// full validator, and serde's reading of arguments refuses it too: what a
+/// tool is given is what was checked.
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 pub(crate) struct Cursor<'t> {
     pub(crate) text: &'t [u8],
     pub(crate) at: usize,
@@ -130,6 +139,9 @@ impl<'t> Cursor<'t> {
                 if self.eat(b'}').is_some() {
                     return Some(());
                 }
+                if CHECKED && self.opens_raw_value_token() {
+                    return None;
+                }
                 loop {
                     self.skip_string::<CHECKED>()?;
                     self.eat(b':')?;
@@ -161,6 +173,29 @@ impl<'t> Cursor<'t> {
                 (!CHECKED || number_in_range(number)).then_some(())
             }
         }
+    }
+
+    /// Whether the string here (past whitespace: an object's first
+    /// member's name) is [`RAW_VALUE_TOKEN`]. Only a name that begins with
+    /// `$` or an escape is read further.
+    #[inline(always)]
+    pub(crate) fn opens_raw_value_token(&mut self) -> bool {
+        self.peek() == Some(b'"')
+            && matches!(self.text.get(self.at + 1), Some(b'$' | b'\\'))
+            && self.names_raw_value_token()
+    }
+
+    /// Whether the string here is [`RAW_VALUE_TOKEN`] (rare: kept out of
+    /// the walks' code).
+    #[cold]
+    #[inline(never)]
+    fn names_raw_value_token(&self) -> bool {
+        let mut name = Cursor {
+            text: self.text,
+            at: self.at,
+        };
+        name.valid_string()
+            .is_some_and(|name| name.is(RAW_VALUE_TOKEN))
     }
 
     /// Past a string (a member's name or a value), as
@@ -244,6 +279,14 @@ impl<'t> Str<'t> {
     /// that has one).
     pub(crate) fn reads(&self) -> bool {
         !self.surrogate || serde_json::from_slice::<String>(self.quoted).is_ok()
+    }
+
+    /// Whether its value is `value` (escapes read by serde_json).
+    pub(crate) fn is(&self, value: &str) -> bool {
+        match self.plain() {
+            Some(text) => text == value.as_bytes(),
+            None => serde_json::from_slice::<String>(self.quoted).is_ok_and(|text| text == value),
+        }
     }
 
     /// Its contents, when it has no escapes (its text is its value).

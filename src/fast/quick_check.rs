@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::cursor::{Cursor, SERDE_JSON_DEPTH, Str};
+use super::cursor::{Cursor, RAW_VALUE_TOKEN, SERDE_JSON_DEPTH, Str};
 
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -450,12 +450,18 @@ impl<'t> Walk<'t> {
         self.cursor.at += 1;
         let mut seen = 0u64;
         if self.cursor.eat(b'}').is_none() {
+            let mut first = true;
             loop {
                 if self.cursor.peek()? != b'"' {
                     return None;
                 }
                 let string = self.cursor.valid_string()?;
                 let name = text_of(&string)?;
+                // serde_json reads an object named so first as another
+                // value: the full validator decides on that one.
+                if std::mem::take(&mut first) && *name == *RAW_VALUE_TOKEN.as_bytes() {
+                    return None;
+                }
                 let key = checks.keys.iter().find(|k| k.name.as_bytes() == &*name);
                 self.cursor.eat(b':')?;
                 let node = match key {
