@@ -408,6 +408,7 @@ async fn invalid_params_32602_for_arguments_serde_json_would_read_as_another_val
         r#"{"$serde_json::private::RawValue":"x"}"#,
         r#"{"\u0024serde_json::private::RawValue":"{}"}"#,
         r#"{"message":"hi","extra":{"$serde_json::private::RawValue":"5"}}"#,
+        r#"{"message":"hi","extra":[{"$serde_json::private::RawValue":"x"}]}"#,
     ]
     .into_iter()
     .enumerate()

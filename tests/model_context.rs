@@ -882,6 +882,8 @@ async fn arguments_serde_json_would_read_as_another_value_are_32602() {
     for arguments in [
         json!({"$serde_json::private::RawValue": "{\"message\":\"smuggled\"}"}),
         json!({"message": {"$serde_json::private::RawValue": "5"}}),
+        json!({"$serde_json::private::RawValue": "x"}),
+        json!({"message": [{"$serde_json::private::RawValue": "x"}]}),
     ] {
         let e = client
             .call(

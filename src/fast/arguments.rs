@@ -7,11 +7,11 @@
 //! a `Value` also refused arguments nested deeper than serde_json reads
 //! (127 levels from the params object, which is one of them), numbers
 //! past a float's range (`1e400`) and unpaired UTF-16 surrogate escapes
-//! (`"\ud800"`). [`ArgumentsText`] checks all three, and so
-//! refuses what reading a value refused; on a refusal the dialect reads the
-//! params again as it used to, for the same error text. It also refuses an
-//! object whose first member is named [`RAW_VALUE_TOKEN`], which a value
-//! reading reads as another value, or refuses: a tool is given what was
+//! (`"\ud800"`). [`ArgumentsText`] checks all three, and so refuses
+//! what a value reading refuses; on a refusal the dialect words the error
+//! as a value reading of the params does. It also refuses an object whose
+//! first member is named [`RAW_VALUE_TOKEN`], which a value reading reads
+//! as another value, or refuses, and says so: a tool is given what was
 //! checked, with the `fast-path` feature on or off.
 
 use serde::de::Error as _;

@@ -16,10 +16,11 @@ pub(crate) const SERDE_JSON_DEPTH: usize = 127;
 /// The member name by which serde_json marks a raw value: reading a
 /// `Value`, it reads an object whose first member has this name as that
 /// member's string parsed as JSON (or refuses it), not as the object
-/// written. A checked walk of a client's text refuses such an object
-/// ([`Cursor::opens_raw_value_token`]), the quick check leaves it to the
-/// full validator, and serde's reading of arguments refuses it too: what a
-/// tool is given is what was checked.
+/// written. The walks here do not take such an object
+/// ([`Cursor::opens_raw_value_token`]): the plain reader leaves it to
+/// serde's reading, which refuses it in arguments, and the quick check
+/// leaves it to the full validator. What a tool is given is what was
+/// checked.
 pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 pub(crate) struct Cursor<'t> {
@@ -121,11 +122,13 @@ impl<'t> Cursor<'t> {
     }
 
     /// Past one value of any kind here, nested at most `limit` levels of
-    /// arrays and objects deep counting from `depth`. `CHECKED`: the text is
-    /// not known to be valid JSON, and its strings and numbers must also
-    /// read as a value reading reads them (no lone surrogate, no number
-    /// past a float's range); otherwise it is valid JSON that reads as a
-    /// value already.
+    /// arrays and objects deep counting from `depth`, none of its objects
+    /// opening with a member named [`RAW_VALUE_TOKEN`] (a value reading
+    /// reads that object as another value). `CHECKED`: the text is not
+    /// known to be valid JSON, and its strings and numbers must also read
+    /// as a value reading reads them (no lone surrogate, no number past a
+    /// float's range); otherwise it is valid JSON that reads as a value
+    /// already.
     pub(crate) fn skip_value<const CHECKED: bool>(
         &mut self,
         depth: usize,
@@ -139,7 +142,7 @@ impl<'t> Cursor<'t> {
                 if self.eat(b'}').is_some() {
                     return Some(());
                 }
-                if CHECKED && self.opens_raw_value_token() {
+                if self.opens_raw_value_token() {
                     return None;
                 }
                 loop {
@@ -281,8 +284,12 @@ impl<'t> Str<'t> {
         !self.surrogate || serde_json::from_slice::<String>(self.quoted).is_ok()
     }
 
-    /// Whether its value is `value` (escapes read by serde_json).
+    /// Whether its value is `value` (escapes read by serde_json; not when
+    /// it is longer than `value` written with an escape for every byte).
     pub(crate) fn is(&self, value: &str) -> bool {
+        if self.quoted.len() > 6 * value.len() + 2 {
+            return false;
+        }
         match self.plain() {
             Some(text) => text == value.as_bytes(),
             None => serde_json::from_slice::<String>(self.quoted).is_ok_and(|text| text == value),

@@ -8,7 +8,7 @@
 //! `arguments` (and `_meta`, whose kept members are kept as text); names
 //! and those strings without escapes; every member once. It checks the
 //! syntax of everything it reads — the arguments included, with the
-//! nesting and number rules of
+//! nesting, number and member-name rules of
 //! [`reads_as_value`](super::arguments::reads_as_value) — and accepts
 //! nothing serde's reading would refuse. Anything else (another member,
 //! an escape it does not take, a repeated member, any error) is `None`,

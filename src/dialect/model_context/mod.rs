@@ -33,6 +33,7 @@ use crate::engine::catalog::{CompiledPrompt, CompiledTool};
 use crate::engine::operation::Completing;
 use crate::engine::{Arguments, Catalog, CompletionRef, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
+use crate::fast::arguments::TOKEN_REFUSED;
 use crate::jsonrpc::{
     RequestId, ToolCall, encode_error_with, encode_notification, encode_result, encode_result_text,
 };
@@ -527,7 +528,11 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
             None => read_call(method, params)
                 .or_else(|e| {
                     // Refused where the value reading refuses (tested in
-                    // `fast::arguments`), and worded by it.
+                    // `fast::arguments`), and worded by it, but for the
+                    // raw-value token, which it reads otherwise.
+                    if e.data.contains(TOKEN_REFUSED) {
+                        return Err(e);
+                    }
                     read::<schema::CallToolParamsShape<'_>>(method, params).and(Err(e))
                 })
                 .and_then(|p| call_tool_with(catalog, &p)),

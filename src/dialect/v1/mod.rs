@@ -21,6 +21,7 @@ use crate::definition::{PromptDefinition, ServerInfo, ToolDefinition};
 use crate::engine::access::Item;
 use crate::engine::{Arguments, Catalog, Done, Failure, Work};
 use crate::error::{ErrorCode, RpcError};
+use crate::fast::arguments::TOKEN_REFUSED;
 use crate::jsonrpc::{
     Reply, RequestId, ToolCall, encode_error, encode_notification, encode_result,
     encode_result_text,
@@ -240,10 +241,12 @@ fn execute_params(catalog: &Catalog, params: Option<&RawValue>) -> Result<Step, 
         .ok_or_else(|| RpcError::invalid_params(SHAPE))?;
     let params = super::read_call(&super::EXECUTE_TOOL, raw.get()).map_err(|e| {
         // Refused where the value reading refuses (tested in
-        // `fast::arguments`), and worded by it.
-        let e = serde_json::from_str::<ExecuteParamsShape<'_>>(raw.get())
-            .err()
-            .unwrap_or(e);
+        // `fast::arguments`), and worded by it, but for the raw-value
+        // token, which it reads otherwise.
+        let e = match serde_json::from_str::<ExecuteParamsShape<'_>>(raw.get()) {
+            Err(shape) if !e.to_string().contains(TOKEN_REFUSED) => shape,
+            _ => e,
+        };
         RpcError::invalid_params(format!("{SHAPE}: {e}"))
     })?;
     execute(catalog, &params)

@@ -97,9 +97,8 @@ fn what_it_does_not_take_is_left_to_serde() {
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\",\"arguments\":{\"a\":\"\t\"}}}",
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"a":1,}}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{}}} x"#,
-        // An object serde_json reads as another value (found by the
-        // `plain_call` fuzz target): named so first, in the arguments or
-        // deeper, or in a kept `_meta` member.
+        // An object serde_json reads as another value: named so first, in
+        // the arguments or deeper, or in a kept `_meta` member.
         r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"$serde_json::private::RawValue":"2026-07-282'0","id":7}}}"#,
         r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"$serde_json::private::RawValue":"{}"}}}"#,
         r#"{"jsonrpc":"2.0","id":7,"method":"mcp/executeTool","params":{"id":"e","arguments":{"a":[{"\u0024serde_json::private::RawValue":"5"}]}}}"#,
