@@ -284,16 +284,22 @@ impl<'t> Str<'t> {
         !self.surrogate || serde_json::from_slice::<String>(self.quoted).is_ok()
     }
 
-    /// Whether its value is `value` (escapes read by serde_json; not when
-    /// it is longer than `value` written with an escape for every byte).
-    pub(crate) fn is(&self, value: &str) -> bool {
-        if self.quoted.len() > 6 * value.len() + 2 {
-            return false;
-        }
+    /// Its value, as bytes: its text when it has no escapes (valid UTF-8
+    /// already), else read by serde_json.
+    pub(crate) fn value(&self) -> Option<std::borrow::Cow<'t, [u8]>> {
         match self.plain() {
-            Some(text) => text == value.as_bytes(),
-            None => serde_json::from_slice::<String>(self.quoted).is_ok_and(|text| text == value),
+            Some(text) => Some(text.into()),
+            None => serde_json::from_slice::<String>(self.quoted)
+                .ok()
+                .map(|text| text.into_bytes().into()),
         }
+    }
+
+    /// Whether its value is `value` (not read when it is longer than
+    /// `value` written with an escape for every byte).
+    pub(crate) fn is(&self, value: &str) -> bool {
+        self.quoted.len() <= 6 * value.len() + 2
+            && self.value().is_some_and(|text| *text == *value.as_bytes())
     }
 
     /// Its contents, when it has no escapes (its text is its value).

@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::cursor::{Cursor, RAW_VALUE_TOKEN, SERDE_JSON_DEPTH, Str};
+use super::cursor::{Cursor, RAW_VALUE_TOKEN, SERDE_JSON_DEPTH};
 
 /// The only `$schema` a quick check accepts (or none).
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -426,7 +426,7 @@ impl<'t> Walk<'t> {
                     && match &checks.one_of_strings {
                         None => true,
                         Some(members) => {
-                            let value = text_of(&string)?;
+                            let value = string.value()?;
                             members.iter().any(|m| m.as_bytes() == &*value)
                         }
                     }
@@ -456,7 +456,7 @@ impl<'t> Walk<'t> {
                     return None;
                 }
                 let string = self.cursor.valid_string()?;
-                let name = text_of(&string)?;
+                let name = string.value()?;
                 // serde_json reads an object named so first as another
                 // value: the full validator decides on that one.
                 if std::mem::take(&mut first) && *name == *RAW_VALUE_TOKEN.as_bytes() {
@@ -529,17 +529,6 @@ impl<'t> Walk<'t> {
         } else {
             number.as_f64().map(Read::Float)
         }
-    }
-}
-
-/// A string's value, as bytes: its text when it has no escapes (valid
-/// UTF-8 already), else read by serde_json.
-fn text_of<'t>(string: &Str<'t>) -> Option<std::borrow::Cow<'t, [u8]>> {
-    match string.plain() {
-        Some(text) => Some(text.into()),
-        None => serde_json::from_slice::<String>(string.quoted)
-            .ok()
-            .map(|text| text.into_bytes().into()),
     }
 }
 
