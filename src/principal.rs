@@ -184,6 +184,68 @@ pub(crate) struct Caller {
     pub(crate) revocation: Option<Arc<Revocation>>,
 }
 
+/// Who a request is counted against for the limits per principal (the
+/// endpoint's streams and sessions, the tasks one may hold): a verified
+/// token's issuer, subject and client; without a token, the address of
+/// the peer that sent it ([`PeerAddr`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum CountedAs {
+    /// A verified token's issuer, subject and client.
+    Token(String, Option<String>, Option<String>),
+    /// The peer's address (no token); an IPv6 peer by its /64, the least a
+    /// host is given, so that it cannot count as many by changing address.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Peer(std::net::IpAddr),
+}
+
+impl CountedAs {
+    /// What `caller` counts as, if it can be told: a request with neither
+    /// a token nor a peer's address (stdio, or an endpoint mounted in an
+    /// app that does not tell the peer) cannot.
+    pub(crate) fn of(caller: &Caller) -> Option<Self> {
+        if let Some(principal) = caller.principal.as_deref() {
+            return Some(Self::token(principal));
+        }
+        #[cfg(feature = "http")]
+        {
+            use std::net::{IpAddr, Ipv6Addr};
+            let peer = caller.head.as_ref()?.peer_addr()?;
+            Some(Self::Peer(match peer.ip().to_canonical() {
+                IpAddr::V6(v6) => {
+                    IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1)))
+                }
+                v4 => v4,
+            }))
+        }
+        #[cfg(not(feature = "http"))]
+        None
+    }
+
+    /// What a request with `principal`'s token counts as.
+    pub(crate) fn token(principal: &Principal) -> Self {
+        let (issuer, subject, client) = principal.binding();
+        Self::Token(
+            issuer.to_owned(),
+            subject.map(str::to_owned),
+            client.map(str::to_owned),
+        )
+    }
+
+    /// As a store's key: a token's parts joined by NUL (as a task's owner
+    /// is written), a peer as `peer ` and its address, which holds no NUL,
+    /// so that the two never meet.
+    pub(crate) fn key(&self) -> String {
+        match self {
+            Self::Token(issuer, subject, client) => format!(
+                "{issuer}\u{0}{}\u{0}{}",
+                subject.as_deref().unwrap_or_default(),
+                client.as_deref().unwrap_or_default()
+            ),
+            Self::Peer(ip) => format!("peer {ip}"),
+        }
+    }
+}
+
 #[cfg(feature = "http")]
 /// The address of the peer a request came from, in the request's
 /// extensions: the standalone server ([`Server::serve_http`]) puts it

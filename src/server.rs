@@ -552,9 +552,11 @@ impl ServerBuilder {
     }
 
     /// The most tasks one principal holds at once, running or kept
-    /// (default 1000, at least 1; without OAuth every caller is one
-    /// principal). A call past it is refused with `-32600`, naming the
-    /// bound.
+    /// (default 1000, at least 1). A principal is a token's issuer,
+    /// subject and client; without a token, the peer's address over HTTP
+    /// (an IPv6 peer by its /64; see [`PeerAddr`](crate::transport::PeerAddr)
+    /// behind a proxy), and on stdio the one client. A call past it is
+    /// refused with `-32600`, naming the bound.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.tasks.max_per_owner = tasks.max(1);
         self

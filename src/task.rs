@@ -78,6 +78,13 @@ pub struct TaskState {
     /// Who created it: the token's issuer, subject and client, empty
     /// without a token. Only the same owner sees it.
     pub owner: String,
+    /// Whom it counts against for the bound of tasks per principal, when
+    /// not its owner: a creator without a token, by its peer's address
+    /// (`peer ` and the address; an IPv6 peer by its /64), so that one
+    /// client cannot take every anonymous caller's tasks. `None`: its
+    /// owner ([`counts_against`](Self::counts_against)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_as: Option<String>,
     /// The name of the tool it runs.
     pub tool: String,
     /// Its status.
@@ -115,6 +122,7 @@ impl TaskState {
         Some(Self {
             task_id: new_task_id()?,
             owner,
+            counted_as: None,
             tool,
             status: TaskStatus::Working,
             status_message: None,
@@ -126,6 +134,13 @@ impl TaskState {
             result: None,
             error: None,
         })
+    }
+
+    /// The key of whom it counts against for the bound of tasks per
+    /// principal: [`counted_as`](Self::counted_as), else its owner. A
+    /// store counts the tasks it holds by this key.
+    pub fn counts_against(&self) -> &str {
+        self.counted_as.as_deref().unwrap_or(&self.owner)
     }
 
     /// When the store may delete it (milliseconds since the epoch), if
@@ -171,8 +186,8 @@ pub enum TaskSignal {
 /// Why a task store could not do what it was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
-    /// The owner has as many tasks as it may.
-    #[error("this caller holds {0} tasks, the most it may: wait for one to end")]
+    /// Whom the task counts against holds as many tasks as it may.
+    #[error("this caller holds the most tasks it may ({0}, running or kept): wait for one to end")]
     TooMany(usize),
     /// The task has ended already (another process found its runner
     /// gone and failed it, say): its ended state stays.
@@ -205,7 +220,8 @@ pub enum TaskError {
 /// ```
 #[async_trait::async_trait]
 pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
-    /// Saves a new task, unless its owner holds `most` tasks already.
+    /// Saves a new task, unless whom it counts against
+    /// ([`TaskState::counts_against`]) holds `most` tasks already.
     /// Returns once a [`get`](Self::get) anywhere finds it.
     async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError>;
 
@@ -350,8 +366,9 @@ pub struct MemoryTaskStore {
 #[derive(Debug, Default)]
 struct Kept {
     tasks: HashMap<String, TaskState>,
-    /// How many tasks each owner holds.
-    owners: HashMap<String, usize>,
+    /// How many tasks each principal holds, by
+    /// [`TaskState::counts_against`].
+    held: HashMap<String, usize>,
     /// When each ended task may go, soonest first.
     expiries: std::collections::BTreeSet<(u64, String)>,
 }
@@ -370,11 +387,11 @@ impl Kept {
             if let Some(task) = self.tasks.get(&id)
                 && task.expires_at_ms().is_some_and(|at| at <= now)
                 && let Some(task) = self.tasks.remove(&id)
-                && let Some(held) = self.owners.get_mut(&task.owner)
+                && let Some(held) = self.held.get_mut(task.counts_against())
             {
                 *held -= 1;
                 if *held == 0 {
-                    self.owners.remove(&task.owner);
+                    self.held.remove(task.counts_against());
                 }
             }
         }
@@ -397,11 +414,12 @@ impl TaskStore for MemoryTaskStore {
     async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
         let mut kept = self.lock();
         kept.sweep(now_ms());
-        let held = kept.owners.get(&task.owner).copied().unwrap_or(0);
+        let key = task.counts_against();
+        let held = kept.held.get(key).copied().unwrap_or(0);
         if held >= most {
             return Err(TaskError::TooMany(most));
         }
-        kept.owners.insert(task.owner.clone(), held + 1);
+        kept.held.insert(key.to_owned(), held + 1);
         kept.tasks.insert(task.task_id.clone(), task.clone());
         Ok(())
     }
@@ -581,5 +599,34 @@ mod tests {
         ));
         let other = TaskState::new("you".into(), "t".into(), ttl, Duration::from_secs(1)).unwrap();
         store.create(&other, 1).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn tasks_count_against_their_counted_as_and_an_ended_one_frees_it_there() {
+        let store = MemoryTaskStore::new();
+        let poll = Duration::from_secs(1);
+        let of = |peer: &str| {
+            let mut task = TaskState::new(String::new(), "t".into(), Some(Duration::ZERO), poll)
+                .expect("random numbers");
+            task.counted_as = Some(format!("peer {peer}"));
+            task
+        };
+        let mut first = of("192.0.2.1");
+        store.create(&first, 1).await.unwrap();
+        assert!(
+            matches!(
+                store.create(&of("192.0.2.1"), 1).await,
+                Err(TaskError::TooMany(1))
+            ),
+            "the same peer is at its bound"
+        );
+        store.create(&of("192.0.2.2"), 1).await.unwrap();
+        let anonymous = TaskState::new(String::new(), "t".into(), None, poll).unwrap();
+        store.create(&anonymous, 1).await.unwrap();
+        // An ended task past its time to live frees its place.
+        first.set_status(TaskStatus::Completed, Some(Duration::ZERO));
+        store.put(&first).await.unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        store.create(&of("192.0.2.1"), 1).await.unwrap();
     }
 }

@@ -735,6 +735,20 @@ def main():
             task_until(p, sleeping, lambda t: t["status"] == "working",
                        f"the sleep task reads as working on :{p}")
         print(f"ok: a task running on :{runner} reads as working on every process")
+        # Without a token a task counts against its peer's address (here
+        # nginx's), in one set in Redis that every process reads.
+        stored = stored_task(d.redis_port, sleeping)
+        counted = (stored or {}).get("counted_as")
+        check(counted == "peer 127.0.0.1",
+              f"the task counts against its peer's address ({stored})")
+        sets = subprocess.run(["redis-cli", "-p", str(d.redis_port), "--scan", "--pattern",
+                               "*:tasks-of:" + counted.encode().hex()],
+                              capture_output=True, text=True, timeout=PATIENCE).stdout.split()
+        member = subprocess.run(["redis-cli", "-p", str(d.redis_port), "ZSCORE",
+                                 (sets or [""])[0], sleeping],
+                                capture_output=True, text=True, timeout=PATIENCE).stdout.strip()
+        check(len(sets) == 1 and member == "inf",
+              f"the running task is in its peer's set in Redis ({sets}, score {member!r})")
         upstream, asking = task_call(d.nginx_port, "ask", {"question": "Ship it?"})
         asker = int(upstream.rsplit(":", 1)[1])
         elsewhere = [p for p in d.ports if p != asker]
@@ -941,7 +955,7 @@ def main():
                                  f"within 10 s ({stored_task(d.redis_port, unread)})")
             time.sleep(0.2)
         print(f"ok: a dead process's task nobody read is failed in Redis "
-              f"{time.time() - died:.1f}s after the death (it expires, freeing its owner's bound)")
+              f"{time.time() - died:.1f}s after the death (it expires, freeing its place in the bound)")
         for i in range(9):
             resp, reply = post(d.nginx_port, {"jsonrpc": "2.0", "id": 100 + i,
                                               "method": "tools/list", "params": {"_meta": META}},

@@ -329,6 +329,38 @@ async fn a_principal_holds_at_most_the_bound_of_tasks() {
     task_id(&call(&mut other, "slow", json!({"ms": 0}), true).await);
 }
 
+/// Without a token, tasks count against the peer's address (as streams
+/// and sessions do): one client at its bound leaves the others theirs.
+#[tokio::test]
+async fn without_a_token_each_peer_address_holds_its_own_bound_of_tasks() {
+    let server = server(&Arc::default(), 1);
+    let (addr, _stop, _serve) = over_http(&server).await;
+    let here = "127.0.0.1".parse().unwrap();
+    let there = "127.0.0.2".parse().unwrap();
+    let slow = |ms: u64| {
+        request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": ms}}),
+            true,
+        )
+    };
+    let mut first = http_support::Client::connect_from(addr, here).await;
+    let held = task_id(&post_2026(&mut first, &slow(60_000), "slow").await);
+    let refused = post_2026(&mut first, &slow(0), "slow").await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let mut second = http_support::Client::connect_from(addr, there).await;
+    let other = task_id(&post_2026(&mut second, &slow(0), "slow").await);
+    assert_ne!(held, other);
+    // The owner is still everyone without a token: the id is the secret.
+    let read = post_2026(
+        &mut second,
+        &request("tasks/get", json!({"taskId": held}), true),
+        &held,
+    )
+    .await;
+    assert_eq!(read["result"]["status"], "working", "{read}");
+}
+
 #[tokio::test]
 async fn at_shutdown_a_running_task_gets_the_grace_period_then_ends_failed() {
     let store = Arc::new(clawmcp::task::MemoryTaskStore::new());

@@ -5,10 +5,10 @@
 //!   the process running it), expiring when an ended task's time to live
 //!   has passed. Every write is a script that never replaces an ended
 //!   state: a task that ended stays as it ended, whoever writes after.
-//! - Each owner's tasks are a sorted set (`…:tasks-of:{owner in hex}`,
-//!   scored by when each may go; a running one never), read by one script
-//!   that also creates the task, so the bound per owner holds across
-//!   processes.
+//! - The tasks that count against one principal are a sorted set
+//!   (`…:tasks-of:{TaskState::counts_against in hex}`, scored by when each
+//!   may go; a running one never), read by one script that also creates
+//!   the task, so the bound per principal holds across processes.
 //! - `tasks/update` and `tasks/cancel` are queued on the task
 //!   (`…:signals:{id}`, kept an hour) and announced on
 //!   `clawmcp:{deployment}:task-signals`; the process running the task
@@ -22,7 +22,7 @@
 //!   it still runs. A read of a running task whose process is gone makes
 //!   it `failed`, and every process sweeps the sets of dead processes every
 //!   few seconds, so no task stays `working` after its process died, read
-//!   or not, and its owner's bound is freed once it expires.
+//!   or not, and its place in the bound is freed once it expires.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -38,12 +38,13 @@ use crate::task::{
     Runners, TaskChanges, TaskError, TaskSignal, TaskState, TaskStatus, TaskStore, now_ms,
 };
 
-/// Creates a task unless its owner holds `ARGV[3]` tasks already: drops
-/// the owner's expired entries (`ARGV[2]` is now), then adds the task
+/// Creates a task unless the set of the tasks counted against its
+/// principal (`KEYS[1]`) holds `ARGV[3]` already: drops that set's
+/// expired entries (`ARGV[2]` is now), then adds the task
 /// (`KEYS[2]`, `ARGV[1]` its JSON) to its process's running set (`KEYS[4]`;
 /// the process to the set of processes with tasks, `KEYS[5]`) with the
 /// process's liveness renewed (`KEYS[3]`, for `ARGV[5]` ms) so that it
-/// holds from the start. 1, or 0 when the owner is full.
+/// holds from the start. 1, or 0 when that set is full.
 const CREATE: &str = r"
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
@@ -58,10 +59,10 @@ return 1";
 
 /// Writes a task's state, unless the one stored has ended (0) or is gone
 /// (2); with `ARGV[1]` (1) the stored text must be `ARGV[1]` exactly (a
-/// compare-and-set), else nothing is written (0). `KEYS`: the task, its
-/// owner's set, its process's running set, its signal queue. `ARGV`: the
+/// compare-and-set), else nothing is written (0). `KEYS`: the task, the
+/// set it counts in, its process's running set, its signal queue. `ARGV`: the
 /// expected text or empty, the new text, its time to live in ms (0:
-/// none), its owner-set score, the task id, whether it ended ("1"), the
+/// none), its score in that set, the task id, whether it ended ("1"), the
 /// channel and the announcement. 1 when written.
 const WRITE: &str = r"
 local current = redis.call('GET', KEYS[1])
@@ -190,8 +191,10 @@ impl Inner {
         format!("{}task:{id}", self.prefix)
     }
 
-    fn owner_key(&self, owner: &str) -> String {
-        format!("{}tasks-of:{}", self.prefix, hex::encode(owner))
+    /// The set of the tasks that count against `key`
+    /// ([`TaskState::counts_against`]).
+    fn counted_key(&self, key: &str) -> String {
+        format!("{}tasks-of:{}", self.prefix, hex::encode(key))
     }
 
     fn channel(&self) -> String {
@@ -218,7 +221,7 @@ impl Inner {
     }
 
     /// Writes `task`, run by `runner`: an ended one expires with its time
-    /// to live, and its place in its owner's set with it, and leaves its
+    /// to live, and its place in the set it counts in with it, and leaves its
     /// runner's set. Every process hears of the new state after it is
     /// there to read. With `expected`, only over exactly that stored text;
     /// else never over an ended state (`TaskError::Ended`). `Ok(false)`:
@@ -247,7 +250,7 @@ impl Inner {
             .arg(WRITE)
             .arg(4)
             .arg(self.task_key(&task.task_id))
-            .arg(self.owner_key(&task.owner))
+            .arg(self.counted_key(task.counts_against()))
             .arg(self.running_key(runner))
             .arg(self.signals_key(&task.task_id))
             .arg(expected.unwrap_or_default())
@@ -405,7 +408,7 @@ impl TaskStore for RedisTaskStore {
         let created: i64 = ::redis::cmd("EVAL")
             .arg(CREATE)
             .arg(5)
-            .arg(inner.owner_key(&task.owner))
+            .arg(inner.counted_key(task.counts_against()))
             .arg(inner.task_key(&task.task_id))
             .arg(&inner.process)
             .arg(inner.running_key(&inner.process))

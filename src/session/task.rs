@@ -28,7 +28,7 @@ use crate::engine::{Done, Failure, Work};
 use crate::error::RpcError;
 use crate::handle::ServerHandle;
 use crate::jsonrpc::RequestId;
-use crate::principal::Caller;
+use crate::principal::{Caller, CountedAs};
 use crate::round_trip::RoundTrip;
 use crate::task::{TaskError, TaskSignal, TaskState, TaskStatus};
 use crate::tool::{
@@ -87,12 +87,17 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         Some(round) => (round.binding().owner.clone(), round.capabilities().clone()),
         None => (String::new(), Map::new()),
     };
-    let task =
+    let mut task =
         TaskState::new(owner, name, settings.ttl, settings.poll_interval).ok_or_else(|| {
             Failure::Rpc(RpcError::internal(
                 "the system gave no random numbers for a task id",
             ))
         })?;
+    // A token's tasks count against its owner; a caller without one by its
+    // peer's address, where the transport knows it.
+    if caller.principal.is_none() {
+        task.counted_as = CountedAs::of(&caller).map(|counted| counted.key());
+    }
     let span = task_span(start.parent.as_ref(), &task.tool, &task.task_id);
     let runner = Arc::new(Runner {
         server: server.clone(),

@@ -40,7 +40,7 @@ use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RawText, Reply, RequestId, ToolCall, encode_error_with};
-use crate::principal::Principal;
+use crate::principal::{CountedAs, Principal};
 use crate::round_trip::{Binding, RoundTrip};
 use seal::StateKeys;
 
@@ -575,14 +575,7 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Re
 /// Who a request's state and tasks belong to: the token's issuer, subject
 /// and client; empty without a token.
 fn owner_of(principal: Option<&Principal>) -> String {
-    principal.map_or_else(String::new, |p| {
-        format!(
-            "{}\u{0}{}\u{0}{}",
-            p.issuer(),
-            p.subject().unwrap_or_default(),
-            p.client_id().unwrap_or_default()
-        )
-    })
+    principal.map_or_else(String::new, |p| CountedAs::token(p).key())
 }
 
 /// What a sealed state names: the call it continues and who made it. The

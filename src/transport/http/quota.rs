@@ -2,64 +2,32 @@
 //! its sessions, each within a limit per principal as well as the
 //! endpoint's own, so that one client cannot take every slot.
 //!
-//! A principal is who a request is counted against: with OAuth its
+//! A principal is who a request is counted against ([`CountedAs`]): with OAuth its
 //! token's issuer, subject and client; without, the address of the peer
 //! that sent it ([`PeerAddr`]). A request known by neither (an endpoint
 //! mounted in an app that does not tell the peer) is held to the
 //! endpoint's limits only.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::principal::Caller;
 pub use crate::principal::PeerAddr;
-
-/// Who a request is counted against.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum Principal {
-    /// A verified token's issuer, subject and client.
-    Token(String, Option<String>, Option<String>),
-    /// The peer's address (no token); an IPv6 peer by its /64, the least a
-    /// host is given, so that it cannot count as many by changing address.
-    Peer(IpAddr),
-}
-
-impl Principal {
-    /// The principal `caller` counts as, if it can be told.
-    pub(super) fn of(caller: &Caller) -> Option<Self> {
-        if let Some(principal) = caller.principal.as_deref() {
-            let (issuer, subject, client) = principal.binding();
-            return Some(Self::Token(
-                issuer.to_owned(),
-                subject.map(str::to_owned),
-                client.map(str::to_owned),
-            ));
-        }
-        let peer = caller.head.as_ref()?.peer_addr()?;
-        Some(Self::Peer(match peer.ip().to_canonical() {
-            IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(
-                v6.to_bits() & !((1u128 << 64) - 1),
-            )),
-            v4 => v4,
-        }))
-    }
-}
+use crate::principal::{Caller, CountedAs};
 
 /// How many of one kind of thing each principal holds, within a limit.
 #[derive(Debug)]
 pub(super) struct Quota {
     most: usize,
-    held: Mutex<HashMap<Principal, usize>>,
+    held: Mutex<HashMap<CountedAs, usize>>,
 }
 
 /// One thing a principal holds, given back when dropped.
 #[derive(Debug)]
 pub(super) struct Held {
     quota: Arc<Quota>,
-    principal: Principal,
+    principal: CountedAs,
 }
 
 impl Quota {
@@ -73,7 +41,7 @@ impl Quota {
 
     /// One more for `principal`: `Err` when it holds its most already.
     /// Nothing is counted for a principal that cannot be told.
-    pub(super) fn take(self: &Arc<Self>, principal: Option<Principal>) -> Result<Option<Held>, ()> {
+    pub(super) fn take(self: &Arc<Self>, principal: Option<CountedAs>) -> Result<Option<Held>, ()> {
         let Some(principal) = principal else {
             return Ok(None);
         };
@@ -91,7 +59,7 @@ impl Quota {
 
     /// How many `principal` holds.
     #[cfg(test)]
-    fn holds(&self, principal: &Principal) -> usize {
+    fn holds(&self, principal: &CountedAs) -> usize {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         held.get(principal).copied().unwrap_or(0)
     }
@@ -144,7 +112,7 @@ impl StreamSlot {
             .try_acquire_owned()
             .map_err(|_| NoSlot::Endpoint)?;
         let principal = quota
-            .take(Principal::of(caller))
+            .take(CountedAs::of(caller))
             .map_err(|()| NoSlot::Principal)?;
         Ok(Self {
             _endpoint: endpoint,
@@ -182,8 +150,8 @@ mod tests {
     #[test]
     fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
         let quota = Quota::new(2);
-        let a = Principal::Peer("192.0.2.1".parse().unwrap());
-        let b = Principal::Token("https://as".into(), Some("u".into()), None);
+        let a = CountedAs::Peer("192.0.2.1".parse().unwrap());
+        let b = CountedAs::Token("https://as".into(), Some("u".into()), None);
         let first = quota.take(Some(a.clone())).unwrap();
         let second = quota.take(Some(a.clone())).unwrap();
         assert!(quota.take(Some(a.clone())).is_err(), "a's third is refused");
@@ -205,7 +173,7 @@ mod tests {
             parts
                 .extensions
                 .insert(PeerAddr(SocketAddr::new(addr.parse().unwrap(), 1)));
-            Principal::of(&Caller {
+            CountedAs::of(&Caller {
                 principal: None,
                 head: Some(Arc::new(Head { parts, peer: None })),
                 revocation: None,

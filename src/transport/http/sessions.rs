@@ -26,12 +26,12 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::quota::{Held, Principal as Counted, Quota};
+use super::quota::{Held, Quota};
 use crate::bus::{Bus, BusMessage, SessionRecord, StreamClaim};
 use crate::dialect::{Change, ClientInfo, Dialect};
 use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
-use crate::principal::{Caller, Principal};
+use crate::principal::{Caller, CountedAs, Principal};
 use crate::server::{Input, Server};
 use crate::session::{About, Observed, Outgoing, Resumed, Session, Shared};
 use crate::tool::CancelReason;
@@ -579,7 +579,7 @@ impl Sessions {
         }
         let held = self
             .quota
-            .take(Counted::of(caller))
+            .take(CountedAs::of(caller))
             .map_err(|()| Refused::PrincipalFull)?;
         let (out, outbox) = mpsc::channel(OUTBOX);
         let (input, inbox) = mpsc::channel(INBOX);
