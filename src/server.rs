@@ -30,6 +30,9 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 /// The default number of requests in flight per session (docs/mcp-v1.md §1).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// The default number of bytes of a session's output that may wait for its
+/// client to read them over HTTP: 8 MiB.
+pub const DEFAULT_MAX_QUEUED_OUTPUT: usize = 8 * 1024 * 1024;
 /// The default time limit of one tool execution: 5 minutes (`-32004` past it).
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// The default time requests in flight get to finish once shutdown begins: 10 s.
@@ -147,7 +150,7 @@ impl Server {
                     // (MCP v1.0 has no listen streams: none is dispatched here.)
                     Alone::Listening(_) => answered(None),
                     Alone::Running(job) => {
-                        let (out, replies) = tokio::sync::mpsc::channel(2);
+                        let (out, replies) = crate::session::outbox::channel(2, usize::MAX);
                         Session::implicit(&self.inner, out, stop.clone())
                             .run_dispatched(Dispatched::Run(job), body.len())
                             .await;
@@ -157,7 +160,7 @@ impl Server {
             }
             parsed => parsed,
         };
-        let (out, replies) = tokio::sync::mpsc::channel(2);
+        let (out, replies) = crate::session::outbox::channel(2, usize::MAX);
         let session = Session::implicit(&self.inner, out, stop.clone()).with_caller(caller.clone());
         let not_json = session.run_parsed(body, parsed).await;
         Exchanged {
@@ -190,7 +193,9 @@ pub(crate) struct Exchanged {
 }
 
 /// The one message an implicit session wrote, once it is done.
-async fn only_reply(mut replies: tokio::sync::mpsc::Receiver<Outgoing>) -> Option<Vec<u8>> {
+async fn only_reply(
+    mut replies: crate::session::bounded::BoundedReceiver<Outgoing>,
+) -> Option<Vec<u8>> {
     let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
     while let Some(extra) = replies.recv().await {
         tracing::error!(
@@ -286,6 +291,7 @@ impl Default for ServerBuilder {
                 max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
                 max_header_size: DEFAULT_MAX_HEADER_SIZE,
                 max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+                max_queued_output: DEFAULT_MAX_QUEUED_OUTPUT,
                 tool_time_limit: Some(DEFAULT_TOOL_TIME_LIMIT),
                 shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
                 client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
@@ -515,6 +521,16 @@ impl ServerBuilder {
     /// finishes.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.limits.max_in_flight = requests.clamp(1, 1 << 16);
+        self
+    }
+
+    /// How many bytes of one session's output may wait for its client to
+    /// read them over HTTP (default 8 MiB; a larger message waits alone).
+    /// Past it the session's work waits to send, and the session reads no
+    /// more input, so a client that reads nothing holds no more of the
+    /// server's memory than this (and its requests in flight).
+    pub fn max_queued_output(mut self, bytes: usize) -> Self {
+        self.limits.max_queued_output = bytes.max(1);
         self
     }
 

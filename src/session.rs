@@ -8,6 +8,7 @@
 //! session's job, or, over HTTP, on its own: the response body reads its
 //! `Listener`.
 
+pub(crate) mod bounded;
 mod dispatch;
 mod job;
 mod link;

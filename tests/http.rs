@@ -740,6 +740,63 @@ async fn streaming_session_is_200_chunked_json_lines_answered_while_the_body_is_
     assert!(rest.is_empty(), "{rest:?}");
 }
 
+/// A client that reads nothing holds at most `max_queued_output` bytes of
+/// a session's output (with what the sockets buffer): the session's work
+/// then waits to send, and its reader reads no more requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_session_whose_client_reads_nothing_runs_no_more_than_its_output_bound_holds() {
+    const BLOB: &str = "mcp://http-test/tools/blob:v1";
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let blob = clawmcp::tool_fn(
+        clawmcp::definition::ToolDefinition {
+            mcp_id: BLOB.into(),
+            name: "blob".into(),
+            description: "Half a megabyte of text.".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object"}),
+        },
+        move |_args, _ctx| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(json!({ "blob": "x".repeat(512 * 1024) })) }
+        },
+    );
+    let server = TestServer::start_with(HttpConfig::default(), |b| {
+        b.tool(blob).max_queued_output(1024 * 1024)
+    })
+    .await;
+    let mut client = server.client().await;
+    let (writer, body) = channel_body();
+    let pending = client.start(post(body)).await;
+    writer.line(&initialize());
+    let _unread = head(pending).await;
+    writer.line(&initialized());
+    let sent = 300;
+    for id in 0..sent {
+        writer.line(&execute(id, BLOB, json!({})));
+    }
+    // Wait until the calls stop coming.
+    let mut ran = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = calls.load(Ordering::SeqCst);
+        if now == ran && now > 0 {
+            break;
+        }
+        ran = now;
+    }
+    // 150 MB of replies were asked for; the bound (1 MiB), the sockets'
+    // buffers and the requests in flight hold a few dozen of them.
+    assert!(ran > 0, "some calls ran");
+    assert!(
+        ran < 120,
+        "{ran} of {sent} calls ran with their replies unread: the output is not bounded"
+    );
+    // The server serves other clients meanwhile.
+    let reply = server.client().await.post(&echo(1, "still here")).await;
+    assert_eq!(result(&reply.json(), 1)["output"]["message"], "still here");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_session_runs_the_full_handshake() {
     let server = TestServer::start(HttpConfig::default()).await;

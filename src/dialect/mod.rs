@@ -158,6 +158,8 @@ pub(crate) struct Limits {
     pub(crate) max_message_size: usize,
     pub(crate) max_header_size: usize,
     pub(crate) max_in_flight: usize,
+    /// Bytes of a session's output that may wait for its transport.
+    pub(crate) max_queued_output: usize,
     pub(crate) tool_time_limit: Option<Duration>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) client_request_timeout: Duration,

@@ -17,9 +17,10 @@ use std::task::Poll;
 use atomic_waker::AtomicWaker;
 use bytes::BytesMut;
 use tokio::sync::Notify;
-use tokio::sync::mpsc::{self, error::SendError, error::TrySendError};
+use tokio::sync::mpsc::error::{SendError, TrySendError};
 use tokio_util::sync::CancellationToken;
 
+use super::bounded::{BoundedReceiver, BoundedSender, Weighed};
 use crate::jsonrpc::{Reply, RequestId};
 
 /// How a message becomes bytes on the output (a frame or a line).
@@ -28,15 +29,34 @@ pub(crate) type FrameFn = fn(&[u8], &mut BytesMut);
 /// Where a session's outgoing messages go.
 #[derive(Clone)]
 pub(crate) enum Outbox {
-    /// A channel its transport reads.
-    Channel(mpsc::Sender<Outgoing>),
+    /// A channel its transport reads, bounded by messages and by bytes
+    /// ([`channel`]).
+    Channel(BoundedSender<Outgoing>),
     /// Frames in a buffer its transport's writer empties.
     Frames(FrameSender),
 }
 
-impl From<mpsc::Sender<Outgoing>> for Outbox {
-    fn from(channel: mpsc::Sender<Outgoing>) -> Self {
+impl From<BoundedSender<Outgoing>> for Outbox {
+    fn from(channel: BoundedSender<Outgoing>) -> Self {
         Self::Channel(channel)
+    }
+}
+
+/// A session's outbox as a channel for its transport to read: at most
+/// `messages` messages of at most `bytes` bytes wait for it (a larger
+/// message waits alone), so a client that reads nothing holds that much
+/// of the server's memory, and the session's senders, then its reader,
+/// wait.
+pub(crate) fn channel(
+    messages: usize,
+    bytes: usize,
+) -> (BoundedSender<Outgoing>, BoundedReceiver<Outgoing>) {
+    super::bounded::channel(messages, bytes)
+}
+
+impl Weighed for Outgoing {
+    fn weight(&self) -> usize {
+        self.bytes.len()
     }
 }
 

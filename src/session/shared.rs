@@ -180,7 +180,7 @@ impl Shared {
     /// served without a session ([`alone`](super::dispatch::alone)), which send
     /// nothing. Anything sent through it is dropped (and logged).
     pub(crate) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
-        let (out, _) = mpsc::channel(1);
+        let (out, _) = super::outbox::channel(1, usize::MAX);
         Self::new(server, out.into(), dialect)
     }
 
@@ -191,8 +191,8 @@ impl Shared {
     pub(crate) fn unread(
         server: Arc<ServerInner>,
         dialect: Dialect,
-    ) -> (Self, mpsc::Receiver<Outgoing>) {
-        let (out, unread) = mpsc::channel(1);
+    ) -> (Self, super::bounded::BoundedReceiver<Outgoing>) {
+        let (out, unread) = super::outbox::channel(1, usize::MAX);
         (Self::new(server, out.into(), dialect), unread)
     }
 

@@ -19,6 +19,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::quota::StreamSlot;
 use crate::server::Input;
+use crate::session::bounded::BoundedReceiver;
 use crate::session::{Listener, Outgoing};
 use crate::transport::json_stream::JsonStreamDecoder;
 
@@ -101,7 +102,7 @@ pub struct McpBody {
 
 enum BodyKind {
     Full(Option<Bytes>),
-    Lines(mpsc::Receiver<Outgoing>),
+    Lines(BoundedReceiver<Outgoing>),
     Events(Box<Events>),
 }
 
@@ -128,7 +129,7 @@ pub(super) enum Feed {
     /// A request's own session's output (a 2026-07-28 request): the body
     /// is the output's one reader, so dropping it (the client closed the
     /// stream) closes the output, which stops the request's work.
-    Output(mpsc::Receiver<crate::session::Outgoing>),
+    Output(BoundedReceiver<Outgoing>),
     /// A 2026-07-28 listen stream, read here: no session and no task
     /// stand behind it; dropping it (the client closed the stream)
     /// unregisters it.
@@ -196,7 +197,7 @@ impl McpBody {
         }
     }
 
-    pub(super) fn stream(outbox: mpsc::Receiver<Outgoing>) -> Self {
+    pub(super) fn stream(outbox: BoundedReceiver<Outgoing>) -> Self {
         Self {
             kind: BodyKind::Lines(outbox),
         }

@@ -13,7 +13,6 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 use http_body::Body;
 use serde::de::IgnoredAny;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
@@ -24,7 +23,7 @@ use crate::fast::value_end::FirstValue;
 use crate::jsonrpc::{Parsed, RequestId, encode_error};
 use crate::principal::{Caller, Revocation};
 use crate::server::Exchanged;
-use crate::session::Session;
+use crate::session::{Session, outbox};
 use crate::transport::json_stream::JsonStreamDecoder;
 
 /// Messages waiting for a streaming response before request tasks wait.
@@ -274,7 +273,8 @@ impl McpService {
             Ok(slot) => slot,
             Err(why) => return (super::too_many_streams(&why), Leftover::Broken),
         };
-        let (out, outbox) = mpsc::channel(OUTBOX);
+        let bytes = self.0.server.inner().limits.max_queued_output;
+        let (out, outbox) = outbox::channel(OUTBOX, bytes);
         let stop = Arc::new(self.0.stop.child_token());
         // Once its token is revoked, its next request is refused `-32008`,
         // then the session ends (or after a short wait for one).

@@ -26,7 +26,6 @@ use http::{Response, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 
 use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
@@ -34,6 +33,8 @@ use crate::dialect::{Dialect, kept_meta, keys, methods};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
+use crate::session::bounded::BoundedReceiver;
+use crate::session::outbox;
 use crate::session::{About, Alone, Dispatched, Listener, Outgoing, Session, alone};
 
 /// `Mcp-Name`.
@@ -187,7 +188,8 @@ impl McpService {
         // The session a request runs in when something may come before
         // its reply; most requests are answered without one.
         let session = || {
-            let (out, outbox) = mpsc::channel::<Outgoing>(OUTBOX);
+            let bytes = self.0.server.inner().limits.max_queued_output;
+            let (out, outbox) = outbox::channel(OUTBOX, bytes);
             let session = Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone())
                 .with_caller(caller.clone());
             (session, outbox)
@@ -250,7 +252,7 @@ impl McpService {
         &self,
         parts: &Parts,
         id: &RequestId,
-        mut outbox: mpsc::Receiver<Outgoing>,
+        mut outbox: BoundedReceiver<Outgoing>,
     ) -> Response<McpBody> {
         let Some(first) = outbox.recv().await else {
             let error = RpcError::internal("the request ended without a reply");

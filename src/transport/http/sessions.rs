@@ -33,6 +33,8 @@ use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::{Caller, CountedAs, Principal};
 use crate::server::{Input, Server};
+use crate::session::bounded::BoundedReceiver;
+use crate::session::outbox;
 use crate::session::{About, Observed, Outgoing, Resumed, Session, Shared};
 use crate::tool::CancelReason;
 
@@ -530,7 +532,7 @@ impl Sessions {
         if map.len() >= self.max {
             return None;
         }
-        let (out, outbox) = mpsc::channel(OUTBOX);
+        let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
         let session = Session::resumed_over_http(server.inner(), out, stop.clone(), resumed);
@@ -581,7 +583,7 @@ impl Sessions {
             .quota
             .take(CountedAs::of(caller))
             .map_err(|()| Refused::PrincipalFull)?;
-        let (out, outbox) = mpsc::channel(OUTBOX);
+        let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
         let (input, inbox) = mpsc::channel(INBOX);
         let stop = Arc::new(stop.child_token());
         let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
@@ -603,7 +605,7 @@ impl Sessions {
         session: &Session,
         input: mpsc::Sender<(Input, Caller)>,
         stop: Arc<CancellationToken>,
-        outbox: mpsc::Receiver<Outgoing>,
+        outbox: BoundedReceiver<Outgoing>,
     ) -> Arc<HttpSession> {
         // (Its requests' spans name it: `mcp.session.id`.)
         #[cfg(feature = "otel")]
@@ -826,7 +828,7 @@ impl futures_core::Stream for Inbox {
 
 /// Puts every message the session writes on its stream, until the session
 /// ends (every sender of `outbox` is gone).
-async fn route(session: Weak<HttpSession>, mut outbox: mpsc::Receiver<Outgoing>) {
+async fn route(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>) {
     while let Some(message) = outbox.recv().await {
         let Some(session) = session.upgrade() else {
             continue; // ended: messages go nowhere until the core session stops
