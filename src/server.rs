@@ -579,7 +579,9 @@ impl ServerBuilder {
     }
 
     /// The longest URI a session may subscribe to, in bytes (default
-    /// 2 KiB). A longer one is refused with `-32602`, naming the limit.
+    /// 2 KiB). A longer one the server has (a template may match one) is
+    /// refused with `-32602`, naming the limit; one it does not have is
+    /// not found first (`-32002`), as any other.
     pub fn max_uri_length(mut self, bytes: usize) -> Self {
         self.limits.max_uri_length = bytes.max(1);
         self

@@ -187,7 +187,9 @@ pub enum TaskSignal {
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
     /// Whom the task counts against holds as many tasks as it may.
-    #[error("this caller holds the most tasks it may ({0}, running or kept): wait for one to end")]
+    #[error(
+        "this caller holds the most tasks it may ({0}, running or kept for their time to live): try again once one has gone"
+    )]
     TooMany(usize),
     /// The task has ended already (another process found its runner
     /// gone and failed it, say): its ended state stays.
