@@ -190,6 +190,9 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
             if let Some(sessions) = options.max_sessions_per_principal {
                 config = config.max_sessions_per_principal(sessions);
             }
+            if let Some(connections) = options.max_connections_per_peer {
+                config = config.max_connections_per_peer(connections);
+            }
             tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server
                 .serve_http_on(listener, config, shutdown_signal())
@@ -295,6 +298,9 @@ struct Options {
     max_streams_per_principal: Option<usize>,
     /// How many sessions one principal may hold.
     max_sessions_per_principal: Option<usize>,
+    /// How many connections one peer address may hold (behind a proxy,
+    /// every connection is the proxy's).
+    max_connections_per_peer: Option<usize>,
     /// How many tasks one principal may hold.
     max_tasks_per_principal: Option<usize>,
     oauth: OAuthOptions,
@@ -335,6 +341,7 @@ impl Options {
             max_streams: None,
             max_streams_per_principal: None,
             max_sessions_per_principal: None,
+            max_connections_per_peer: None,
             max_tasks_per_principal: None,
             oauth: OAuthOptions::default(),
             redis: None,
@@ -357,6 +364,10 @@ impl Options {
                 }
                 "--max-sessions-per-principal" => {
                     options.max_sessions_per_principal =
+                        Some(flag_value(&mut args, &arg, "a number")?);
+                }
+                "--max-connections-per-peer" => {
+                    options.max_connections_per_peer =
                         Some(flag_value(&mut args, &arg, "a number")?);
                 }
                 "--max-tasks-per-principal" => {
@@ -398,6 +409,7 @@ impl Options {
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
                          \x20      [--max-streams N] [--max-streams-per-principal N]\n\
                          \x20      [--max-sessions-per-principal N] [--max-tasks-per-principal N]\n\
+                         \x20      [--max-connections-per-peer N]\n\
                          \x20      [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);

@@ -208,17 +208,21 @@ impl CountedAs {
         }
         #[cfg(feature = "http")]
         {
-            use std::net::{IpAddr, Ipv6Addr};
             let peer = caller.head.as_ref()?.peer_addr()?;
-            Some(Self::Peer(match peer.ip().to_canonical() {
-                IpAddr::V6(v6) => {
-                    IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1)))
-                }
-                v4 => v4,
-            }))
+            Some(Self::peer(peer.ip()))
         }
         #[cfg(not(feature = "http"))]
         None
+    }
+
+    /// What a request from `ip` without a token counts as.
+    #[cfg(feature = "http")]
+    pub(crate) fn peer(ip: std::net::IpAddr) -> Self {
+        use std::net::{IpAddr, Ipv6Addr};
+        Self::Peer(match ip.to_canonical() {
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
+            v4 => v4,
+        })
     }
 
     /// What a request with `principal`'s token counts as.

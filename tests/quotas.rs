@@ -141,3 +141,61 @@ async fn by_default_a_principal_may_hold_a_quarter_of_the_endpoints_streams() {
     let (_c, _w, third) = v1_stream(&server, FIRST).await;
     assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// A raw connection from `source` that sends one request and reads what
+/// comes back until the server closes it (or a second passes).
+async fn raw_exchange_from(server: &TestServer, source: IpAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind(std::net::SocketAddr::new(source, 0))
+        .expect("bind the source address");
+    let mut stream = socket.connect(server.addr).await.expect("connect");
+    let body = serde_json::to_string(&echo(9, "raw")).expect("json");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_past_its_connections_gets_429_and_closed_while_another_connects() {
+    let config = HttpConfig::default().max_connections_per_peer(2);
+    let server = TestServer::start(config).await;
+    // Two connections from the first address, held open.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut client = Client::connect_from(server.addr, FIRST).await;
+        let reply = client.post(&echo(1, "held")).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        held.push(client);
+    }
+    let refused = raw_exchange_from(&server, FIRST).await;
+    assert!(
+        refused.starts_with("HTTP/1.1 429 ") && refused.contains("retry-after: 1"),
+        "a third connection from the same address: {refused}"
+    );
+    assert!(refused.contains("max_connections_per_peer"), "{refused}");
+    let served = raw_exchange_from(&server, SECOND).await;
+    assert!(
+        served.starts_with("HTTP/1.1 200 "),
+        "another address: {served}"
+    );
+    // A connection that closes gives its place back.
+    drop(held.pop());
+    let mut again = None;
+    for _ in 0..50 {
+        let answer = raw_exchange_from(&server, FIRST).await;
+        if answer.starts_with("HTTP/1.1 200 ") {
+            again = Some(answer);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some(), "the freed place is taken again");
+}

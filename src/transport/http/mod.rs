@@ -111,6 +111,7 @@ pub struct HttpConfig {
     header_read_timeout: Duration,
     body_timeout: Duration,
     max_connections: usize,
+    max_connections_per_peer: Option<usize>,
     max_streams: usize,
     max_streams_per_principal: Option<usize>,
     max_sessions: usize,
@@ -130,6 +131,7 @@ impl Default for HttpConfig {
             header_read_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_connections_per_peer: None,
             max_streams: 512,
             max_streams_per_principal: None,
             max_sessions: 1024,
@@ -217,9 +219,22 @@ impl HttpConfig {
     }
 
     /// How many connections the standalone server keeps open at once
-    /// (default 1024); past it, it accepts no more until one closes.
+    /// (default 1024); past it, it accepts no more until one closes. See
+    /// also [`max_connections_per_peer`](Self::max_connections_per_peer).
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How many connections the standalone server keeps open at once from
+    /// one peer address (default: a quarter of
+    /// [`max_connections`](Self::max_connections), at least 1; an IPv6
+    /// peer counts by its /64); past it a new connection from that address
+    /// gets `429` with `Retry-After` and is closed, so that one client
+    /// cannot take every connection. Behind a reverse proxy every
+    /// connection comes from the proxy: raise it to `max_connections`.
+    pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
+        self.max_connections_per_peer = Some(connections.max(1));
         self
     }
 

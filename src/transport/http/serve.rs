@@ -20,7 +20,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 
+use super::quota::Quota;
 use super::{HttpConfig, McpService, PeerAddr};
+use crate::principal::CountedAs;
 use crate::server::Server;
 
 /// How long a closing connection keeps reading (and discarding) what its
@@ -61,6 +63,11 @@ impl Server {
         config.path.get_or_insert_with(|| "/mcp".to_owned());
         let header_read_timeout = config.header_read_timeout;
         let connections = Arc::new(Semaphore::new(config.max_connections));
+        let per_peer = Quota::new(
+            config
+                .max_connections_per_peer
+                .unwrap_or(config.max_connections / 4),
+        );
         let local = listener.local_addr().ok().map(|a| a.ip());
         let service = self.http_service_on(config, local);
         let mut tasks = JoinSet::new();
@@ -92,6 +99,11 @@ impl Server {
                     }
                 },
                 () = &mut shutdown => break,
+            };
+            let Ok(held) = per_peer.take(Some(CountedAs::peer(peer.ip()))) else {
+                tracing::debug!(%peer, "refusing a connection: max_connections_per_peer");
+                tasks.spawn(refuse_busy_peer(stream, permit));
+                continue;
             };
             let _ = stream.set_nodelay(true);
             let service = service.clone();
@@ -126,7 +138,7 @@ impl Server {
                 if let Err(e) = result {
                     tracing::debug!(%peer, "connection ended: {e}");
                 }
-                drop(permit);
+                drop((held, permit));
             });
             while tasks.try_join_next().is_some() {}
         }
@@ -201,6 +213,26 @@ async fn preface(stream: &TcpStream, wait: Duration) -> Preface {
         // A prefix of `PRI *` so far: wait for the rest.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Refuses a connection from a peer that holds `max_connections_per_peer`:
+/// `429` with `Retry-After`, then the connection is closed (gracefully:
+/// its request, unread, does not reset the answer). It keeps its place
+/// among the server's connections (`_permit`) for at most a second.
+async fn refuse_busy_peer(stream: TcpStream, _permit: tokio::sync::OwnedSemaphorePermit) {
+    const BODY: &str = "this address holds as many connections as one client may \
+                        (max_connections_per_peer): close one, or try again later\n";
+    let refusal = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let mut io = Lingering::new(stream);
+    let write = async {
+        io.write_all(refusal.as_bytes()).await?;
+        io.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
 /// Refuses an HTTP/2 client in its own protocol: the server's preface (an
