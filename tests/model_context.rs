@@ -153,6 +153,28 @@ async fn initialize_may_carry_any_id_and_its_params_are_checked() {
     assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
 }
 
+/// A session keeps its client's declarations: past 64 KiB of `initialize`
+/// params they are refused, and the session may initialize again.
+#[tokio::test]
+async fn initialize_params_past_what_a_session_keeps_are_32602() {
+    let (server, _, _) = server();
+    let mut client = TestClient::connect_model_context(&server).await;
+    let mut params = init("2025-11-25");
+    params["capabilities"]["experimental"] = json!({ "padding": "x".repeat(64 * 1024) });
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+        .await;
+    let reply = client.reply(&json!(1)).await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply:.300}");
+    let data = reply["error"]["data"].as_str().unwrap_or_default();
+    assert!(data.contains("65536 bytes"), "{data}");
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": init("2025-11-25")}))
+        .await;
+    let reply = client.reply(&json!(2)).await;
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+}
+
 #[tokio::test]
 async fn before_initialize_only_ping_is_served_and_others_are_32600() {
     let (server, _, _) = server();

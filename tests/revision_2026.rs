@@ -777,6 +777,29 @@ async fn a_request_without_meta_or_its_version_or_capabilities_is_32602() {
     assert_eq!(code(&reply), -32602, "no clientCapabilities: {reply}");
 }
 
+/// A request's capabilities go with its task and its sealed state: past
+/// 64 KiB they are refused before its tool runs.
+#[tokio::test]
+async fn client_capabilities_past_what_the_server_keeps_are_32602() {
+    let probe = Probe::default();
+    let server = server(&probe);
+    let mut client = stdio(&server).await;
+    let caps = json!({"experimental": {"padding": "x".repeat(64 * 1024)}});
+    let message = rpc(
+        "tools/call",
+        with_meta(call_params("echo", json!({"text": "x"})), meta_with(caps)),
+    );
+    let reply = exchange(&mut client, &message).await;
+    assert_eq!(code(&reply), -32602, "{reply:.300}");
+    let data = reply["error"]["data"].as_str().unwrap_or_default();
+    assert!(
+        data.contains("clientCapabilities") && data.contains("65536 bytes"),
+        "{data}"
+    );
+    let reply = exchange(&mut client, &call26("echo", json!({"text": "x"}))).await;
+    assert!(reply.get("result").is_some(), "{reply}");
+}
+
 #[tokio::test]
 async fn an_unsupported_protocol_version_is_32022_naming_the_supported_and_requested() {
     let server = server(&Probe::default());

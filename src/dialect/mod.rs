@@ -152,6 +152,20 @@ pub(crate) fn parse(body: &[u8]) -> Parsed<'_> {
     crate::jsonrpc::parse::<Calls>(body)
 }
 
+/// The most bytes of a client's declared capabilities the server keeps:
+/// a session's `initialize` params, a 2026-07-28 request's
+/// `clientCapabilities` (kept by its task and its sealed state). Past it
+/// the request is refused `-32602`; real clients declare a few hundred.
+pub(crate) const MAX_CLIENT_CAPABILITIES: usize = 64 * 1024;
+
+/// Why a client's declaration of `bytes` bytes is refused.
+pub(crate) fn capabilities_too_large(what: &str, bytes: usize) -> RpcError {
+    RpcError::invalid_params(format!(
+        "{what} is {bytes} bytes, over the {MAX_CLIENT_CAPABILITIES} bytes the server keeps of a \
+         client's declarations"
+    ))
+}
+
 /// Limits that protect a server from its clients.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {

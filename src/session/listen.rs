@@ -21,8 +21,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
+use super::bounded::{BoundedReceiver, BoundedSender};
 use super::outbox::{About, Outgoing};
 use super::shared::Shared;
 use crate::dialect::{Filter, Listing, ServerInner};
@@ -71,7 +72,7 @@ pub(crate) struct Listener {
     subscription: Subscription,
     /// The task watcher's messages (its acknowledgement first), while it
     /// watches; dropping it stops the watcher.
-    tasks: Option<mpsc::Receiver<Vec<u8>>>,
+    tasks: Option<BoundedReceiver<Vec<u8>>>,
 }
 
 impl Listener {
@@ -87,7 +88,8 @@ impl Listener {
         let (subscription, _queue) = server.handle.registry().register();
         let tasks = match tokio::runtime::Handle::try_current() {
             Ok(runtime) if !filter.tasks.is_empty() => {
-                let (tx, rx) = mpsc::channel(8);
+                // (A task's state can be large: its questions, its result.)
+                let (tx, rx) = super::bounded::channel(8, server.limits.max_queued_output);
                 let store = Arc::clone(&server.tasks.store);
                 let watcher = watch_tasks(store, listing.clone(), id.clone(), filter.clone(), tx);
                 runtime.spawn(watcher);
@@ -180,7 +182,7 @@ async fn watch_tasks(
     listing: Arc<Listing>,
     id: RequestId,
     filter: Filter,
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: BoundedSender<Vec<u8>>,
 ) {
     // Heard from before the first read: no state saved after it is missed.
     let mut changes = store.changes();

@@ -416,6 +416,11 @@ pub(crate) fn initialize(
     id: &RequestId,
     params: Option<&RawValue>,
 ) -> Result<(Reply, Change), Reply> {
+    let bytes = params.map_or(0, |raw| raw.get().len());
+    if bytes > super::MAX_CLIENT_CAPABILITIES {
+        let refusal = super::capabilities_too_large("initialize params", bytes);
+        return Err(error(Some(id), &refusal));
+    }
     let params: InitializeParams<'_> =
         read(methods::INITIALIZE, params).map_err(|e| error(Some(id), &e))?;
     let asked = params.protocol_version.as_ref();

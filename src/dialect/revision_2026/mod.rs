@@ -529,6 +529,11 @@ fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Reply> 
         }
     }
     let capabilities = match meta.client_capabilities {
+        Some(raw) if raw.get().len() > super::MAX_CLIENT_CAPABILITIES => {
+            let what = format!("_meta[\"{}\"]", keys::CLIENT_CAPABILITIES);
+            let refusal = super::capabilities_too_large(&what, raw.get().len());
+            return Err(error(Some(id), &refusal));
+        }
         Some(raw) if raw.get().starts_with('{') => raw.get().to_owned(),
         Some(_) => {
             return Err(refuse(format!(
