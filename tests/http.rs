@@ -797,6 +797,61 @@ async fn a_streaming_session_whose_client_reads_nothing_runs_no_more_than_its_ou
     assert_eq!(result(&reply.json(), 1)["output"]["message"], "still here");
 }
 
+/// A client that reads nothing of what the server has to send is cut off
+/// after the send timeout, and its session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reads_nothing_for_the_send_timeout_is_cut_off() {
+    let config = HttpConfig::default().send_timeout(Duration::from_millis(300));
+    let server = TestServer::start(config).await;
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .set_recv_buffer_size(4096)
+        .expect("a small receive buffer");
+    let mut stream = socket.connect(server.addr).await.expect("connect");
+    let mut request = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n\
+        content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        .to_vec();
+    let mut lines = Vec::new();
+    for message in [initialize(), initialized()] {
+        lines.extend(serde_json::to_vec(&message).expect("json"));
+        lines.push(b'\n');
+    }
+    // Forty echoes of 256 KiB: 10 MiB of replies, more than the sockets hold.
+    for id in 2..42 {
+        lines.extend(serde_json::to_vec(&echo(id, &"x".repeat(256 * 1024))).expect("json"));
+        lines.push(b'\n');
+    }
+    request.extend(format!("{:x}\r\n", lines.len()).as_bytes());
+    request.extend(lines);
+    request.extend(b"\r\n");
+    stream
+        .write_all(&request)
+        .await
+        .expect("write the session's requests");
+    // Read nothing past the timeout, then all there is: the server gave up.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut answer = Vec::new();
+    let read = timeout(PATIENCE, async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the connection ended (the body never did)");
+    assert!(
+        answer.len() < 40 * 256 * 1024,
+        "{} bytes came: the server wrote on instead of giving up",
+        answer.len()
+    );
+    // Others are served.
+    let reply = server.client().await.post(&echo(1, "after")).await;
+    assert_eq!(result(&reply.json(), 1)["output"]["message"], "after");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_session_runs_the_full_handshake() {
     let server = TestServer::start(HttpConfig::default()).await;

@@ -110,6 +110,7 @@ pub struct HttpConfig {
     any_host: bool,
     header_read_timeout: Duration,
     body_timeout: Duration,
+    send_timeout: Duration,
     max_connections: usize,
     max_connections_per_peer: Option<usize>,
     max_streams: usize,
@@ -130,6 +131,7 @@ impl Default for HttpConfig {
             any_host: false,
             header_read_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(60),
             max_connections: 1024,
             max_connections_per_peer: None,
             max_streams: 512,
@@ -207,6 +209,17 @@ impl HttpConfig {
     /// A streaming session's body may idle as long as the client likes.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a write to a connection may wait for its client to read
+    /// (standalone server only, [`Server::serve_http`]; default 60 s): a
+    /// client that reads nothing of a response or stream for that long,
+    /// while the server has more to send, is cut off, and what the server
+    /// held for it is freed. An idle stream writes nothing, and is not cut
+    /// off for that.
+    pub fn send_timeout(mut self, timeout: Duration) -> Self {
+        self.send_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 

@@ -62,6 +62,7 @@ impl Server {
     ) -> io::Result<()> {
         config.path.get_or_insert_with(|| "/mcp".to_owned());
         let header_read_timeout = config.header_read_timeout;
+        let send_timeout = config.send_timeout;
         let connections = Arc::new(Semaphore::new(config.max_connections));
         let per_peer = Quota::new(
             config
@@ -121,7 +122,7 @@ impl Server {
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_read_timeout)
                     .serve_connection(
-                        TokioIo::new(Lingering::new(stream)),
+                        TokioIo::new(Lingering::new(stream, send_timeout)),
                         Connected {
                             service: service.clone(),
                             peer: PeerAddr(peer),
@@ -227,7 +228,7 @@ async fn refuse_busy_peer(stream: TcpStream, _permit: tokio::sync::OwnedSemaphor
          retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{BODY}",
         BODY.len()
     );
-    let mut io = Lingering::new(stream);
+    let mut io = Lingering::new(stream, Duration::from_secs(1));
     let write = async {
         io.write_all(refusal.as_bytes()).await?;
         io.shutdown().await
@@ -244,7 +245,7 @@ async fn refuse_http2(stream: TcpStream) {
         0, 0, 0, 0, // last stream id 0
         0, 0, 0, 0x0d, // HTTP_1_1_REQUIRED
     ];
-    let mut io = Lingering::new(stream);
+    let mut io = Lingering::new(stream, Duration::from_secs(1));
     if io.write_all(&REFUSAL).await.is_ok() {
         let _ = io.shutdown().await;
     }
@@ -255,11 +256,16 @@ pin_project_lite::pin_project! {
     /// reads and discards what the client still sends, until the client
     /// closes too or [`LINGER`] passes — so that data the server never read
     /// does not make the kernel answer with a reset that destroys the
-    /// response the client has not read yet.
+    /// response the client has not read yet. A write that waits
+    /// `send_timeout` for the client to read fails (`TimedOut`), which
+    /// ends the connection.
     struct Lingering {
         #[pin]
         stream: TcpStream,
         closing: Closing,
+        send_timeout: Duration,
+        // Since a write began to wait, when it gives up.
+        stalled: Option<Pin<Box<Sleep>>>,
     }
 }
 
@@ -270,12 +276,36 @@ enum Closing {
 }
 
 impl Lingering {
-    fn new(stream: TcpStream) -> Self {
+    fn new(stream: TcpStream, send_timeout: Duration) -> Self {
         Self {
             stream,
             closing: Closing::Open,
+            send_timeout,
+            stalled: None,
         }
     }
+}
+
+/// What a write came to, with the send timeout applied: one that waits
+/// starts the timer (boxed: only a client that does not read pays for
+/// it), one that goes on stops it, and one still waiting when the timer
+/// fires fails.
+fn timed_write<T>(
+    written: Poll<io::Result<T>>,
+    stalled: &mut Option<Pin<Box<Sleep>>>,
+    send_timeout: Duration,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<T>> {
+    if written.is_ready() {
+        *stalled = None;
+        return written;
+    }
+    let timer = stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(send_timeout)));
+    ready!(timer.as_mut().poll(cx));
+    Poll::Ready(Err(io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the client read nothing for the send timeout",
+    )))
 }
 
 impl AsyncRead for Lingering {
@@ -294,7 +324,9 @@ impl AsyncWrite for Lingering {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.project().stream.poll_write(cx, buf)
+        let this = self.project();
+        let written = this.stream.poll_write(cx, buf);
+        timed_write(written, this.stalled, *this.send_timeout, cx)
     }
 
     fn poll_write_vectored(
@@ -302,7 +334,9 @@ impl AsyncWrite for Lingering {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.project().stream.poll_write_vectored(cx, bufs)
+        let this = self.project();
+        let written = this.stream.poll_write_vectored(cx, bufs);
+        timed_write(written, this.stalled, *this.send_timeout, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
