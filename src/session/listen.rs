@@ -186,11 +186,16 @@ async fn watch_tasks(
 ) {
     // Heard from before the first read: no state saved after it is missed.
     let mut changes = store.changes();
-    let mut watched: HashMap<String, TaskState> = HashMap::new();
+    // Each watched task's last state told, as its fingerprint, and the
+    // first notifications to send.
+    let mut watched: HashMap<String, u64> = HashMap::new();
+    let mut first: HashMap<String, (Vec<u8>, bool)> = HashMap::new();
     for task_id in &filter.tasks {
         match store.get(task_id).await {
             Ok(Some(task)) if filter.may_watch(&listing, &task) => {
-                watched.insert(task_id.clone(), task);
+                watched.insert(task_id.clone(), fingerprint(&task));
+                let pushed = Filter::task_pushed(&id, &task);
+                first.insert(task_id.clone(), (pushed, task.status.is_terminal()));
             }
             Ok(_) => {}
             Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
@@ -208,13 +213,15 @@ async fn watch_tasks(
         return;
     }
     for task_id in &agreed {
-        if let Some(task) = watched.get(*task_id)
-            && tx.send(Filter::task_pushed(&id, task)).await.is_err()
-        {
-            return;
+        if let Some((pushed, ended)) = first.remove(*task_id) {
+            if tx.send(pushed).await.is_err() {
+                return;
+            }
+            if ended {
+                watched.remove(*task_id);
+            }
         }
     }
-    watched.retain(|_, task| !task.status.is_terminal());
     let mut reread = tokio::time::interval_at(tokio::time::Instant::now() + REREAD, REREAD);
     while !watched.is_empty() {
         let due: Vec<String> = tokio::select! {
@@ -230,17 +237,20 @@ async fn watch_tasks(
         };
         for task_id in due {
             match store.get(&task_id).await {
-                Ok(Some(task)) if watched.get(&task_id) != Some(&task) => {
+                Ok(Some(task)) => {
+                    let said = fingerprint(&task);
+                    if watched.get(&task_id) == Some(&said) {
+                        continue;
+                    }
                     if tx.send(Filter::task_pushed(&id, &task)).await.is_err() {
                         return;
                     }
                     if task.status.is_terminal() {
                         watched.remove(&task_id);
                     } else {
-                        watched.insert(task_id, task);
+                        watched.insert(task_id, said);
                     }
                 }
-                Ok(Some(_)) => {}
                 // (Expired: there is nothing more to hear of it.)
                 Ok(None) => {
                     watched.remove(&task_id);
@@ -249,6 +259,16 @@ async fn watch_tasks(
             }
         }
     }
+}
+
+/// A task's stored state in 64 bits (keyed at random per process): a
+/// watched task is told again only when it differs, and a stream keeps no
+/// copy of a state, which can be large (its questions, its result).
+fn fingerprint(task: &TaskState) -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    let stored = serde_json::to_vec(task).unwrap_or_default();
+    KEYS.get_or_init(RandomState::new).hash_one(stored)
 }
 
 /// The stream as a session request's work, on the request's own output:

@@ -43,6 +43,9 @@ where
     }
 }
 
+/// The largest message whose buffer a streaming body keeps for the next.
+const KEPT_BUFFER: usize = 64 * 1024;
+
 /// A streaming request body as a stream of session inputs.
 pub(super) struct BodyInputs<B> {
     pub(super) body: Pin<Box<B>>,
@@ -73,7 +76,15 @@ where
                 return Poll::Ready(item);
             }
             match this.decoder.decode(&mut this.buf) {
-                Ok(Some(item)) => return Poll::Ready(Some(Ok(item))),
+                Ok(Some(item)) => {
+                    // The buffer a large message grew shares its allocation
+                    // with the message: let it go with the message, rather
+                    // than hold it while the stream idles.
+                    if matches!(&item, Input::Message(message) if message.len() > KEPT_BUFFER) {
+                        this.buf = BytesMut::from(&this.buf[..]);
+                    }
+                    return Poll::Ready(Some(Ok(item)));
+                }
                 Ok(None) => {}
                 Err(e) => return Poll::Ready(Some(Err(e))),
             }
@@ -412,5 +423,35 @@ mod tests {
         let all = seen.concat();
         assert!(!all.contains("acknowledged"), "{all}");
         assert_eq!(all.matches(r#""result""#).count(), 1, "{all}");
+    }
+
+    /// A large message's buffer goes with the message: the stream keeps
+    /// no share of it for the next (small) one.
+    #[tokio::test]
+    async fn a_streamed_body_keeps_no_share_of_a_large_messages_buffer() {
+        use futures_core::Stream;
+        let large = format!("{{\"pad\":\"{}\"}}", "x".repeat(KEPT_BUFFER + 1));
+        let text = format!("{large}\n{{\"small\":1}}\n");
+        let mut inputs = BodyInputs {
+            body: Box::pin(http_body_util::Full::new(Bytes::from(text))),
+            buf: BytesMut::new(),
+            decoder: JsonStreamDecoder::new(1 << 20),
+            ended: false,
+            finished: false,
+        };
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let Poll::Ready(Some(Ok(Input::Message(first)))) = Pin::new(&mut inputs).poll_next(&mut cx)
+        else {
+            panic!("the large message first");
+        };
+        assert_eq!(first.len(), large.len());
+        assert!(first.is_unique(), "the stream's buffer still shares it");
+        let Poll::Ready(Some(Ok(Input::Message(second)))) =
+            Pin::new(&mut inputs).poll_next(&mut cx)
+        else {
+            panic!("then the small one");
+        };
+        assert_eq!(&second[..], br#"{"small":1}"#);
     }
 }
