@@ -181,6 +181,7 @@ impl<T: Weighed> BoundedReceiver<T> {
     }
 
     /// The next message if one waits.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
         self.channel
             .try_recv()

@@ -297,7 +297,9 @@ fn timed_write<T>(
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<T>> {
     if written.is_ready() {
-        *stalled = None;
+        if stalled.is_some() {
+            *stalled = None;
+        }
         return written;
     }
     let timer = stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(send_timeout)));
