@@ -240,14 +240,22 @@ impl CountedAs {
     /// so that the two never meet.
     pub(crate) fn key(&self) -> String {
         match self {
-            Self::Token(issuer, subject, client) => format!(
-                "{issuer}\u{0}{}\u{0}{}",
-                subject.as_deref().unwrap_or_default(),
-                client.as_deref().unwrap_or_default()
-            ),
+            Self::Token(issuer, subject, client) => {
+                token_key(issuer, subject.as_deref(), client.as_deref())
+            }
             Self::Peer(ip) => format!("peer {ip}"),
         }
     }
+}
+
+/// A token's issuer, subject and client as a store's key (a task's owner,
+/// what a sealed state is bound to): joined by NUL.
+pub(crate) fn token_key(issuer: &str, subject: Option<&str>, client: Option<&str>) -> String {
+    format!(
+        "{issuer}\u{0}{}\u{0}{}",
+        subject.unwrap_or_default(),
+        client.unwrap_or_default()
+    )
 }
 
 #[cfg(feature = "http")]

@@ -40,7 +40,7 @@ use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
 use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RawText, Reply, RequestId, ToolCall, encode_error_with};
-use crate::principal::{CountedAs, Principal};
+use crate::principal::{Principal, token_key};
 use crate::round_trip::{Binding, RoundTrip};
 use seal::StateKeys;
 
@@ -530,9 +530,7 @@ fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Reply> 
     }
     let capabilities = match meta.client_capabilities {
         Some(raw) if raw.get().len() > super::MAX_CLIENT_CAPABILITIES => {
-            let what = format!("_meta[\"{}\"]", keys::CLIENT_CAPABILITIES);
-            let refusal = super::capabilities_too_large(&what, raw.get().len());
-            return Err(error(Some(id), &refusal));
+            return Err(capabilities_refused(id, raw.get().len()));
         }
         Some(raw) if raw.get().starts_with('{') => raw.get().to_owned(),
         Some(_) => {
@@ -567,6 +565,14 @@ fn declared(id: &RequestId, meta: Option<&Meta<'_>>) -> Result<Declared, Reply> 
     })
 }
 
+/// `-32602` for a request's `clientCapabilities` of `bytes` bytes, past
+/// what the server keeps.
+#[cold]
+fn capabilities_refused(id: &RequestId, bytes: usize) -> Reply {
+    let what = format!("_meta[\"{}\"]", keys::CLIENT_CAPABILITIES);
+    error(Some(id), &super::capabilities_too_large(&what, bytes))
+}
+
 /// `-32022` with the versions this server speaks and the one asked for.
 pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Reply {
     encode_error_with(
@@ -580,7 +586,10 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Re
 /// Who a request's state and tasks belong to: the token's issuer, subject
 /// and client; empty without a token.
 fn owner_of(principal: Option<&Principal>) -> String {
-    principal.map_or_else(String::new, |p| CountedAs::token(p).key())
+    principal.map_or_else(String::new, |p| {
+        let (issuer, subject, client) = p.binding();
+        token_key(issuer, subject, client)
+    })
 }
 
 /// What a sealed state names: the call it continues and who made it. The
