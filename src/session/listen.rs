@@ -186,40 +186,36 @@ async fn watch_tasks(
 ) {
     // Heard from before the first read: no state saved after it is missed.
     let mut changes = store.changes();
-    // Each watched task's last state told, as its fingerprint, and the
-    // first notifications to send.
-    let mut watched: HashMap<String, u64> = HashMap::new();
-    let mut first: HashMap<String, (Vec<u8>, bool)> = HashMap::new();
+    // Each watched task's last state told, as its fingerprint (`None`:
+    // none yet). The stream keeps no state itself: one can be large (its
+    // questions, its result), and is read again when it is told.
+    let mut watched: HashMap<String, Option<u64>> = HashMap::new();
     for task_id in &filter.tasks {
         match store.get(task_id).await {
             Ok(Some(task)) if filter.may_watch(&listing, &task) => {
-                watched.insert(task_id.clone(), fingerprint(&task));
-                let pushed = Filter::task_pushed(&id, &task);
-                first.insert(task_id.clone(), (pushed, task.status.is_terminal()));
+                watched.insert(task_id.clone(), None);
             }
             Ok(_) => {}
             Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
         }
     }
-    let agreed: Vec<&str> = (filter.tasks.iter())
+    let agreed: Vec<String> = (filter.tasks.iter())
         .filter(|t| watched.contains_key(*t))
-        .map(String::as_str)
+        .cloned()
         .collect();
-    if tx
-        .send(filter.acknowledged_watching(&id, &agreed))
-        .await
-        .is_err()
-    {
+    let acknowledgement = {
+        let agreed: Vec<&str> = agreed.iter().map(String::as_str).collect();
+        filter.acknowledged_watching(&id, &agreed)
+    };
+    if tx.send(acknowledgement).await.is_err() {
         return;
     }
-    for task_id in &agreed {
-        if let Some((pushed, ended)) = first.remove(*task_id) {
-            if tx.send(pushed).await.is_err() {
-                return;
-            }
-            if ended {
-                watched.remove(*task_id);
-            }
+    for task_id in agreed {
+        if tell(&*store, &id, &tx, &mut watched, task_id)
+            .await
+            .is_err()
+        {
+            return;
         }
     }
     let mut reread = tokio::time::interval_at(tokio::time::Instant::now() + REREAD, REREAD);
@@ -236,29 +232,48 @@ async fn watch_tasks(
             _ = reread.tick() => watched.keys().cloned().collect(),
         };
         for task_id in due {
-            match store.get(&task_id).await {
-                Ok(Some(task)) => {
-                    let said = fingerprint(&task);
-                    if watched.get(&task_id) == Some(&said) {
-                        continue;
-                    }
-                    if tx.send(Filter::task_pushed(&id, &task)).await.is_err() {
-                        return;
-                    }
-                    if task.status.is_terminal() {
-                        watched.remove(&task_id);
-                    } else {
-                        watched.insert(task_id, said);
-                    }
-                }
-                // (Expired: there is nothing more to hear of it.)
-                Ok(None) => {
-                    watched.remove(&task_id);
-                }
-                Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
+            if tell(&*store, &id, &tx, &mut watched, task_id)
+                .await
+                .is_err()
+            {
+                return;
             }
         }
     }
+}
+
+/// Reads watched task `task_id` and tells stream `id` its state if it is
+/// new; an ended or expired task is watched no more. `Err`: the stream is
+/// gone.
+async fn tell(
+    store: &dyn TaskStore,
+    id: &RequestId,
+    tx: &BoundedSender<Vec<u8>>,
+    watched: &mut HashMap<String, Option<u64>>,
+    task_id: String,
+) -> Result<(), ()> {
+    match store.get(&task_id).await {
+        Ok(Some(task)) => {
+            let said = fingerprint(&task);
+            if watched.get(&task_id) == Some(&Some(said)) {
+                return Ok(());
+            }
+            tx.send(Filter::task_pushed(id, &task))
+                .await
+                .map_err(|_| ())?;
+            if task.status.is_terminal() {
+                watched.remove(&task_id);
+            } else {
+                watched.insert(task_id, Some(said));
+            }
+        }
+        // (Expired: there is nothing more to hear of it.)
+        Ok(None) => {
+            watched.remove(&task_id);
+        }
+        Err(e) => tracing::warn!("a listen stream cannot read task {task_id}: {e}"),
+    }
+    Ok(())
 }
 
 /// A task's stored state in 64 bits (keyed at random per process): a
