@@ -742,7 +742,7 @@ def main():
         check(counted == "peer 127.0.0.1",
               f"the task counts against its peer's address ({stored})")
         sets = subprocess.run(["redis-cli", "-p", str(d.redis_port), "--scan", "--pattern",
-                               "*:tasks-of:" + counted.encode().hex()],
+                               "*:tasks-of:" + (counted or "").encode().hex()],
                               capture_output=True, text=True, timeout=PATIENCE).stdout.split()
         member = subprocess.run(["redis-cli", "-p", str(d.redis_port), "ZSCORE",
                                  (sets or [""])[0], sleeping],

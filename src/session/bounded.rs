@@ -5,11 +5,10 @@
 //! and the senders wait, so the session reads no more input.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
-use tokio::sync::Notify;
 use tokio::sync::mpsc::{self, error::SendError, error::TryRecvError, error::TrySendError};
+use tokio::sync::{Semaphore, TryAcquireError};
 
 /// What a message weighs against the byte bound: its length.
 pub(crate) trait Weighed {
@@ -23,50 +22,27 @@ impl Weighed for Vec<u8> {
     }
 }
 
-/// The bytes in a channel, shared by its ends.
+/// The bytes in a channel, shared by its ends: a semaphore of bytes, so
+/// that senders waiting for room are served in order (a small message
+/// never passes a large one that waits), and a message weighs at most
+/// the whole bound (a larger one passes alone).
 #[derive(Debug)]
 struct Budget {
-    /// The most bytes that wait (more when a message alone weighs more).
+    bytes: Semaphore,
+    /// The bound, in bytes (as many permits as a semaphore holds at most).
     most: usize,
-    held: AtomicUsize,
-    /// A sender found no room since the receiver last freed some: it may
-    /// be waiting.
-    refused: AtomicBool,
-    freed: Notify,
 }
 
 impl Budget {
-    /// Takes `weight` bytes if they fit, or if nothing is held.
-    fn take(&self, weight: usize) -> bool {
-        let fits = |held: usize| held == 0 || held.saturating_add(weight) <= self.most;
-        let mut held = self.held.load(Ordering::SeqCst);
-        loop {
-            if !fits(held) {
-                // Said before the look below, so that a receiver freeing
-                // bytes in between sees it and wakes the waiter.
-                self.refused.store(true, Ordering::SeqCst);
-                held = self.held.load(Ordering::SeqCst);
-                if !fits(held) {
-                    return false;
-                }
-            }
-            match self.held.compare_exchange_weak(
-                held,
-                held + weight,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => return true,
-                Err(now) => held = now,
-            }
-        }
+    /// The permits a message of `weight` bytes takes.
+    fn permits(&self, weight: usize) -> u32 {
+        u32::try_from(weight.min(self.most)).unwrap_or(u32::MAX)
     }
 
-    fn give_back(&self, weight: usize) {
-        self.held.fetch_sub(weight, Ordering::SeqCst);
-        if self.refused.swap(false, Ordering::SeqCst) {
-            self.freed.notify_waiters();
-        }
+    /// Bytes held by messages in the channel.
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.most - self.bytes.available_permits()
     }
 }
 
@@ -86,11 +62,17 @@ impl<T> Clone for BoundedSender<T> {
     }
 }
 
-/// The receiving end of [`channel`].
+/// The receiving end of [`channel`]; dropping it turns senders away.
 #[derive(Debug)]
 pub(crate) struct BoundedReceiver<T> {
     channel: mpsc::Receiver<T>,
     budget: Arc<Budget>,
+}
+
+impl<T> Drop for BoundedReceiver<T> {
+    fn drop(&mut self) {
+        self.budget.bytes.close();
+    }
 }
 
 /// A channel in which at most `messages` messages of at most `bytes`
@@ -100,11 +82,10 @@ pub(crate) fn channel<T: Weighed>(
     bytes: usize,
 ) -> (BoundedSender<T>, BoundedReceiver<T>) {
     let (sender, receiver) = mpsc::channel(messages.max(1));
+    let most = bytes.clamp(1, (u32::MAX as usize).min(Semaphore::MAX_PERMITS));
     let budget = Arc::new(Budget {
-        most: bytes.max(1),
-        held: AtomicUsize::new(0),
-        refused: AtomicBool::new(false),
-        freed: Notify::new(),
+        bytes: Semaphore::new(most),
+        most,
     });
     (
         BoundedSender {
@@ -119,41 +100,35 @@ pub(crate) fn channel<T: Weighed>(
 }
 
 impl<T: Weighed> BoundedSender<T> {
-    /// Hands `message` over if it fits; gives it back when it does not, or
-    /// when the receiver is gone.
+    /// Hands `message` over if it fits and no sender waits before it;
+    /// gives it back when it does not, or when the receiver is gone.
     pub(crate) fn try_send(&self, message: T) -> Result<(), TrySendError<T>> {
-        if self.channel.is_closed() {
-            return Err(TrySendError::Closed(message));
-        }
-        let weight = message.weight();
-        if !self.budget.take(weight) {
-            return Err(TrySendError::Full(message));
-        }
-        self.channel
-            .try_send(message)
-            .inspect_err(|_| self.budget.give_back(weight))
+        let permits = self.budget.permits(message.weight());
+        let held = match self.budget.bytes.try_acquire_many(permits) {
+            Ok(held) => held,
+            Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(message)),
+            Err(TryAcquireError::Closed) => return Err(TrySendError::Closed(message)),
+        };
+        self.channel.try_send(message)?;
+        // Given back by the receiver, as it takes the message.
+        held.forget();
+        Ok(())
     }
 
-    /// Hands `message` over, waiting for room; gives it back when the
-    /// receiver is gone. Dropped while it waits, it holds nothing.
+    /// Hands `message` over, waiting for room (in order with the other
+    /// senders that wait); gives it back when the receiver is gone.
+    /// Dropped while it waits, it holds nothing.
     pub(crate) async fn send(&self, message: T) -> Result<(), SendError<T>> {
-        loop {
-            let freed = self.budget.freed.notified();
-            tokio::pin!(freed);
-            freed.as_mut().enable();
-            let Ok(place) = self.channel.reserve().await else {
-                return Err(SendError(message));
-            };
-            if self.budget.take(message.weight()) {
-                place.send(message);
-                return Ok(());
-            }
-            drop(place);
-            tokio::select! {
-                () = freed => {}
-                () = self.channel.closed() => return Err(SendError(message)),
-            }
-        }
+        let permits = self.budget.permits(message.weight());
+        let Ok(held) = self.budget.bytes.acquire_many(permits).await else {
+            return Err(SendError(message));
+        };
+        let Ok(place) = self.channel.reserve().await else {
+            return Err(SendError(message));
+        };
+        place.send(message);
+        held.forget();
+        Ok(())
     }
 
     /// Completes when the receiver is gone.
@@ -177,15 +152,18 @@ impl<T: Weighed> BoundedReceiver<T> {
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         self.channel
             .poll_recv(cx)
-            .map(|message| message.inspect(|m| self.budget.give_back(m.weight())))
+            .map(|message| message.inspect(|m| self.give_back(m)))
     }
 
     /// The next message if one waits.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn try_recv(&mut self) -> Result<T, TryRecvError> {
-        self.channel
-            .try_recv()
-            .inspect(|m| self.budget.give_back(m.weight()))
+        self.channel.try_recv().inspect(|m| self.give_back(m))
+    }
+
+    fn give_back(&self, message: &T) {
+        let permits = self.budget.permits(message.weight());
+        self.budget.bytes.add_permits(permits as usize);
     }
 }
 
@@ -248,6 +226,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_waiting_large_message_is_not_passed_by_small_ones() {
+        let (sender, mut receiver) = channel::<Vec<u8>>(100, 10);
+        sender.try_send(vec![0; 8]).unwrap();
+        let large = tokio::spawn({
+            let sender = sender.clone();
+            async move { sender.send(vec![1; 10]).await.is_ok() }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            matches!(sender.try_send(vec![2]), Err(TrySendError::Full(_))),
+            "a small message waits behind the large one"
+        );
+        assert_eq!(receiver.recv().await.map(|m| m.len()), Some(8));
+        assert!(large.await.unwrap());
+        assert_eq!(receiver.recv().await.map(|m| m.len()), Some(10));
+        sender.try_send(vec![2]).unwrap();
+    }
+
+    #[tokio::test]
     async fn many_senders_never_hold_more_than_the_bound_past_one_message() {
         let (sender, mut receiver) = channel::<Vec<u8>>(1000, 64);
         let senders: Vec<_> = (0..8)
@@ -264,7 +261,7 @@ mod tests {
         let mut received = 0;
         while let Some(message) = receiver.recv().await {
             received += 1;
-            assert!(receiver.budget.held.load(Ordering::SeqCst) <= 64);
+            assert!(receiver.budget.held() <= 64);
             drop(message);
             tokio::task::yield_now().await;
         }

@@ -13,7 +13,6 @@ use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
@@ -136,7 +135,7 @@ struct Events {
 pub(super) enum Feed {
     /// Messages a router put there (a session's `GET` stream, a request's
     /// stream in a session).
-    Routed(mpsc::Receiver<Vec<u8>>),
+    Routed(BoundedReceiver<Vec<u8>>),
     /// A request's own session's output (a 2026-07-28 request): the body
     /// is the output's one reader, so dropping it (the client closed the
     /// stream) closes the output, which stops the request's work.
@@ -166,8 +165,8 @@ impl Feed {
     }
 }
 
-impl From<mpsc::Receiver<Vec<u8>>> for Feed {
-    fn from(messages: mpsc::Receiver<Vec<u8>>) -> Self {
+impl From<BoundedReceiver<Vec<u8>>> for Feed {
+    fn from(messages: BoundedReceiver<Vec<u8>>) -> Self {
         Self::Routed(messages)
     }
 }

@@ -30,6 +30,9 @@ use crate::server::Server;
 /// connection goes.
 const LINGER: Duration = Duration::from_secs(2);
 
+/// How many refusals of a busy peer's connections are written at once.
+const REFUSALS: usize = 64;
+
 impl Server {
     /// Serves HTTP on `addr` until `shutdown` completes, then stops
     /// accepting, lets requests in flight finish, ends open streaming
@@ -64,6 +67,10 @@ impl Server {
         let header_read_timeout = config.header_read_timeout;
         let send_timeout = config.send_timeout;
         let connections = Arc::new(Semaphore::new(config.max_connections));
+        // Refusals being written: a few at once, apart from the connection
+        // limit, so that a peer's flood of refused connections takes no
+        // place from other clients.
+        let refusals = Arc::new(Semaphore::new(REFUSALS));
         let per_peer = Quota::new(
             config
                 .max_connections_per_peer
@@ -103,7 +110,11 @@ impl Server {
             };
             let Ok(held) = per_peer.take(Some(CountedAs::peer(peer.ip()))) else {
                 tracing::debug!(%peer, "refusing a connection: max_connections_per_peer");
-                tasks.spawn(refuse_busy_peer(stream, permit));
+                drop(permit);
+                // (With too many refusals under way, closed unanswered.)
+                if let Ok(refusing) = refusals.clone().try_acquire_owned() {
+                    tasks.spawn(refuse_busy_peer(stream, refusing));
+                }
                 continue;
             };
             let _ = stream.set_nodelay(true);
@@ -218,9 +229,9 @@ async fn preface(stream: &TcpStream, wait: Duration) -> Preface {
 
 /// Refuses a connection from a peer that holds `max_connections_per_peer`:
 /// `429` with `Retry-After`, then the connection is closed (gracefully:
-/// its request, unread, does not reset the answer). It keeps its place
-/// among the server's connections (`_permit`) for at most a second.
-async fn refuse_busy_peer(stream: TcpStream, _permit: tokio::sync::OwnedSemaphorePermit) {
+/// its request, unread, does not reset the answer), within a second,
+/// holding one of the [`REFUSALS`] places (`_refusing`).
+async fn refuse_busy_peer(stream: TcpStream, _refusing: tokio::sync::OwnedSemaphorePermit) {
     const BODY: &str = "this address holds as many connections as one client may \
                         (max_connections_per_peer): close one, or try again later\n";
     let refusal = format!(

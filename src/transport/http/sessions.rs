@@ -33,7 +33,7 @@ use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::{Caller, CountedAs, Principal};
 use crate::server::{Input, Server};
-use crate::session::bounded::BoundedReceiver;
+use crate::session::bounded::{self, BoundedReceiver, BoundedSender};
 use crate::session::outbox;
 use crate::session::{About, Observed, Outgoing, Resumed, Session, Shared};
 use crate::tool::CancelReason;
@@ -56,7 +56,7 @@ pub(super) enum First {
     Reply(Vec<u8>, Option<i32>),
     /// A notification or request first: an SSE stream starting with this
     /// message, then the rest (the reply last).
-    Stream(Vec<u8>, mpsc::Receiver<Vec<u8>>),
+    Stream(Vec<u8>, BoundedReceiver<Vec<u8>>),
     /// No reply at all (the client cancelled it).
     Unanswered,
     /// Refused for want of these scopes, before anything else: answered
@@ -69,14 +69,14 @@ enum Route {
     /// Nothing sent yet.
     AwaitingFirst(oneshot::Sender<First>),
     /// Its SSE stream is open.
-    Streaming(mpsc::Sender<Vec<u8>>),
+    Streaming(BoundedSender<Vec<u8>>),
 }
 
 #[derive(Default)]
 struct Routes {
     requests: HashMap<RequestId, Route>,
     /// The `GET` stream, when one is open.
-    get: Option<mpsc::Sender<Vec<u8>>>,
+    get: Option<BoundedSender<Vec<u8>>>,
 }
 
 /// One session, as the HTTP layer holds it.
@@ -102,6 +102,9 @@ pub(super) struct HttpSession {
     /// Held while a `GET` stream is claimed and opened, so that two `GET`s
     /// on this process cannot both claim it.
     pub(super) opening_get: tokio::sync::Mutex<()>,
+    /// How many bytes may wait on each of its streams for the client
+    /// (`max_queued_output`).
+    stream_bytes: usize,
 }
 
 /// Saves one session's state through the bus, and tells the other
@@ -285,13 +288,13 @@ impl HttpSession {
     }
 
     /// Opens the `GET` stream; `None` when one is open already.
-    pub(super) fn open_get(&self) -> Option<mpsc::Receiver<Vec<u8>>> {
+    pub(super) fn open_get(&self) -> Option<BoundedReceiver<Vec<u8>>> {
         self.touch();
         let mut routes = self.routes();
         if routes.get.as_ref().is_some_and(|g| !g.is_closed()) {
             return None;
         }
-        let (sender, receiver) = mpsc::channel(STREAM_BACKLOG);
+        let (sender, receiver) = bounded::channel(STREAM_BACKLOG, self.stream_bytes);
         routes.get = Some(sender);
         Some(receiver)
     }
@@ -331,7 +334,7 @@ impl HttpSession {
     fn idle_since(&self, since: Instant) -> bool {
         let routes = self.routes();
         routes.requests.is_empty()
-            && routes.get.as_ref().is_none_or(mpsc::Sender::is_closed)
+            && routes.get.as_ref().is_none_or(BoundedSender::is_closed)
             && *self
                 .last_active
                 .lock()
@@ -636,6 +639,7 @@ impl Sessions {
             saver,
             held: Mutex::new(None),
             opening_get: tokio::sync::Mutex::new(()),
+            stream_bytes: session.shared().server.limits.max_queued_output,
         });
         tokio::spawn(route(Arc::downgrade(&http), outbox));
         self.start_sweeper();
@@ -871,7 +875,8 @@ async fn route(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>
                     let mut routes = session.routes();
                     match routes.requests.remove(&id) {
                         Some(Route::AwaitingFirst(first)) => {
-                            let (stream, events) = mpsc::channel(STREAM_BACKLOG);
+                            let (stream, events) =
+                                bounded::channel(STREAM_BACKLOG, session.stream_bytes);
                             if first.send(First::Stream(bytes, events)).is_ok() {
                                 routes.requests.insert(id, Route::Streaming(stream));
                             }
