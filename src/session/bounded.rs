@@ -172,6 +172,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// `message` sent (waiting for room) on a task of its own: whether it
+    /// was taken.
+    fn sending(sender: &BoundedSender<Vec<u8>>, message: Vec<u8>) -> tokio::task::JoinHandle<bool> {
+        let sender = sender.clone();
+        tokio::spawn(async move { sender.send(message).await.is_ok() })
+    }
+
     #[tokio::test]
     async fn what_waits_is_bounded_by_bytes_and_a_larger_message_passes_alone() {
         let (sender, mut receiver) = channel::<Vec<u8>>(100, 10);
@@ -196,20 +203,14 @@ mod tests {
     async fn a_waiting_sender_goes_on_when_bytes_or_places_are_freed() {
         let (sender, mut receiver) = channel::<Vec<u8>>(2, 10);
         sender.try_send(vec![0; 8]).unwrap();
-        let waiting = tokio::spawn({
-            let sender = sender.clone();
-            async move { sender.send(vec![0; 8]).await.is_ok() }
-        });
+        let waiting = sending(&sender, vec![0; 8]);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiting.is_finished(), "it waits for bytes");
         assert_eq!(receiver.recv().await.map(|m| m.len()), Some(8));
         assert!(waiting.await.unwrap(), "the freed bytes let it send");
         // Full by places, not bytes.
         sender.try_send(vec![]).unwrap();
-        let waiting = tokio::spawn({
-            let sender = sender.clone();
-            async move { sender.send(vec![1]).await.is_ok() }
-        });
+        let waiting = sending(&sender, vec![1]);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiting.is_finished(), "it waits for a place");
         assert_eq!(receiver.recv().await.map(|m| m.len()), Some(8));
@@ -229,10 +230,7 @@ mod tests {
     async fn a_waiting_large_message_is_not_passed_by_small_ones() {
         let (sender, mut receiver) = channel::<Vec<u8>>(100, 10);
         sender.try_send(vec![0; 8]).unwrap();
-        let large = tokio::spawn({
-            let sender = sender.clone();
-            async move { sender.send(vec![1; 10]).await.is_ok() }
-        });
+        let large = sending(&sender, vec![1; 10]);
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(
             matches!(sender.try_send(vec![2]), Err(TrySendError::Full(_))),

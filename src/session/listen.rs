@@ -279,11 +279,25 @@ async fn tell(
 /// A task's stored state in 64 bits (keyed at random per process): a
 /// watched task is told again only when it differs, and a stream keeps no
 /// copy of a state, which can be large (its questions, its result).
+/// The state's JSON text is hashed as it is written, never held whole.
 fn fingerprint(task: &TaskState) -> u64 {
-    use std::hash::{BuildHasher, RandomState};
+    use std::hash::{BuildHasher, Hasher, RandomState};
+    /// Feeds what serde_json writes to a hasher.
+    struct Hashing<H>(H);
+    impl<H: Hasher> std::io::Write for Hashing<H> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
     static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
-    let stored = serde_json::to_vec(task).unwrap_or_default();
-    KEYS.get_or_init(RandomState::new).hash_one(stored)
+    let mut hashing = Hashing(KEYS.get_or_init(RandomState::new).build_hasher());
+    // (A state always serialises: its maps have string keys.)
+    let _ = serde_json::to_writer(&mut hashing, task);
+    hashing.0.finish()
 }
 
 /// The stream as a session request's work, on the request's own output:
