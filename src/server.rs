@@ -578,6 +578,21 @@ impl ServerBuilder {
         self
     }
 
+    /// The most bytes one principal's tasks hold in this process at once
+    /// (default [`DEFAULT_MAX_TASK_BYTES`](crate::task::DEFAULT_MAX_TASK_BYTES),
+    /// 64 MiB): the arguments of those that run, and the state of each
+    /// (its questions; once ended, its result or error) until its time to
+    /// live has passed, counted as JSON. Principals are as for
+    /// [`max_tasks_per_principal`](Self::max_tasks_per_principal). A call
+    /// that would pass it is refused with `-32600`, naming the bound and
+    /// what is held; a task alone passes whatever its size. The process
+    /// holds a few times what is counted (a state's copies, the call's
+    /// own); several processes sharing a store each count what they run.
+    pub fn max_task_bytes_per_principal(mut self, bytes: u64) -> Self {
+        self.tasks.max_bytes_per_owner = bytes.max(1);
+        self
+    }
+
     /// The longest URI a session may subscribe to, in bytes (default
     /// 2 KiB). A longer one the server has (a template may match one) is
     /// refused with `-32602`, naming the limit; one it does not have is

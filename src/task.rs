@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, mpsc};
 
+mod ledger;
+
+pub(crate) use ledger::{TaskLedger, json_size};
+
 /// The extension's name, as capabilities declare it.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -464,6 +468,11 @@ impl TaskStore for MemoryTaskStore {
     }
 }
 
+/// The default bound of bytes one principal's tasks hold in a process
+/// ([`ServerBuilder::max_task_bytes_per_principal`](crate::ServerBuilder::max_task_bytes_per_principal)):
+/// 64 MiB.
+pub const DEFAULT_MAX_TASK_BYTES: u64 = 64 << 20;
+
 /// How a server keeps and shows its tasks
 /// ([`ServerBuilder::task_store`](crate::ServerBuilder::task_store) and its
 /// neighbours).
@@ -476,6 +485,11 @@ pub(crate) struct TaskSettings {
     pub(crate) poll_interval: Duration,
     /// The most tasks one owner holds at once (running or kept).
     pub(crate) max_per_owner: usize,
+    /// The most bytes of arguments and state one principal's tasks hold
+    /// in this process at once (running or kept).
+    pub(crate) max_bytes_per_owner: u64,
+    /// What each principal's tasks hold in this process.
+    pub(crate) ledger: Arc<TaskLedger>,
     /// The tasks this process runs, waited for at shutdown.
     pub(crate) running: tokio_util::task::TaskTracker,
     /// Cancelled when this process's tasks start their shutdown grace
@@ -490,6 +504,8 @@ impl Default for TaskSettings {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(500),
             max_per_owner: 1000,
+            max_bytes_per_owner: DEFAULT_MAX_TASK_BYTES,
+            ledger: Arc::default(),
             running: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),
         }

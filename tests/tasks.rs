@@ -329,6 +329,61 @@ async fn a_principal_holds_at_most_the_bound_of_tasks() {
     task_id(&call(&mut other, "slow", json!({"ms": 0}), true).await);
 }
 
+/// A principal's tasks hold at most `max_task_bytes_per_principal` bytes
+/// of arguments and state: a call past it runs nothing and is refused;
+/// an ended task's arguments stop counting, its kept result does not.
+#[tokio::test]
+async fn a_principals_tasks_hold_at_most_the_bound_of_bytes_running_or_kept() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let big = rich_tool_fn(def("big"), move |args: Value, _ctx: ToolContext| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            let size = args.get("size").and_then(Value::as_u64).unwrap_or(0);
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(ToolOutput::text(
+                "r".repeat(usize::try_from(size).unwrap_or(0)),
+            ))
+        }
+    })
+    .with_task_support(TaskSupport::Optional);
+    let server = Server::builder()
+        .tool(big)
+        .task_poll_interval(Duration::from_millis(20))
+        .max_task_bytes_per_principal(10_000)
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_as(&server, true, ada()).await;
+    let pad = "p".repeat(12_000);
+    // Alone, a task passes whatever its size; while it runs it holds its
+    // arguments, and the next call is refused before its tool runs.
+    let first = task_id(&call(&mut client, "big", json!({"ms": 200, "pad": pad}), true).await);
+    let refused = call(&mut client, "big", json!({}), true).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"].to_string();
+    assert!(
+        message.contains("bytes") && message.contains("10000"),
+        "{message}"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the refused call ran nothing"
+    );
+    // Another principal is not held back.
+    let bob = Principal::new("https://as.example").with_subject("bob");
+    let mut other = TestClient::connect_as(&server, true, bob).await;
+    task_id(&call(&mut other, "big", json!({}), true).await);
+    // Ended, its arguments go: a small kept result leaves room...
+    until(&mut client, &first, "completed").await;
+    let kept = task_id(&call(&mut client, "big", json!({"size": 12_000}), true).await);
+    // ...and a large one is counted until its time to live has passed.
+    until(&mut client, &kept, "completed").await;
+    let refused = call(&mut client, "big", json!({}), true).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+}
+
 /// Without a token, tasks count against the peer's address (as streams
 /// and sessions do): one client at its bound leaves the others theirs.
 #[tokio::test]

@@ -30,7 +30,7 @@ use crate::handle::ServerHandle;
 use crate::jsonrpc::RequestId;
 use crate::principal::{Caller, CountedAs};
 use crate::round_trip::RoundTrip;
-use crate::task::{TaskError, TaskSignal, TaskState, TaskStatus};
+use crate::task::{TaskError, TaskSignal, TaskState, TaskStatus, json_size};
 use crate::tool::{
     CancelReason, Cancellation, ClientLink, ClientRequest, ContextSource, LazyContext,
 };
@@ -98,8 +98,24 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
     if caller.principal.is_none() {
         task.counted_as = CountedAs::of(&caller).map(|counted| counted.key());
     }
+    // Counted before the call's first poll: a principal past its bytes
+    // runs nothing.
+    let arguments_bytes = match &arguments {
+        Arguments::Text(text) => text.len() as u64,
+        Arguments::Value(value) => json_size(value),
+    };
+    let reservation = settings
+        .ledger
+        .reserve(
+            &task.task_id,
+            task.counts_against(),
+            arguments_bytes,
+            settings.max_bytes_per_owner,
+        )
+        .map_err(|e| Failure::Rpc(RpcError::invalid_request(e.to_string())))?;
     let span = task_span(start.parent.as_ref(), &task.tool, &task.task_id);
     let runner = Arc::new(Runner {
+        arguments_bytes,
         server: server.clone(),
         span,
         task: Mutex::new(task),
@@ -138,6 +154,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
             })
         })?;
     runner.created.store(true, Ordering::Release);
+    reservation.kept();
     let created = runner.lock().clone();
     // From here the task exists: it runs to its end whatever becomes of
     // the request that created it (a client gone before the answer leaves
@@ -168,6 +185,9 @@ type Running = Pin<Box<dyn Future<Output = super::outbox::Handled> + Send>>;
 /// and what its request declared.
 struct Runner {
     server: Arc<ServerInner>,
+    /// The size of the call's arguments, counted against its principal
+    /// while it runs (`TaskLedger`).
+    arguments_bytes: u64,
     /// The span its call runs in: a child of the creating request's
     /// (feature `otel`), ended with the task.
     span: tracing::Span,
@@ -276,6 +296,10 @@ impl Runner {
         }
         let _saving = self.saving.lock().await;
         let task = self.lock().clone();
+        if !task.status.is_terminal() {
+            let bytes = self.arguments_bytes + json_size(&task);
+            self.server.tasks.ledger.resize(&task.task_id, bytes);
+        }
         match self.server.tasks.store.put(&task).await {
             Ok(()) => {}
             // Ended elsewhere (failed as a dead process's, say): the call
@@ -358,6 +382,17 @@ impl Runner {
         #[cfg(feature = "otel")]
         self.record_end();
         self.save().await;
+        // Counted as it ended here, saved or not (ended elsewhere first):
+        // its arguments go with the call, its state stays its time to live.
+        let (task_id, bytes, expires_at_ms) = {
+            let task = self.lock();
+            (
+                task.task_id.clone(),
+                json_size(&*task),
+                task.expires_at_ms(),
+            )
+        };
+        (self.server.tasks.ledger).ended(&task_id, bytes, expires_at_ms);
     }
 
     /// Records how the task ended on its span (feature `otel`).
