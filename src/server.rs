@@ -529,6 +529,12 @@ impl ServerBuilder {
     /// Past it the session's work waits to send, and the session reads no
     /// more input, so a client that reads nothing holds no more of the
     /// server's memory than this (and its requests in flight).
+    ///
+    /// It also bounds the replies of one batch (MCP v1.0, and the
+    /// 2025-03-26 revision), on every transport: a member whose reply
+    /// would pass it gets an error in its place (`-32006` in MCP v1.0,
+    /// `-32600` else) saying that it ran, and the members after it do not
+    /// run. The first reply passes whatever its size.
     pub fn max_queued_output(mut self, bytes: usize) -> Self {
         self.limits.max_queued_output = bytes.max(1);
         self

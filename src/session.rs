@@ -8,6 +8,7 @@
 //! session's job, or, over HTTP, on its own: the response body reads its
 //! `Listener`.
 
+mod batch;
 pub(crate) mod bounded;
 mod dispatch;
 mod job;

@@ -4,10 +4,13 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clawmcp::testing::TestClient;
-use common::{ECHO, GATE, Probe, SLEEP, assert_error, assert_result, builder, execute, frame};
+use common::{
+    COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, builder, execute, frame,
+};
 use serde_json::json;
 
 async fn echo_works(client: &mut TestClient) {
@@ -106,5 +109,49 @@ async fn a_batch_over_the_element_limit_is_one_invalid_request() {
     let reply = client.recv().await.unwrap();
     let data = assert_error(&reply, &json!(null), -32600);
     assert!(data.contains("limit"), "{data}");
+    echo_works(&mut client).await;
+}
+
+/// A batch's replies are bounded by `max_queued_output`: a member whose
+/// reply would pass it ran but gets an error in its place, and the members
+/// after it do not run; a first reply passes whatever its size, and the
+/// session goes on.
+#[tokio::test]
+async fn a_batchs_replies_pass_the_output_bound_only_as_errors_and_later_members_do_not_run() {
+    let probe = Probe::default();
+    let server = builder(&probe).max_queued_output(10_000).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let message = "m".repeat(3_000);
+    let batch: Vec<_> = (1..=6)
+        .map(|id| execute(json!(id), ECHO, json!({"message": message})))
+        .collect();
+    client.send(&json!(batch)).await;
+    let reply = client.recv().await.unwrap();
+    let mut replies = reply.as_array().expect("an array of replies").clone();
+    replies.sort_by_key(|r| r["id"].as_i64());
+    for reply in &replies[..3] {
+        assert_eq!(reply["result"]["output"]["message"], message, "{reply}");
+    }
+    let ran = assert_error(&replies[3], &json!(4), -32006);
+    assert!(ran.contains("ran") && ran.contains("10000"), "{ran}");
+    for (reply, id) in replies[4..].iter().zip(5..) {
+        let data = assert_error(reply, &json!(id), -32006);
+        assert!(data.starts_with("not run"), "{data}");
+    }
+    // Alone, a reply passes whatever its size.
+    let server = builder(&probe).max_queued_output(1_000).build().unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let batch = json!([
+        execute(json!(1), ECHO, json!({"message": message})),
+        execute(json!(2), COUNT, json!({})),
+    ]);
+    client.send(&batch).await;
+    let reply = client.recv().await.unwrap();
+    let mut replies = reply.as_array().expect("an array of replies").clone();
+    replies.sort_by_key(|r| r["id"].as_i64());
+    assert_eq!(replies[0]["result"]["output"]["message"], message);
+    let data = assert_error(&replies[1], &json!(2), -32006);
+    assert!(data.starts_with("not run"), "{data}");
+    assert_eq!(probe.executed.load(Ordering::SeqCst), 0, "not run");
     echo_works(&mut client).await;
 }

@@ -609,6 +609,16 @@ impl Dialect {
         }
     }
 
+    /// The error in place of a batch member's reply once the batch's
+    /// replies have passed `limit` bytes: the member did not run, or
+    /// (`ran`) ran and its reply was dropped.
+    pub(crate) fn batch_over(self, limit: usize, ran: bool) -> RpcError {
+        match self {
+            Self::McpV1 => v1::batch_over(limit, ran),
+            Self::ModelContext | Self::Revision2026 => model_context::batch_over(limit, ran),
+        }
+    }
+
     /// The error for a request refused because shutdown began.
     pub(crate) fn shutting_down(self, id: &RequestId) -> Reply {
         match self {
@@ -736,4 +746,18 @@ pub(crate) fn raw<T: serde::Serialize>(value: &T) -> Box<serde_json::value::RawV
         tracing::error!("serialising a fixed list failed: {e}");
         serde_json::value::RawValue::from_string("null".into()).unwrap_or_default()
     })
+}
+
+/// What a batch member is told once its batch's replies passed `limit`
+/// bytes.
+fn batch_over_text(limit: usize, ran: bool) -> String {
+    if ran {
+        format!(
+            "this request ran, but its reply was dropped: this batch's replies passed {limit} bytes; send the request alone"
+        )
+    } else {
+        format!(
+            "not run: this batch's replies passed {limit} bytes; send the request alone or in a smaller batch"
+        )
+    }
 }

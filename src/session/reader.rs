@@ -23,9 +23,9 @@ use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::batch::{BatchReplies, collect_batch, send_batch};
 use super::dispatch::{Dispatched, Effect, dispatch, poll_once, run_in_task};
 use super::job::Job;
 use super::outbox::{Handled, Outbox};
@@ -35,7 +35,7 @@ use super::slots::{Slot, Slots};
 use crate::dialect::Change;
 use crate::dialect::{Dialect, Phase, ServerInner};
 use crate::error::{ErrorCode, RpcError};
-use crate::jsonrpc::{Incoming, Parsed, RequestId, encode_batch};
+use crate::jsonrpc::{Incoming, Parsed, RequestId};
 use crate::principal::Caller;
 use crate::tool::CancelReason;
 
@@ -86,7 +86,7 @@ enum ReplyTo {
     Session,
     /// Into the reply array of the batch it came in; the array is written
     /// once every sender is gone.
-    Batch(mpsc::Sender<Handled>),
+    Batch(BatchReplies),
 }
 
 /// A request read while every slot was taken.
@@ -563,9 +563,16 @@ impl Session {
     /// concurrently in tasks — and their replies go out together as one
     /// array, once the last is done.
     async fn on_batch(&mut self, messages: Vec<Incoming<'_>>, bytes: usize) {
+        let (replies, collected) = BatchReplies::new(&self.shared, messages.len());
         let mut done = Vec::new();
         let mut jobs = Vec::new();
         for message in messages {
+            if let Incoming::Request { id, .. } = &message
+                && let Some(refused) = replies.refused(id)
+            {
+                done.push(refused);
+                continue;
+            }
             match dispatch(
                 &self.shared,
                 self.phase,
@@ -575,12 +582,12 @@ impl Session {
             ) {
                 Dispatched::Nothing => {}
                 Dispatched::Reply(handled) | Dispatched::Forbidden(handled) => {
-                    done.push(handled);
+                    done.push(replies.count(handled));
                 }
                 Dispatched::Run(job) => jobs.push(job),
                 Dispatched::Effect(effect) => {
                     if let Some(handled) = self.apply(effect).await {
-                        done.push(handled);
+                        done.push(replies.count(handled));
                     }
                 }
             }
@@ -591,11 +598,14 @@ impl Session {
             }
             return;
         }
-        let (collector, replies) = mpsc::channel(jobs.len());
-        tokio::spawn(collect_batch(self.shared.clone(), done, replies));
+        tokio::spawn(collect_batch(self.shared.clone(), done, collected));
         let mut bytes = bytes;
         for job in jobs {
-            let to = ReplyTo::Batch(collector.clone());
+            if let Some(refused) = replies.refused(&job.id) {
+                replies.send_refused(refused).await;
+                continue;
+            }
+            let to = ReplyTo::Batch(replies.clone());
             if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
                 waiting.await;
             }
@@ -709,27 +719,21 @@ fn start<'a>(
                 drop(slot);
             }))
         }
-        (Ok(handled), ReplyTo::Batch(collector)) => {
-            // The collector has room for every member's one reply; were it
-            // full, the reply would wait for room rather than be lost.
-            if let Err(mpsc::error::TrySendError::Full(handled)) = collector.try_send(handled) {
-                tokio::spawn(async move {
-                    let _ = collector.send(handled).await;
-                });
-            }
+        (Ok(handled), ReplyTo::Batch(replies)) => {
+            replies.hand_in(handled);
             None
         }
         (Err(job), ReplyTo::Session) => {
             run_in_task(shared, job, Some(slot.owned()));
             None
         }
-        (Err(job), ReplyTo::Batch(collector)) => {
+        (Err(job), ReplyTo::Batch(replies)) => {
             let running = job.registered(shared);
             let slot = slot.owned();
             tokio::spawn(async move {
                 let handled = running.await;
                 drop(slot);
-                let _ = collector.send(handled).await;
+                replies.send(handled).await;
             });
             None
         }
@@ -740,42 +744,7 @@ fn start<'a>(
 async fn deliver(shared: &Shared, to: ReplyTo, handled: Handled) {
     match to {
         ReplyTo::Session => shared.send_handled(handled).await,
-        ReplyTo::Batch(collector) => {
-            let _ = collector.send(handled).await;
-        }
-    }
-}
-
-/// Gathers the replies of a batch's requests and writes them as one array
-/// once every request is answered (every sender of `replies` is gone).
-async fn collect_batch(
-    shared: Arc<Shared>,
-    mut done: Vec<Handled>,
-    mut replies: mpsc::Receiver<Handled>,
-) {
-    while let Some(handled) = replies.recv().await {
-        done.push(handled);
-    }
-    if !done.is_empty() {
-        send_batch(&shared, done).await;
-    }
-}
-
-/// Writes the changes a batch's requests caused (a subscribed session
-/// hears its own changes from them, before their replies), its replies as
-/// one array, then their trace lines.
-async fn send_batch(shared: &Shared, mut done: Vec<Handled>) {
-    for caused in (done.iter_mut()).flat_map(|h| std::mem::take(&mut h.caused)) {
-        shared.send_unrelated(caused).await;
-    }
-    let replies: Vec<Vec<u8>> = (done.iter_mut())
-        .filter_map(|h| h.reply.take().map(|r| r.bytes))
-        .collect();
-    if !replies.is_empty() {
-        shared.send_unrelated(encode_batch(&replies)).await;
-    }
-    for trace in done.into_iter().filter_map(|h| h.trace) {
-        shared.send_unrelated(trace).await;
+        ReplyTo::Batch(replies) => replies.send(handled).await,
     }
 }
 

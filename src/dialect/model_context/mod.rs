@@ -982,6 +982,11 @@ pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
     ))
 }
 
+/// `-32600`: a batch member past the bound of its batch's replies.
+pub(crate) fn batch_over(limit: usize, ran: bool) -> RpcError {
+    RpcError::invalid_request(crate::dialect::batch_over_text(limit, ran))
+}
+
 /// `-32603` with `data` "server shutting down".
 pub(crate) fn shutting_down(id: &RequestId) -> Reply {
     error(Some(id), &RpcError::internal("server shutting down"))

@@ -401,6 +401,14 @@ pub(crate) fn too_large(declared: usize, limit: usize) -> RpcError {
     )
 }
 
+/// `-32006`: a batch member past the bound of its batch's replies.
+pub(crate) fn batch_over(limit: usize, ran: bool) -> RpcError {
+    RpcError::new(
+        ErrorCode::MESSAGE_TOO_LARGE,
+        super::batch_over_text(limit, ran),
+    )
+}
+
 /// `-32005` for a request that arrived after shutdown began.
 pub(crate) fn shutting_down(id: &RequestId) -> Reply {
     encode_error(
