@@ -87,9 +87,10 @@
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
 //!    objects and their encoding; a hasher for ids; a stream adapter.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
-//!    `round_trip`, `trace_context`): the shapes items, results and client
-//!    requests have, whoever speaks them, who sent a request, one round of
-//!    a 2026-07-28 request, and a request's trace (feature `otel`).
+//!    `in_flight`, `round_trip`, `trace_context`): the shapes items,
+//!    results and client requests have, whoever speaks them, who sent a
+//!    request and what its requests in flight hold, one round of a
+//!    2026-07-28 request, and a request's trace (feature `otel`).
 //! 3. **items** (`tool`, `typed`, `resource`, `app`, `prompt`,
 //!    `template`, `completion`, `bus`, `handle`, `task`): what a server
 //!    author implements or builds — tools and their [`ToolContext`], typed
@@ -137,6 +138,7 @@ mod fast;
 pub mod fuzzing;
 mod handle;
 mod id_hash;
+mod in_flight;
 pub mod jsonrpc;
 #[cfg(feature = "logging")]
 pub mod logging;

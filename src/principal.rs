@@ -198,6 +198,19 @@ pub(crate) enum CountedAs {
     Peer(std::net::IpAddr),
 }
 
+impl Caller {
+    /// Whether the request can be counted against anyone
+    /// ([`CountedAs::of`]): a token, or an HTTP head (which may name the
+    /// peer).
+    pub(crate) fn may_be_counted(&self) -> bool {
+        #[cfg(feature = "http")]
+        if self.head.is_some() {
+            return true;
+        }
+        self.principal.is_some()
+    }
+}
+
 impl CountedAs {
     /// What `caller` counts as, if it can be told: a request with neither
     /// a token nor a peer's address (stdio, or an endpoint mounted in an

@@ -30,6 +30,11 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 /// The default number of requests in flight per session (docs/mcp-v1.md §1).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
+/// The default bound of bytes of requests one principal has in flight in
+/// a process ([`ServerBuilder::max_in_flight_bytes_per_principal`]):
+/// 64 MiB.
+pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 /// The default number of bytes of a session's output that may wait for its
 /// client to read them over HTTP: 8 MiB.
 pub const DEFAULT_MAX_QUEUED_OUTPUT: usize = 8 * 1024 * 1024;
@@ -297,6 +302,7 @@ impl Default for ServerBuilder {
                 client_request_timeout: DEFAULT_CLIENT_REQUEST_TIMEOUT,
                 max_subscriptions: DEFAULT_MAX_SUBSCRIPTIONS,
                 max_uri_length: DEFAULT_MAX_URI_LENGTH,
+                max_in_flight_bytes: DEFAULT_MAX_IN_FLIGHT_BYTES,
             },
             access: AccessRules::default(),
             handle: ServerHandle::new(),
@@ -521,6 +527,23 @@ impl ServerBuilder {
     /// finishes.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.limits.max_in_flight = requests.clamp(1, 1 << 16);
+        self
+    }
+
+    /// How many bytes of requests one principal may have in flight in this
+    /// process, over all its sessions and exchanges (default
+    /// [`DEFAULT_MAX_IN_FLIGHT_BYTES`], 64 MiB). A request that waits (on
+    /// a slow tool, or on the client's answer to the tool's question)
+    /// holds its arguments until it ends; [`max_in_flight`](Self::max_in_flight)
+    /// bounds how many one session has, this how large they are for one
+    /// client. A principal is a token's issuer, subject and client, else
+    /// the peer's address over HTTP; on stdio nothing is counted (the one
+    /// client is the parent process). A request of 16 KiB or more is
+    /// counted by its params' size; one that would pass the bound is
+    /// refused before it runs (`-32006` in MCP v1.0, `-32600` else),
+    /// naming the bound. A request alone passes whatever its size.
+    pub fn max_in_flight_bytes_per_principal(mut self, bytes: usize) -> Self {
+        self.limits.max_in_flight_bytes = bytes.max(1);
         self
     }
 
@@ -778,6 +801,7 @@ impl ServerBuilder {
                 cache: self.cache,
             },
             tasks: self.tasks,
+            in_flight: Arc::default(),
         });
         let served: Arc<dyn crate::handle::Served> = inner.clone();
         inner.handle.set_served(Arc::downgrade(&served));

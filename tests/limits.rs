@@ -7,6 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use clawmcp::Principal;
 use clawmcp::testing::TestClient;
 use common::{
     COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, builder, execute, frame,
@@ -154,4 +155,57 @@ async fn a_batchs_replies_pass_the_output_bound_only_as_errors_and_later_members
     assert!(data.starts_with("not run"), "{data}");
     assert_eq!(probe.executed.load(Ordering::SeqCst), 0, "not run");
     echo_works(&mut client).await;
+}
+
+/// A principal's requests in flight hold at most
+/// `max_in_flight_bytes_per_principal` bytes over all its sessions: one
+/// that would pass it is refused before it runs, naming the bound; small
+/// requests are not counted, another principal is not held back, and an
+/// ended request frees its bytes.
+#[tokio::test]
+async fn a_principals_requests_in_flight_hold_at_most_the_bound_of_bytes() {
+    let probe = Probe::default();
+    let server = builder(&probe)
+        .max_in_flight_bytes_per_principal(100_000)
+        .build()
+        .unwrap();
+    let principal = |subject: &str| Principal::new("https://as.example").with_subject(subject);
+    let mut ada = TestClient::initialized_as(&server, principal("ada")).await;
+    let mut ada_again = TestClient::initialized_as(&server, principal("ada")).await;
+    let pad = "p".repeat(60_000);
+    ada.send(&execute(json!(1), GATE, json!({"pad": pad})))
+        .await;
+    probe.wait_started(1).await;
+    // The same principal on another session is past the bound.
+    ada_again
+        .send(&execute(json!(2), GATE, json!({"pad": pad})))
+        .await;
+    let refused = ada_again.reply(&json!(2)).await;
+    let data = assert_error(&refused, &json!(2), -32006);
+    assert!(
+        data.contains("in flight") && data.contains("100000"),
+        "{data}"
+    );
+    assert_eq!(
+        probe.started.load(Ordering::SeqCst),
+        1,
+        "the refused one never ran"
+    );
+    // A small request is not counted.
+    ada_again.send(&execute(json!(3), COUNT, json!({}))).await;
+    assert_result(&ada_again.reply(&json!(3)).await, &json!(3));
+    // Another principal is not held back.
+    let mut bob = TestClient::initialized_as(&server, principal("bob")).await;
+    bob.send(&execute(json!(4), GATE, json!({"pad": pad})))
+        .await;
+    probe.wait_started(2).await;
+    // Ended, a request frees its bytes.
+    probe.release(2);
+    assert_result(&ada.reply(&json!(1)).await, &json!(1));
+    assert_result(&bob.reply(&json!(4)).await, &json!(4));
+    ada_again
+        .send(&execute(json!(5), GATE, json!({"pad": pad})))
+        .await;
+    probe.release(1);
+    assert_result(&ada_again.reply(&json!(5)).await, &json!(5));
 }

@@ -179,6 +179,8 @@ pub(crate) struct Limits {
     pub(crate) client_request_timeout: Duration,
     pub(crate) max_subscriptions: usize,
     pub(crate) max_uri_length: usize,
+    /// Bytes of requests one principal may have in flight in a process.
+    pub(crate) max_in_flight_bytes: usize,
 }
 
 /// The items a server serves, compiled, with each dialect's lists: one
@@ -212,6 +214,8 @@ pub(crate) struct ServerInner {
     pub(crate) revision_2026: revision_2026::Revision2026Settings,
     /// Where tasks are kept, and for how long.
     pub(crate) tasks: crate::task::TaskSettings,
+    /// The bytes of requests each principal has in flight here.
+    pub(crate) in_flight: Arc<crate::in_flight::InFlight>,
 }
 
 /// Capabilities announced even without items of their kind.
@@ -616,6 +620,15 @@ impl Dialect {
         match self {
             Self::McpV1 => v1::batch_over(limit, ran),
             Self::ModelContext | Self::Revision2026 => model_context::batch_over(limit, ran),
+        }
+    }
+
+    /// The error for a request refused because its principal's requests
+    /// in flight hold too many bytes.
+    pub(crate) fn too_much_in_flight(self, why: &crate::in_flight::TooMuchInFlight) -> RpcError {
+        match self {
+            Self::McpV1 => v1::too_much_in_flight(why),
+            Self::ModelContext | Self::Revision2026 => RpcError::invalid_request(why.to_string()),
         }
     }
 

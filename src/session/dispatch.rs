@@ -20,8 +20,9 @@ use super::traced::{ToolFailure, Traced};
 use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Routed, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
+use crate::in_flight::{COUNTED_FROM, Counted};
 use crate::jsonrpc::{self, Incoming, Reply, RequestId};
-use crate::principal::{Caller, Principal};
+use crate::principal::{Caller, CountedAs, Principal};
 
 /// What a message asks of its session: the one result of [`dispatch`].
 pub(crate) enum Dispatched {
@@ -263,7 +264,16 @@ fn serve(
             round,
             as_task,
         } => {
+            // What the request holds while in flight: its params' text
+            // (not counted where nobody can be counted against: stdio).
+            let bytes = if caller.may_be_counted() {
+                params.map_or(0, |p| p.get().len())
+                    + call.and_then(|c| c.arguments).map_or(0, |a| a.get().len())
+            } else {
+                0
+            };
             let planned = Planned {
+                bytes,
                 as_task,
                 listing,
                 work,
@@ -290,6 +300,8 @@ fn serve(
 /// its work, its progress token, its round (2026-07-28), and what its
 /// dialect said of it ([`Routed`]).
 struct Planned {
+    /// The request's size, counted against its principal while in flight.
+    bytes: usize,
     as_task: bool,
     listing: Arc<Listing>,
     work: crate::engine::Work,
@@ -306,6 +318,15 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
     if let Some(needed) = operation::refused(catalog, &planned.work, caller.principal.as_deref()) {
         return serving.forbidden(needed);
     }
+    // (A small request is not counted: one comparison on the hot path.)
+    let counted = if planned.bytes < COUNTED_FROM {
+        None
+    } else {
+        match count_in_flight(serving.shared, caller, planned.bytes, serving.dialect) {
+            Ok(counted) => counted,
+            Err(error) => return serving.failed(&error),
+        }
+    };
     if planned.as_task {
         let start = super::task::Start {
             listing: planned.listing,
@@ -313,12 +334,11 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
             round: planned.round,
             parent: serving.traced.span().cloned(),
         };
-        return Dispatched::Run(super::task::starting(
-            serving.shared,
-            serving.id,
-            start,
-            caller,
-        ));
+        let mut job = super::task::starting(serving.shared, serving.id, start, caller);
+        if let Some(counted) = counted {
+            job.hold(counted);
+        }
+        return Dispatched::Run(job);
     }
     let run = Run {
         dialect: serving.dialect,
@@ -329,14 +349,40 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
         captures_causes: planned.captures_causes,
         traced: serving.traced,
     };
-    Dispatched::Run(Job::new(
+    let mut job = Job::new(
         serving.shared,
         planned.listing,
         serving.id,
         planned.work,
         run,
         caller,
-    ))
+    );
+    if let Some(counted) = counted {
+        job.hold(counted);
+    }
+    Dispatched::Run(job)
+}
+
+/// Counts a large request's bytes against its caller while it is in
+/// flight (`max_in_flight_bytes_per_principal`), or says why it may not
+/// run.
+#[cold]
+#[inline(never)]
+fn count_in_flight(
+    shared: &Shared,
+    caller: &Caller,
+    bytes: usize,
+    dialect: Dialect,
+) -> Result<Option<Box<Counted>>, RpcError> {
+    let server = &shared.server;
+    let most = server.limits.max_in_flight_bytes;
+    match server
+        .in_flight
+        .count(|| CountedAs::of(caller), bytes, most)
+    {
+        Ok(counted) => Ok(counted.map(Box::new)),
+        Err(why) => Err(dialect.too_much_in_flight(&why)),
+    }
 }
 
 /// The one executor policy: a job is polled once where it was dispatched —

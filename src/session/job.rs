@@ -24,6 +24,7 @@ use crate::dialect::Listing;
 use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
+use crate::in_flight::Counted;
 use crate::jsonrpc::RequestId;
 use crate::principal::Caller;
 use crate::round_trip::RoundTrip;
@@ -78,6 +79,10 @@ pub(crate) struct Job {
     caller: Caller,
     /// Its span (feature `otel`): the work runs in it, its end ends it.
     traced: Traced,
+    /// Its request's bytes, counted against its principal while it is in
+    /// flight (`ServerBuilder::max_in_flight_bytes_per_principal`): held
+    /// for its drop.
+    _counted: Option<Box<Counted>>,
 }
 
 /// Where a job's work stands.
@@ -101,6 +106,11 @@ enum Stage {
 }
 
 impl Job {
+    /// Keeps its request's bytes counted until it ends.
+    pub(crate) fn hold(&mut self, counted: Box<Counted>) {
+        self._counted = Some(counted);
+    }
+
     /// The job for `work`, not started yet (futures do nothing until polled):
     /// its indices are into `listing`'s catalog, which it keeps.
     pub(crate) fn new(
@@ -152,6 +162,7 @@ impl Job {
             started,
             caller: caller.clone(),
             traced,
+            _counted: None,
         };
         job.stage = match work {
             // The usual tool call: left to start where it runs.
@@ -202,6 +213,7 @@ impl Job {
             caller: caller.clone(),
             traced: Traced::default(),
             stage: Stage::Listen(Box::new(listening)),
+            _counted: None,
         }
     }
 
@@ -237,6 +249,7 @@ impl Job {
             caller: caller.clone(),
             traced: Traced::default(),
             stage: Stage::Running(running(work, None)),
+            _counted: None,
         }
     }
 

@@ -409,6 +409,12 @@ pub(crate) fn batch_over(limit: usize, ran: bool) -> RpcError {
     )
 }
 
+/// `-32006`: a request refused because its principal's requests in
+/// flight hold too many bytes.
+pub(crate) fn too_much_in_flight(why: &crate::in_flight::TooMuchInFlight) -> RpcError {
+    RpcError::new(ErrorCode::MESSAGE_TOO_LARGE, why.to_string())
+}
+
 /// `-32005` for a request that arrived after shutdown began.
 pub(crate) fn shutting_down(id: &RequestId) -> Reply {
     encode_error(

@@ -1,0 +1,131 @@
+//! The bytes of the requests each principal has in flight in this process
+//! ([`ServerBuilder::max_in_flight_bytes_per_principal`]): a request that
+//! waits (on a slow tool, or on the client's answer to the tool's
+//! question) holds its arguments until it ends, and sessions bound only
+//! how many requests each has in flight, not how large they are.
+//!
+//! Only requests of [`COUNTED_FROM`] bytes or more are counted: a smaller
+//! one holds little, and costs a length check only.
+//!
+//! [`ServerBuilder::max_in_flight_bytes_per_principal`]: crate::ServerBuilder::max_in_flight_bytes_per_principal
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::principal::CountedAs;
+
+/// The size from which a request is counted: 16 KiB.
+pub(crate) const COUNTED_FROM: usize = 16 << 10;
+
+/// The bytes in flight, by whom they count against.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight(Mutex<HashMap<CountedAs, usize>>);
+
+/// Why a request was refused: its principal's requests in flight hold
+/// `held` bytes, and `most` is the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this caller's requests in flight hold {held} bytes (the most is {most}): try again once one has ended"
+)]
+pub(crate) struct TooMuchInFlight {
+    pub(crate) held: usize,
+    pub(crate) most: usize,
+}
+
+/// A request's bytes, counted until it is dropped (with the request's
+/// work).
+#[derive(Debug)]
+pub(crate) struct Counted {
+    in_flight: Arc<InFlight>,
+    key: CountedAs,
+    bytes: usize,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        let mut held = self.in_flight.lock();
+        if let Some(bytes) = held.get_mut(&self.key) {
+            *bytes = bytes.saturating_sub(self.bytes);
+            if *bytes == 0 {
+                held.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CountedAs, usize>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a request of `bytes` against `key` (`None`: nobody to count
+    /// it against, as on stdio), unless it is small, or unless `key`'s
+    /// requests in flight hold something already and it would take them
+    /// past `most`. A request alone passes whatever its size: the message
+    /// size bounds it.
+    pub(crate) fn count(
+        self: &Arc<Self>,
+        key: impl FnOnce() -> Option<CountedAs>,
+        bytes: usize,
+        most: usize,
+    ) -> Result<Option<Counted>, TooMuchInFlight> {
+        if bytes < COUNTED_FROM {
+            return Ok(None);
+        }
+        let Some(key) = key() else {
+            return Ok(None);
+        };
+        let mut held = self.lock();
+        let now = held.get(&key).copied().unwrap_or(0);
+        if now > 0 && now.saturating_add(bytes) > most {
+            return Err(TooMuchInFlight { held: now, most });
+        }
+        held.insert(key.clone(), now.saturating_add(bytes));
+        drop(held);
+        Ok(Some(Counted {
+            in_flight: self.clone(),
+            key,
+            bytes,
+        }))
+    }
+}
+
+#[cfg(all(test, feature = "http"))]
+mod tests {
+    use super::*;
+
+    fn peer(last: u8) -> Option<CountedAs> {
+        Some(CountedAs::peer(std::net::IpAddr::from([127, 0, 0, last])))
+    }
+
+    #[test]
+    fn a_principal_past_its_bytes_is_refused_until_a_request_ends_and_others_are_not() {
+        let in_flight = Arc::new(InFlight::default());
+        let most = 3 * COUNTED_FROM;
+        let first = in_flight.count(|| peer(1), 2 * COUNTED_FROM, most).unwrap();
+        let second = in_flight.count(|| peer(1), COUNTED_FROM, most).unwrap();
+        assert_eq!(
+            in_flight.count(|| peer(1), COUNTED_FROM, most).unwrap_err(),
+            TooMuchInFlight {
+                held: 3 * COUNTED_FROM,
+                most
+            }
+        );
+        assert!(in_flight.count(|| peer(2), COUNTED_FROM, most).is_ok());
+        drop(second);
+        assert!(in_flight.count(|| peer(1), COUNTED_FROM, most).is_ok());
+        drop(first);
+        assert!(in_flight.lock().is_empty(), "nothing held once all ended");
+    }
+
+    #[test]
+    fn a_request_alone_passes_and_small_or_unattributed_ones_are_not_counted() {
+        let in_flight = Arc::new(InFlight::default());
+        let big = in_flight.count(|| peer(1), 10 * COUNTED_FROM, COUNTED_FROM);
+        assert!(big.unwrap().is_some(), "alone, whatever its size");
+        let small = in_flight.count(|| peer(1), COUNTED_FROM - 1, COUNTED_FROM);
+        assert!(small.unwrap().is_none());
+        let stdio = in_flight.count(|| None, 10 * COUNTED_FROM, COUNTED_FROM);
+        assert!(stdio.unwrap().is_none());
+    }
+}
