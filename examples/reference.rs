@@ -45,7 +45,8 @@
 //!
 //! The file-writer is a sandbox meant to be copied: on Linux it writes only
 //! regular files under its root, race-free (see `sandbox` below and
-//! SECURITY.md); elsewhere it refuses every write.
+//! SECURITY.md), at most 1024 files and 64 MiB in all (`--root-quota
+//! BYTES`); elsewhere it refuses every write.
 #![forbid(unsafe_code)]
 
 use std::ffi::OsString;
@@ -159,7 +160,8 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         Ok(list) => clawmcp::server::state_keys_from_hex(&list)?,
         Err(_) => Vec::new(),
     };
-    let mut builder = build(root, options.max_message_size, state_keys);
+    let quota = Quota::new(options.root_quota.unwrap_or(DEFAULT_ROOT_QUOTA));
+    let mut builder = build(root, quota, options.max_message_size, state_keys);
     if let Some(tasks) = options.max_tasks_per_principal {
         builder = builder.max_tasks_per_principal(tasks);
     }
@@ -303,6 +305,8 @@ struct Options {
     max_connections_per_peer: Option<usize>,
     /// How many tasks one principal may hold.
     max_tasks_per_principal: Option<usize>,
+    /// How many bytes the file-writer's files may hold in all.
+    root_quota: Option<u64>,
     oauth: OAuthOptions,
     /// The deployment's Redis (feature `redis`).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -343,6 +347,7 @@ impl Options {
             max_sessions_per_principal: None,
             max_connections_per_peer: None,
             max_tasks_per_principal: None,
+            root_quota: None,
             oauth: OAuthOptions::default(),
             redis: None,
         };
@@ -369,6 +374,9 @@ impl Options {
                 "--max-connections-per-peer" => {
                     options.max_connections_per_peer =
                         Some(flag_value(&mut args, &arg, "a number")?);
+                }
+                "--root-quota" => {
+                    options.root_quota = Some(flag_value(&mut args, &arg, "a number of bytes")?);
                 }
                 "--max-tasks-per-principal" => {
                     options.max_tasks_per_principal =
@@ -405,7 +413,7 @@ impl Options {
                     use std::io::Write;
                     let _ = writeln!(
                         std::io::stderr(),
-                        "usage: reference [--root DIR] [--http ADDR:PORT] [--max-message-size BYTES]\n\
+                        "usage: reference [--root DIR [--root-quota BYTES]] [--http ADDR:PORT] [--max-message-size BYTES]\n\
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
                          \x20      [--max-streams N] [--max-streams-per-principal N]\n\
                          \x20      [--max-sessions-per-principal N] [--max-tasks-per-principal N]\n\
@@ -437,6 +445,7 @@ impl Options {
 /// The reference server's items.
 fn build(
     root: sandbox::Root,
+    quota: Quota,
     max_message_size: Option<usize>,
     state_keys: Vec<[u8; 32]>,
 ) -> clawmcp::ServerBuilder {
@@ -449,6 +458,7 @@ fn build(
     );
     let writer = FileWriter {
         root: Arc::new(root),
+        quota: Arc::new(quota),
         last_write: last_write.clone(),
     };
     Server::builder()
@@ -753,6 +763,8 @@ fn number(x: f64) -> Result<Number, ToolError> {
 #[derive(Clone)]
 struct FileWriter {
     root: Arc<sandbox::Root>,
+    /// What its writes may hold in all.
+    quota: Arc<Quota>,
     /// Set after each successful write; announces the change by itself.
     last_write: SharedResource,
 }
@@ -761,24 +773,122 @@ impl FileWriter {
     async fn write(&self, args: WriteFile) -> Result<Written, ToolError> {
         let WriteFile { path, content } = args;
         let names = relative_names(&path)?;
+        // Taken before the write, given back if it fails.
+        let charge = self.quota.charge(&names, content.len()).map_err(|why| {
+            let head: String = path.chars().take(64).collect();
+            ToolError::new(format!("cannot write {head:?}: {why}"))
+        })?;
         let root = Arc::clone(&self.root);
         let shown = path.clone();
         // The filesystem calls run on a blocking-pool thread, so a runtime
         // thread never waits in open() or on a disk (and none of the opens
         // can block: see `sandbox`).
-        let content = tokio::task::spawn_blocking(move || {
+        let written = tokio::task::spawn_blocking(move || {
             root.write(&names, content.as_bytes())
                 .map(|()| content)
                 .map_err(|e| e.for_path(&path))
         })
         .await
-        .map_err(|e| ToolError::new(format!("cannot write {shown:?}: {e}")))??;
+        .map_err(|e| ToolError::new(format!("cannot write {shown:?}: {e}")))
+        .and_then(|written| written);
+        let content = match written {
+            Ok(content) => content,
+            Err(e) => {
+                self.quota.refund(charge);
+                return Err(e);
+            }
+        };
         let bytes_written = content.len();
         self.last_write.set(content);
         Ok(Written {
             status: Success::Success,
             bytes_written,
         })
+    }
+}
+
+/// What the file-writer's files may hold in all by default: 64 MiB.
+const DEFAULT_ROOT_QUOTA: u64 = 64 << 20;
+/// The most files the file-writer writes.
+const MAX_FILES: usize = 1024;
+
+/// What the file-writer has written, so that no client can fill the disk:
+/// at most [`MAX_FILES`] files and a number of bytes in all (a file written
+/// again counts its new size). Files that were in the root before the
+/// server started are not counted.
+struct Quota {
+    most_bytes: u64,
+    written: std::sync::Mutex<WrittenFiles>,
+}
+
+/// The size of each file written, by its names from the root, and their
+/// sum.
+#[derive(Default)]
+struct WrittenFiles {
+    sizes: std::collections::HashMap<Vec<OsString>, u64>,
+    bytes: u64,
+}
+
+/// A write's place in the quota: what the file held before it.
+struct Charge {
+    names: Vec<OsString>,
+    size: u64,
+    before: Option<u64>,
+}
+
+impl Quota {
+    fn new(most_bytes: u64) -> Self {
+        Quota {
+            most_bytes,
+            written: std::sync::Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, WrittenFiles> {
+        self.written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a write of `size` bytes to the file `names` names, or says
+    /// which bound it would pass.
+    fn charge(&self, names: &[OsString], size: usize) -> Result<Charge, String> {
+        let size = size as u64;
+        let mut written = self.lock();
+        let before = written.sizes.get(names).copied();
+        if before.is_none() && written.sizes.len() >= MAX_FILES {
+            return Err(format!(
+                "the root holds the most files it may ({MAX_FILES})"
+            ));
+        }
+        let bytes = written.bytes - before.unwrap_or(0) + size;
+        if bytes > self.most_bytes {
+            return Err(format!(
+                "the root's files would hold {bytes} bytes, over the quota of {}",
+                self.most_bytes
+            ));
+        }
+        written.bytes = bytes;
+        written.sizes.insert(names.to_vec(), size);
+        Ok(Charge {
+            names: names.to_vec(),
+            size,
+            before,
+        })
+    }
+
+    /// Gives back a write that failed, unless another write to the same
+    /// file was counted since (its size stands then).
+    fn refund(&self, charge: Charge) {
+        let mut written = self.lock();
+        if written.sizes.get(&charge.names) != Some(&charge.size) {
+            return;
+        }
+        written.bytes = written.bytes - charge.size + charge.before.unwrap_or(0);
+        match charge.before {
+            Some(before) => written.sizes.insert(charge.names, before),
+            None => written.sizes.remove(&charge.names),
+        };
     }
 }
 

@@ -92,9 +92,15 @@ struct Reference {
 
 impl Reference {
     fn start(root: &Path) -> Self {
+        Self::start_with(root, &[])
+    }
+
+    /// As [`start`](Self::start), with more arguments.
+    fn start_with(root: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(reference_binary())
             .arg("--root")
             .arg(root)
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -614,6 +620,34 @@ fn normal_writes_nested_new_folders_and_overwrites_still_work() {
         .expect("the last-write resource");
     assert_eq!(last_write["content"], "d", "{last_write}");
 
+    let status = server.finish(PATIENCE);
+    assert!(status.success(), "{status:?}");
+    layout.assert_outside_untouched();
+}
+
+#[test]
+fn writes_past_the_roots_quota_are_refused_before_anything_is_written() {
+    let layout = Layout::new();
+    let mut server = Reference::start_with(&layout.root, &["--root-quota", "1000"]);
+    assert_written(&server.write("a.txt", &"a".repeat(600)), 600);
+    let reply = server.write("b.txt", &"b".repeat(600));
+    assert!(
+        error_text(&reply).contains("over the quota of 1000"),
+        "{reply}"
+    );
+    assert!(!layout.root.join("b.txt").exists(), "nothing was written");
+    // A file written again counts its new size.
+    assert_written(&server.write("a.txt", &"a".repeat(900)), 900);
+    assert_written(&server.write("b.txt", &"b".repeat(100)), 100);
+    assert!(error_text(&server.write("c.txt", "c")).contains("quota"));
+    // A refused path takes no room.
+    let reply = server.write("/etc/passwd", "x");
+    assert_refused(&reply, "/etc/passwd", "absolute paths are not allowed");
+    assert_written(&server.write("a.txt", ""), 0);
+    // A write that fails gives its room back.
+    std::fs::create_dir(layout.root.join("d")).expect("a folder");
+    assert_refused(&server.write("d", &"d".repeat(800)), "d", "it is a folder");
+    assert_written(&server.write("c.txt", &"c".repeat(900)), 900);
     let status = server.finish(PATIENCE);
     assert!(status.success(), "{status:?}");
     layout.assert_outside_untouched();
