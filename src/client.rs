@@ -90,7 +90,8 @@ pub enum ClientError {
         /// The error's data, if any.
         data: Option<Value>,
     },
-    /// The client's answer does not have the shape the protocol gives it.
+    /// The client's answer does not have the shape the protocol gives it,
+    /// or the content of an accepted form does not match the form.
     #[error("the client's answer is malformed: {0}")]
     Malformed(String),
     /// The request itself is not one the protocol allows (e.g. an
@@ -190,6 +191,35 @@ impl Elicitation {
             requested["required"] = json!(self.required);
         }
         Ok(json!({"mode": "form", "message": self.message, "requestedSchema": requested}))
+    }
+
+    /// Checks an accepted answer's content against the form's schema (the
+    /// specification's "servers SHOULD validate"): a tool that asked for a
+    /// yes/no field reads a boolean, and a required field is there. A
+    /// declined or cancelled answer carries nothing to check.
+    pub(crate) fn check(&self, answer: &ElicitResult) -> Result<(), ClientError> {
+        if answer.action != ElicitAction::Accept {
+            return Ok(());
+        }
+        let mut schema = json!({"type": "object", "properties": self.properties});
+        if !self.required.is_empty() {
+            schema["required"] = json!(self.required);
+        }
+        let content = Value::Object(answer.content.clone().unwrap_or_default());
+        // (The fields were checked as primitive schemas, which compile.)
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| ClientError::Invalid(format!("the form's schema: {e}")))?;
+        match validator.iter_errors(&content).next() {
+            None => Ok(()),
+            Some(error) => {
+                let path = error.instance_path().to_string();
+                // (The library's text quotes the value, which may be long.)
+                let why: String = error.to_string().chars().take(300).collect();
+                Err(ClientError::Malformed(format!(
+                    "the accepted content does not match the form at '{path}': {why}"
+                )))
+            }
+        }
     }
 }
 

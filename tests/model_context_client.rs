@@ -56,6 +56,35 @@ async fn elicitation_round_trips_with_the_restricted_form_schema() {
     assert_eq!(probe.answers().len(), 1);
 }
 
+/// Servers SHOULD validate an accepted form's content against the schema
+/// they asked with: a wrong type or a missing required field reaches the
+/// tool as a malformed answer naming where; a decline carries nothing to
+/// check.
+#[tokio::test]
+async fn an_accepted_answer_that_does_not_match_the_form_fails_the_tool_as_malformed() {
+    let (server, _, _) = server();
+    let mut client = TestClient::model_context(&server, json!({"elicitation": {}})).await;
+    for (content, at) in [
+        (json!({"name": "Ada", "sure": "yes"}), "'/sure'"),
+        (json!({"sure": true}), "''"),
+    ] {
+        let request = start("ask", &mut client).await;
+        let answer = json!({"action": "accept", "content": content});
+        client.respond(&request["id"], answer).await;
+        let said = text(&client.reply(&json!(50)).await);
+        assert!(
+            said.starts_with("error: the client's answer is malformed: the accepted content does not match the form at ")
+                && said.contains(at),
+            "{said}"
+        );
+    }
+    let request = start("ask", &mut client).await;
+    client
+        .respond(&request["id"], json!({"action": "decline"}))
+        .await;
+    assert_eq!(text(&client.reply(&json!(50)).await), "Decline null");
+}
+
 #[tokio::test]
 async fn sampling_and_roots_round_trip() {
     let (server, _, _) = server();

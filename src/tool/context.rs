@@ -427,7 +427,10 @@ impl ToolContext {
         let answer = self
             .ask_client(key, ClientRequest::Elicit, form.params()?)
             .await?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+        let answer =
+            serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))?;
+        form.check(&answer)?;
+        Ok(answer)
     }
 
     /// [`elicit`](Self::elicit) under `key`, asked before the call becomes
@@ -458,7 +461,10 @@ impl ToolContext {
         let answer = tracing::Instrument::instrument(asking, span.clone()).await;
         client_ended(&span, answer.as_ref().err());
         let answer = answer?;
-        serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))
+        let answer =
+            serde_json::from_value(answer).map_err(|e| ClientError::Malformed(e.to_string()))?;
+        form.check(&answer)?;
+        Ok(answer)
     }
 
     async fn keyed_sample(
