@@ -186,6 +186,28 @@ async fn cancel_request_reaches_a_request_inside_a_batch() {
     probe.wait_cancelled(1).await;
 }
 
+/// A `$/cancelRequest` in the same batch, after the request it names:
+/// that request never runs and is answered `-32003`, as a parked one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_request_in_the_same_batch_cancels_a_request_before_it_unrun() {
+    let (server, probe) = server();
+    let mut client = ready_client(&server).await;
+    client
+        .send(&json!([
+            execute(json!(1), GATE, json!({"tag": 1})),
+            {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}},
+            execute(json!(2), ECHO, json!({"message": "m"})),
+        ]))
+        .await;
+    let reply = client.recv().await.expect("the batch reply");
+    let mut replies = reply.as_array().expect("an array").clone();
+    replies.sort_by_key(|r| r["id"].to_string());
+    assert_eq!(replies.len(), 2, "{reply}");
+    assert_error(&replies[0], &json!(1), -32003);
+    assert_result(&replies[1], &json!(2));
+    assert_eq!(probe.started(), 0, "the cancelled request never ran");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_max_in_flight_requests_run_and_the_rest_wait_without_failing() {
     let probe = Probe::default();

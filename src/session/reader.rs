@@ -585,6 +585,12 @@ impl Session {
                     done.push(replies.count(handled));
                 }
                 Dispatched::Run(job) => jobs.push(job),
+                // A cancel of a request before it in the batch: that one
+                // never runs, as a parked one would not.
+                Dispatched::Effect(Effect::Cancel(id)) if jobs.iter().any(|job| job.id == id) => {
+                    let at = jobs.iter().position(|job| job.id == id);
+                    done.extend(at.map(|at| jobs.remove(at).cancel_unstarted()));
+                }
                 Dispatched::Effect(effect) => {
                     if let Some(handled) = self.apply(effect).await {
                         done.push(replies.count(handled));
