@@ -821,19 +821,22 @@ struct Quota {
     written: std::sync::Mutex<WrittenFiles>,
 }
 
-/// The size of each file written, by its names from the root, and their
-/// sum.
+/// The size of each file written, by its names from the root, with the
+/// number of the write that counted it; their sum; and how many writes
+/// were counted.
 #[derive(Default)]
 struct WrittenFiles {
-    sizes: std::collections::HashMap<Vec<OsString>, u64>,
+    sizes: std::collections::HashMap<Vec<OsString>, (u64, u64)>,
     bytes: u64,
+    writes: u64,
 }
 
-/// A write's place in the quota: what the file held before it.
+/// A write's place in the quota: its number, and what the file held
+/// before it.
 struct Charge {
     names: Vec<OsString>,
-    size: u64,
-    before: Option<u64>,
+    write: u64,
+    before: Option<(u64, u64)>,
 }
 
 impl Quota {
@@ -861,7 +864,7 @@ impl Quota {
                 "the root holds the most files it may ({MAX_FILES})"
             ));
         }
-        let bytes = written.bytes - before.unwrap_or(0) + size;
+        let bytes = written.bytes - before.map_or(0, |(size, _)| size) + size;
         if bytes > self.most_bytes {
             return Err(format!(
                 "the root's files would hold {bytes} bytes, over the quota of {}",
@@ -869,10 +872,12 @@ impl Quota {
             ));
         }
         written.bytes = bytes;
-        written.sizes.insert(names.to_vec(), size);
+        written.writes += 1;
+        let write = written.writes;
+        written.sizes.insert(names.to_vec(), (size, write));
         Ok(Charge {
             names: names.to_vec(),
-            size,
+            write,
             before,
         })
     }
@@ -881,10 +886,13 @@ impl Quota {
     /// file was counted since (its size stands then).
     fn refund(&self, charge: Charge) {
         let mut written = self.lock();
-        if written.sizes.get(&charge.names) != Some(&charge.size) {
+        let Some(&(size, write)) = written.sizes.get(&charge.names) else {
+            return;
+        };
+        if write != charge.write {
             return;
         }
-        written.bytes = written.bytes - charge.size + charge.before.unwrap_or(0);
+        written.bytes = written.bytes - size + charge.before.map_or(0, |(size, _)| size);
         match charge.before {
             Some(before) => written.sizes.insert(charge.names, before),
             None => written.sizes.remove(&charge.names),

@@ -21,13 +21,14 @@ pub(crate) const COUNTED_FROM: usize = 16 << 10;
 #[derive(Debug, Default)]
 pub(crate) struct InFlight(Mutex<HashMap<CountedAs, usize>>);
 
-/// Why a request was refused: its principal's requests in flight hold
-/// `held` bytes, and `most` is the bound.
+/// Why a request was refused: its `bytes` would take its principal's
+/// requests in flight, which hold `held` bytes, past `most`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "this caller's requests in flight hold {held} bytes (the most is {most}): try again once one has ended"
+    "this request's {bytes} bytes would take this caller's requests in flight ({held} bytes) past the limit of {most} bytes: try again once one has ended"
 )]
-pub(crate) struct TooMuchInFlight {
+pub(crate) struct OverBudget {
+    pub(crate) bytes: usize,
     pub(crate) held: usize,
     pub(crate) most: usize,
 }
@@ -35,13 +36,13 @@ pub(crate) struct TooMuchInFlight {
 /// A request's bytes, counted until it is dropped (with the request's
 /// work).
 #[derive(Debug)]
-pub(crate) struct Counted {
+pub(crate) struct Reservation {
     in_flight: Arc<InFlight>,
     key: CountedAs,
     bytes: usize,
 }
 
-impl Drop for Counted {
+impl Drop for Reservation {
     fn drop(&mut self) {
         let mut held = self.in_flight.lock();
         if let Some(bytes) = held.get_mut(&self.key) {
@@ -63,12 +64,12 @@ impl InFlight {
     /// requests in flight hold something already and it would take them
     /// past `most`. A request alone passes whatever its size: the message
     /// size bounds it.
-    pub(crate) fn count(
+    pub(crate) fn reserve(
         self: &Arc<Self>,
         key: impl FnOnce() -> Option<CountedAs>,
         bytes: usize,
         most: usize,
-    ) -> Result<Option<Counted>, TooMuchInFlight> {
+    ) -> Result<Option<Reservation>, OverBudget> {
         if bytes < COUNTED_FROM {
             return Ok(None);
         }
@@ -78,11 +79,15 @@ impl InFlight {
         let mut held = self.lock();
         let now = held.get(&key).copied().unwrap_or(0);
         if now > 0 && now.saturating_add(bytes) > most {
-            return Err(TooMuchInFlight { held: now, most });
+            return Err(OverBudget {
+                bytes,
+                held: now,
+                most,
+            });
         }
         held.insert(key.clone(), now.saturating_add(bytes));
         drop(held);
-        Ok(Some(Counted {
+        Ok(Some(Reservation {
             in_flight: self.clone(),
             key,
             bytes,
@@ -90,30 +95,47 @@ impl InFlight {
     }
 }
 
-#[cfg(all(test, feature = "http"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    fn peer(last: u8) -> Option<CountedAs> {
-        Some(CountedAs::peer(std::net::IpAddr::from([127, 0, 0, last])))
+    /// A principal, by the subject of its token.
+    fn principal(subject: u8) -> Option<CountedAs> {
+        let subject = Some(subject.to_string());
+        Some(CountedAs::Token("https://as.example".into(), subject, None))
     }
 
     #[test]
     fn a_principal_past_its_bytes_is_refused_until_a_request_ends_and_others_are_not() {
         let in_flight = Arc::new(InFlight::default());
         let most = 3 * COUNTED_FROM;
-        let first = in_flight.count(|| peer(1), 2 * COUNTED_FROM, most).unwrap();
-        let second = in_flight.count(|| peer(1), COUNTED_FROM, most).unwrap();
+        let first = in_flight
+            .reserve(|| principal(1), 2 * COUNTED_FROM, most)
+            .unwrap();
+        let second = in_flight
+            .reserve(|| principal(1), COUNTED_FROM, most)
+            .unwrap();
         assert_eq!(
-            in_flight.count(|| peer(1), COUNTED_FROM, most).unwrap_err(),
-            TooMuchInFlight {
+            in_flight
+                .reserve(|| principal(1), COUNTED_FROM, most)
+                .unwrap_err(),
+            OverBudget {
+                bytes: COUNTED_FROM,
                 held: 3 * COUNTED_FROM,
                 most
             }
         );
-        assert!(in_flight.count(|| peer(2), COUNTED_FROM, most).is_ok());
+        assert!(
+            in_flight
+                .reserve(|| principal(2), COUNTED_FROM, most)
+                .is_ok()
+        );
         drop(second);
-        assert!(in_flight.count(|| peer(1), COUNTED_FROM, most).is_ok());
+        assert!(
+            in_flight
+                .reserve(|| principal(1), COUNTED_FROM, most)
+                .is_ok()
+        );
         drop(first);
         assert!(in_flight.lock().is_empty(), "nothing held once all ended");
     }
@@ -121,11 +143,11 @@ mod tests {
     #[test]
     fn a_request_alone_passes_and_small_or_unattributed_ones_are_not_counted() {
         let in_flight = Arc::new(InFlight::default());
-        let big = in_flight.count(|| peer(1), 10 * COUNTED_FROM, COUNTED_FROM);
+        let big = in_flight.reserve(|| principal(1), 10 * COUNTED_FROM, COUNTED_FROM);
         assert!(big.unwrap().is_some(), "alone, whatever its size");
-        let small = in_flight.count(|| peer(1), COUNTED_FROM - 1, COUNTED_FROM);
+        let small = in_flight.reserve(|| principal(1), COUNTED_FROM - 1, COUNTED_FROM);
         assert!(small.unwrap().is_none());
-        let stdio = in_flight.count(|| None, 10 * COUNTED_FROM, COUNTED_FROM);
+        let stdio = in_flight.reserve(|| None, 10 * COUNTED_FROM, COUNTED_FROM);
         assert!(stdio.unwrap().is_none());
     }
 }

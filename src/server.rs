@@ -539,7 +539,9 @@ impl ServerBuilder {
     /// client. A principal is a token's issuer, subject and client, else
     /// the peer's address over HTTP; on stdio nothing is counted (the one
     /// client is the parent process). A request of 16 KiB or more is
-    /// counted by its params' size; one that would pass the bound is
+    /// counted by its params' size (a tool call's arguments); smaller ones
+    /// are bounded by `max_in_flight` per session only. One that would
+    /// pass the bound is
     /// refused before it runs (`-32006` in MCP v1.0, `-32600` else),
     /// naming the bound. A request alone passes whatever its size.
     pub fn max_in_flight_bytes_per_principal(mut self, bytes: usize) -> Self {
@@ -557,7 +559,8 @@ impl ServerBuilder {
     /// 2025-03-26 revision), on every transport: a member whose reply
     /// would pass it gets an error in its place (`-32006` in MCP v1.0,
     /// `-32600` else) saying that it ran, and the members after it do not
-    /// run. The first reply passes whatever its size.
+    /// run: members run concurrently, so those are the ones not yet
+    /// started. The first reply passes whatever its size.
     pub fn max_queued_output(mut self, bytes: usize) -> Self {
         self.limits.max_queued_output = bytes.max(1);
         self
@@ -617,8 +620,8 @@ impl ServerBuilder {
     /// what is held; a task alone passes whatever its size. The process
     /// holds a few times what is counted (a state's copies, the call's
     /// own); several processes sharing a store each count what they run.
-    pub fn max_task_bytes_per_principal(mut self, bytes: u64) -> Self {
-        self.tasks.max_bytes_per_owner = bytes.max(1);
+    pub fn max_task_bytes_per_principal(mut self, bytes: usize) -> Self {
+        self.tasks.max_bytes_per_owner = bytes.max(1) as u64;
         self
     }
 

@@ -471,7 +471,7 @@ impl TaskStore for MemoryTaskStore {
 /// The default bound of bytes one principal's tasks hold in a process
 /// ([`ServerBuilder::max_task_bytes_per_principal`](crate::ServerBuilder::max_task_bytes_per_principal)):
 /// 64 MiB.
-pub const DEFAULT_MAX_TASK_BYTES: u64 = 64 << 20;
+pub const DEFAULT_MAX_TASK_BYTES: usize = 64 << 20;
 
 /// How a server keeps and shows its tasks
 /// ([`ServerBuilder::task_store`](crate::ServerBuilder::task_store) and its
@@ -504,7 +504,7 @@ impl Default for TaskSettings {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(500),
             max_per_owner: 1000,
-            max_bytes_per_owner: DEFAULT_MAX_TASK_BYTES,
+            max_bytes_per_owner: DEFAULT_MAX_TASK_BYTES as u64,
             ledger: Arc::default(),
             running: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),

@@ -209,3 +209,38 @@ async fn a_principals_requests_in_flight_hold_at_most_the_bound_of_bytes() {
     probe.release(1);
     assert_result(&ada_again.reply(&json!(5)).await, &json!(5));
 }
+
+/// The bound holds for batch members that waited for a slot too: one not
+/// started before the replies passed it never runs.
+#[tokio::test]
+async fn a_batch_member_parked_until_its_replies_passed_the_bound_does_not_run() {
+    let probe = Probe::default();
+    let server = builder(&probe)
+        .max_queued_output(10_000)
+        .max_in_flight(1)
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    let tag = "t".repeat(6_000);
+    client
+        .send(&json!([
+            execute(json!(1), GATE, json!({"tag": tag})),
+            execute(json!(2), GATE, json!({"tag": tag})),
+            execute(json!(3), COUNT, json!({})),
+        ]))
+        .await;
+    probe.wait_started(1).await;
+    probe.release(1);
+    probe.wait_started(2).await;
+    probe.release(1);
+    let reply = client.recv().await.unwrap();
+    let mut replies = reply.as_array().expect("an array of replies").clone();
+    replies.sort_by_key(|r| r["id"].as_i64());
+    assert_eq!(replies[0]["result"]["output"]["tag"], tag, "{reply}");
+    let ran = assert_error(&replies[1], &json!(2), -32006);
+    assert!(ran.starts_with("this request ran"), "{ran}");
+    let data = assert_error(&replies[2], &json!(3), -32006);
+    assert!(data.starts_with("not run"), "{data}");
+    assert_eq!(probe.executed.load(Ordering::SeqCst), 0, "not run");
+    echo_works(&mut client).await;
+}

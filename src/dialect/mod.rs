@@ -625,7 +625,7 @@ impl Dialect {
 
     /// The error for a request refused because its principal's requests
     /// in flight hold too many bytes.
-    pub(crate) fn too_much_in_flight(self, why: &crate::in_flight::TooMuchInFlight) -> RpcError {
+    pub(crate) fn too_much_in_flight(self, why: &crate::in_flight::OverBudget) -> RpcError {
         match self {
             Self::McpV1 => v1::too_much_in_flight(why),
             Self::ModelContext | Self::Revision2026 => RpcError::invalid_request(why.to_string()),

@@ -15,9 +15,10 @@ use crate::jsonrpc::{RequestId, encode_batch};
 /// The bytes of one batch's replies, bounded by the session's
 /// `max_queued_output`: a small batch of reads of a large item would
 /// otherwise make a reply of gigabytes. Past the bound a member not yet
-/// served does not run, and one that finishes gets an error in place of
-/// its reply; the first reply passes whatever its size, as a message
-/// alone does.
+/// started does not run, and one that finishes gets an error in place
+/// of its reply; the first reply passes whatever its size, as a message
+/// alone does. Members run concurrently: "later" is in the order they
+/// start and finish, not in the batch's array.
 struct BatchBudget {
     dialect: Dialect,
     most: usize,
@@ -95,11 +96,21 @@ impl BatchReplies {
         self.budget.count(handled)
     }
 
-    /// Hands a member's reply in, counted, without waiting: there is room
-    /// for every member's one reply; were there none, it would wait for
-    /// room in a task rather than be lost.
+    /// Hands a member's reply in, counted, without waiting.
     pub(super) fn hand_in(&self, handled: Handled) {
-        let handled = self.count(handled);
+        self.put(self.count(handled));
+    }
+
+    /// Hands in, uncounted, the reply of a member that did not run (refused
+    /// past the bound, cancelled while parked, or at shutdown), without
+    /// waiting.
+    pub(super) fn hand_in_unrun(&self, handled: Handled) {
+        self.put(handled);
+    }
+
+    /// There is room for every member's one reply; were there none, it
+    /// would wait for room in a task rather than be lost.
+    fn put(&self, handled: Handled) {
         if let Err(mpsc::error::TrySendError::Full(handled)) = self.tx.try_send(handled) {
             let tx = self.tx.clone();
             tokio::spawn(async move {
@@ -111,11 +122,6 @@ impl BatchReplies {
     /// Hands a member's reply in, counted.
     pub(super) async fn send(&self, handled: Handled) {
         let _ = self.tx.send(self.count(handled)).await;
-    }
-
-    /// Hands in, uncounted, the reply of a member that did not run.
-    pub(super) async fn send_refused(&self, handled: Handled) {
-        let _ = self.tx.send(handled).await;
     }
 }
 

@@ -20,7 +20,7 @@ use super::traced::{ToolFailure, Traced};
 use crate::dialect::{Change, Control, Dialect, Listing, Phase, Request, Routed, Step, TraceLevel};
 use crate::engine::operation;
 use crate::error::{ErrorCode, RpcError};
-use crate::in_flight::{COUNTED_FROM, Counted};
+use crate::in_flight::{COUNTED_FROM, Reservation};
 use crate::jsonrpc::{self, Incoming, Reply, RequestId};
 use crate::principal::{Caller, CountedAs, Principal};
 
@@ -319,11 +319,11 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
         return serving.forbidden(needed);
     }
     // (A small request is not counted: one comparison on the hot path.)
-    let counted = if planned.bytes < COUNTED_FROM {
+    let reserved = if planned.bytes < COUNTED_FROM {
         None
     } else {
         match count_in_flight(serving.shared, caller, planned.bytes, serving.dialect) {
-            Ok(counted) => counted,
+            Ok(reserved) => reserved,
             Err(error) => return serving.failed(&error),
         }
     };
@@ -335,8 +335,8 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
             parent: serving.traced.span().cloned(),
         };
         let mut job = super::task::starting(serving.shared, serving.id, start, caller);
-        if let Some(counted) = counted {
-            job.hold(counted);
+        if let Some(reserved) = reserved {
+            job.hold(reserved);
         }
         return Dispatched::Run(job);
     }
@@ -357,8 +357,8 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
         run,
         caller,
     );
-    if let Some(counted) = counted {
-        job.hold(counted);
+    if let Some(reserved) = reserved {
+        job.hold(reserved);
     }
     Dispatched::Run(job)
 }
@@ -373,14 +373,14 @@ fn count_in_flight(
     caller: &Caller,
     bytes: usize,
     dialect: Dialect,
-) -> Result<Option<Box<Counted>>, RpcError> {
+) -> Result<Option<Box<Reservation>>, RpcError> {
     let server = &shared.server;
     let most = server.limits.max_in_flight_bytes;
     match server
         .in_flight
-        .count(|| CountedAs::of(caller), bytes, most)
+        .reserve(|| CountedAs::of(caller), bytes, most)
     {
-        Ok(counted) => Ok(counted.map(Box::new)),
+        Ok(reserved) => Ok(reserved.map(Box::new)),
         Err(why) => Err(dialect.too_much_in_flight(&why)),
     }
 }

@@ -24,7 +24,7 @@ use crate::dialect::Listing;
 use crate::dialect::{Dialect, Ended, JobInfo};
 use crate::engine::operation::{self, Arguments, Done, Failure, Work};
 use crate::handle::Cause;
-use crate::in_flight::Counted;
+use crate::in_flight::Reservation;
 use crate::jsonrpc::RequestId;
 use crate::principal::Caller;
 use crate::round_trip::RoundTrip;
@@ -82,7 +82,7 @@ pub(crate) struct Job {
     /// Its request's bytes, counted against its principal while it is in
     /// flight (`ServerBuilder::max_in_flight_bytes_per_principal`): held
     /// for its drop.
-    _counted: Option<Box<Counted>>,
+    _reserved: Option<Box<Reservation>>,
 }
 
 /// Where a job's work stands.
@@ -107,8 +107,8 @@ enum Stage {
 
 impl Job {
     /// Keeps its request's bytes counted until it ends.
-    pub(crate) fn hold(&mut self, counted: Box<Counted>) {
-        self._counted = Some(counted);
+    pub(crate) fn hold(&mut self, reserved: Box<Reservation>) {
+        self._reserved = Some(reserved);
     }
 
     /// The job for `work`, not started yet (futures do nothing until polled):
@@ -162,7 +162,7 @@ impl Job {
             started,
             caller: caller.clone(),
             traced,
-            _counted: None,
+            _reserved: None,
         };
         job.stage = match work {
             // The usual tool call: left to start where it runs.
@@ -213,7 +213,7 @@ impl Job {
             caller: caller.clone(),
             traced: Traced::default(),
             stage: Stage::Listen(Box::new(listening)),
-            _counted: None,
+            _reserved: None,
         }
     }
 
@@ -249,7 +249,7 @@ impl Job {
             caller: caller.clone(),
             traced: Traced::default(),
             stage: Stage::Running(running(work, None)),
-            _counted: None,
+            _reserved: None,
         }
     }
 

@@ -585,11 +585,16 @@ impl Session {
                     done.push(replies.count(handled));
                 }
                 Dispatched::Run(job) => jobs.push(job),
-                // A cancel of a request before it in the batch: that one
-                // never runs, as a parked one would not.
-                Dispatched::Effect(Effect::Cancel(id)) if jobs.iter().any(|job| job.id == id) => {
-                    let at = jobs.iter().position(|job| job.id == id);
-                    done.extend(at.map(|at| jobs.remove(at).cancel_unstarted()));
+                // A cancel also stops the requests before it in the batch
+                // that it names: they never run, as parked ones would not.
+                Dispatched::Effect(Effect::Cancel(id)) => {
+                    let (named, others): (Vec<Job>, Vec<Job>) =
+                        jobs.into_iter().partition(|job| job.id == id);
+                    jobs = others;
+                    done.extend(named.into_iter().map(Job::cancel_unstarted));
+                    if let Some(handled) = self.apply(Effect::Cancel(id)).await {
+                        done.push(replies.count(handled));
+                    }
                 }
                 Dispatched::Effect(effect) => {
                     if let Some(handled) = self.apply(effect).await {
@@ -607,10 +612,6 @@ impl Session {
         tokio::spawn(collect_batch(self.shared.clone(), done, collected));
         let mut bytes = bytes;
         for job in jobs {
-            if let Some(refused) = replies.refused(&job.id) {
-                replies.send_refused(refused).await;
-                continue;
-            }
             let to = ReplyTo::Batch(replies.clone());
             if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
                 waiting.await;
@@ -717,6 +718,14 @@ fn start<'a>(
     to: ReplyTo,
     slot: Slot<'a>,
 ) -> Option<RoomWait<'a>> {
+    // A batch member not started before its batch's replies passed their
+    // bound does not run (parked ones included).
+    if let ReplyTo::Batch(replies) = &to
+        && let Some(refused) = replies.refused(&job.id)
+    {
+        replies.hand_in_unrun(refused);
+        return None;
+    }
     match (poll_once(shared, job), to) {
         (Ok(handled), ReplyTo::Session) => {
             let waiting = shared.hand_on(handled)?;
@@ -750,7 +759,7 @@ fn start<'a>(
 async fn deliver(shared: &Shared, to: ReplyTo, handled: Handled) {
     match to {
         ReplyTo::Session => shared.send_handled(handled).await,
-        ReplyTo::Batch(replies) => replies.send(handled).await,
+        ReplyTo::Batch(replies) => replies.hand_in_unrun(handled),
     }
 }
 

@@ -381,8 +381,8 @@ impl Runner {
             .clear();
         #[cfg(feature = "otel")]
         self.record_end();
-        self.save().await;
-        // Counted as it ended here, saved or not (ended elsewhere first):
+        // Counted as it ended here, before a client can read the end (and
+        // whether or not it is saved: it may have ended elsewhere first):
         // its arguments go with the call, its state stays its time to live.
         let (task_id, bytes, expires_at_ms) = {
             let task = self.lock();
@@ -393,6 +393,7 @@ impl Runner {
             )
         };
         (self.server.tasks.ledger).ended(&task_id, bytes, expires_at_ms);
+        self.save().await;
     }
 
     /// Records how the task ended on its span (feature `otel`).

@@ -30,6 +30,9 @@ struct Ledger {
 struct Entry {
     key: String,
     bytes: u64,
+    /// Its end is counted: a save of an earlier state no longer resizes
+    /// it.
+    ended: bool,
 }
 
 /// Why a task was not counted: its principal's tasks hold `held` bytes,
@@ -121,6 +124,7 @@ impl TaskLedger {
         let entry = Entry {
             key: key.to_owned(),
             bytes,
+            ended: false,
         };
         ledger.tasks.insert(task_id.to_owned(), entry);
         Ok(Reservation {
@@ -129,12 +133,20 @@ impl TaskLedger {
         })
     }
 
-    /// A counted task now holds `bytes`.
+    /// A counted running task now holds `bytes`.
     pub(crate) fn resize(&self, task_id: &str, bytes: u64) {
+        self.set(task_id, bytes, false);
+    }
+
+    fn set(&self, task_id: &str, bytes: u64, ending: bool) {
         let mut ledger = self.lock();
         let Some(entry) = ledger.tasks.get_mut(task_id) else {
             return;
         };
+        if entry.ended {
+            return;
+        }
+        entry.ended = ending;
         let before = std::mem::replace(&mut entry.bytes, bytes);
         let key = entry.key.clone();
         ledger.take(&key, before);
@@ -146,7 +158,7 @@ impl TaskLedger {
     /// A counted task has ended holding `bytes` (its kept state); it
     /// counts until `expires_at_ms` (`None`: for as long as the process).
     pub(crate) fn ended(&self, task_id: &str, bytes: u64, expires_at_ms: Option<u64>) {
-        self.resize(task_id, bytes);
+        self.set(task_id, bytes, true);
         if let Some(at) = expires_at_ms {
             let mut ledger = self.lock();
             if ledger.tasks.contains_key(task_id) {
@@ -227,6 +239,8 @@ mod tests {
         // Ended: its arguments go, its state stays until its expiry.
         ledger.ended("a", 300, Some(now_ms() + 60_000));
         assert_eq!(ledger.held("k"), 300);
+        ledger.resize("a", 900);
+        assert_eq!(ledger.held("k"), 300, "an earlier state saved late");
         ledger.reserve("b", "k", 200, 1_000).expect("room").kept();
         ledger.ended("b", 50, Some(0));
         assert_eq!(ledger.held("k"), 300, "an expired task stops counting");

@@ -411,7 +411,7 @@ pub(crate) fn batch_over(limit: usize, ran: bool) -> RpcError {
 
 /// `-32006`: a request refused because its principal's requests in
 /// flight hold too many bytes.
-pub(crate) fn too_much_in_flight(why: &crate::in_flight::TooMuchInFlight) -> RpcError {
+pub(crate) fn too_much_in_flight(why: &crate::in_flight::OverBudget) -> RpcError {
     RpcError::new(ErrorCode::MESSAGE_TOO_LARGE, why.to_string())
 }
 
