@@ -472,6 +472,14 @@ impl Session {
         if let Some(parked) = self.parked.pop_front() {
             self.shared.set_parked(self.parked.len());
             self.parked_bytes -= parked.bytes;
+            // A batch member whose batch's replies passed their bound while
+            // it was parked does not run.
+            if let ReplyTo::Batch(replies) = &parked.to
+                && let Some(refused) = replies.refused(&parked.job.id)
+            {
+                replies.hand_in_unrun(refused);
+                return;
+            }
             if let Some(waiting) = start(&self.shared, parked.job, parked.to, slot) {
                 waiting.await;
             }
@@ -612,6 +620,12 @@ impl Session {
         tokio::spawn(collect_batch(self.shared.clone(), done, collected));
         let mut bytes = bytes;
         for job in jobs {
+            // A member not started before the batch's replies passed their
+            // bound does not run (a parked one: `start_next`).
+            if let Some(refused) = replies.refused(&job.id) {
+                replies.hand_in_unrun(refused);
+                continue;
+            }
             let to = ReplyTo::Batch(replies.clone());
             if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
                 waiting.await;
@@ -718,14 +732,6 @@ fn start<'a>(
     to: ReplyTo,
     slot: Slot<'a>,
 ) -> Option<RoomWait<'a>> {
-    // A batch member not started before its batch's replies passed their
-    // bound does not run (parked ones included).
-    if let ReplyTo::Batch(replies) = &to
-        && let Some(refused) = replies.refused(&job.id)
-    {
-        replies.hand_in_unrun(refused);
-        return None;
-    }
     match (poll_once(shared, job), to) {
         (Ok(handled), ReplyTo::Session) => {
             let waiting = shared.hand_on(handled)?;
