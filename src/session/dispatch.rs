@@ -322,7 +322,7 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
     let reserved = if planned.bytes < COUNTED_FROM {
         None
     } else {
-        match count_in_flight(serving.shared, caller, planned.bytes, serving.dialect) {
+        match reserve_in_flight(serving.shared, caller, planned.bytes, serving.dialect) {
             Ok(reserved) => reserved,
             Err(error) => return serving.failed(&error),
         }
@@ -363,12 +363,12 @@ fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
     Dispatched::Run(job)
 }
 
-/// Counts a large request's bytes against its caller while it is in
+/// Reserves a large request's bytes against its caller while it is in
 /// flight (`max_in_flight_bytes_per_principal`), or says why it may not
 /// run.
 #[cold]
 #[inline(never)]
-fn count_in_flight(
+fn reserve_in_flight(
     shared: &Shared,
     caller: &Caller,
     bytes: usize,
