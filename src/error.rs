@@ -364,3 +364,27 @@ pub enum BuildError {
         problem: String,
     },
 }
+
+/// A value the client sent, as an error message quotes it: its first 64
+/// characters, then `…` if it was longer. An error then stays small
+/// whatever the client sent (a forged cursor, a long URI).
+pub(crate) fn quoted(value: &str) -> std::borrow::Cow<'_, str> {
+    const MOST: usize = 64;
+    match value.char_indices().nth(MOST) {
+        None => std::borrow::Cow::Borrowed(value),
+        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &value[..end])),
+    }
+}
+
+#[cfg(test)]
+mod quoted_tests {
+    #[test]
+    fn a_quoted_value_keeps_its_first_64_characters() {
+        assert_eq!(super::quoted("short"), "short");
+        let long = "é".repeat(100);
+        let quoted = super::quoted(&long);
+        assert_eq!(quoted.chars().count(), 65);
+        assert!(quoted.ends_with('…'));
+        assert_eq!(super::quoted(&"x".repeat(64)), "x".repeat(64));
+    }
+}

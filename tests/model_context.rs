@@ -743,6 +743,19 @@ async fn lists_are_paginated_with_cursors_that_are_checked() {
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    // A forged cursor of any length is quoted by its first 64 characters:
+    // the error stays small.
+    let forged = "c".repeat(100_000);
+    let e = client
+        .call("tools/list", Some(json!({"cursor": forged})))
+        .await
+        .unwrap_err();
+    assert!(e.data.len() < 200, "{}", e.data.len());
+    assert!(
+        e.data.contains(&format!("{}…", "c".repeat(64))),
+        "{}",
+        e.data
+    );
 }
 
 // ------------------------------------------------------------------ §4 --

@@ -343,14 +343,9 @@ pub(crate) fn sees_task(
 
 fn not_found(task_id: &str) -> RpcError {
     // (The id is the client's: at most a task id's length of it is said.)
-    let shown: String = task_id.chars().take(64).collect();
-    let cut = if shown.len() < task_id.len() {
-        "…"
-    } else {
-        ""
-    };
+    let shown = crate::error::quoted(task_id);
     RpcError::invalid_params(format!(
-        "Failed to retrieve task: Task not found: {shown}{cut} (unknown, expired, or not yours)"
+        "Failed to retrieve task: Task not found: {shown} (unknown, expired, or not yours)"
     ))
 }
 

@@ -609,7 +609,8 @@ fn page(
         None => 0,
         Some(cursor) => cursor::decode(&cursor, list, pages.len()).ok_or_else(|| {
             RpcError::invalid_params(format!(
-                "{method}: the cursor {cursor:?} is not one this server gave"
+                "{method}: the cursor \"{}\" is not one this server gave",
+                crate::error::quoted(&cursor)
             ))
         })?,
     };
@@ -727,6 +728,7 @@ fn complete(
                 .enumerate()
                 .find(|(_, t)| t.template.as_str() == uri)
                 .ok_or_else(|| {
+                    let uri = crate::error::quoted(&uri);
                     RpcError::invalid_params(format!("Unknown resource template: '{uri}'"))
                 })?;
             if !template.template.variables().any(|v| v == argument) {

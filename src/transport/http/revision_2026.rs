@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::body::{Feed, McpBody};
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::{Dialect, kept_meta, keys, methods};
-use crate::error::{ErrorCode, RpcError};
+use crate::error::{ErrorCode, RpcError, quoted};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
 use crate::session::bounded::BoundedReceiver;
@@ -297,8 +297,10 @@ impl McpService {
                 None => return Err("the MCP-Protocol-Version header is required".into()),
                 Some(v) if v != body_version => {
                     return Err(format!(
-                        "MCP-Protocol-Version header value '{v}' does not match _meta[\"{}\"] '{body_version}'",
-                        keys::PROTOCOL_VERSION
+                        "MCP-Protocol-Version header value '{}' does not match _meta[\"{}\"] '{}'",
+                        quoted(v),
+                        keys::PROTOCOL_VERSION,
+                        quoted(&body_version)
                     ));
                 }
                 Some(_) => {}
@@ -308,7 +310,9 @@ impl McpService {
             None => return Err("the Mcp-Method header is required".into()),
             Some(v) if v != method => {
                 return Err(format!(
-                    "Mcp-Method header value '{v}' does not match body method '{method}'"
+                    "Mcp-Method header value '{}' does not match body method '{}'",
+                    quoted(v),
+                    quoted(method)
                 ));
             }
             Some(_) => {}
@@ -325,7 +329,9 @@ impl McpService {
                 None => return Err("the Mcp-Name header is required".into()),
                 Some(v) if v != body_name => {
                     return Err(format!(
-                        "Mcp-Name header value '{v}' does not match body value '{body_name}'"
+                        "Mcp-Name header value '{}' does not match body value '{}'",
+                        quoted(&v),
+                        quoted(body_name)
                     ));
                 }
                 Some(_) => {}
@@ -383,7 +389,8 @@ impl McpService {
                 }
                 (Some(value), Some(body)) if !same_value(&value, body) => {
                     return Err(format!(
-                        "Mcp-Param-{name} header value '{value}' does not match argument '{property}'"
+                        "Mcp-Param-{name} header value '{}' does not match argument '{property}'",
+                        quoted(&value)
                     ));
                 }
                 (Some(_), Some(_)) => {}
@@ -421,7 +428,7 @@ fn decoded(value: &str) -> Result<String, String> {
         .decode(encoded)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| format!("'{value}' is not valid base64 of UTF-8 text"))
+        .ok_or_else(|| format!("'{}' is not valid base64 of UTF-8 text", quoted(value)))
 }
 
 /// Whether a header's value stands for the argument's: the same text, the
