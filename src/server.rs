@@ -541,9 +541,9 @@ impl ServerBuilder {
     /// client is the parent process). A request of 16 KiB or more is
     /// counted by its params' size (a tool call's arguments); smaller ones
     /// are bounded by `max_in_flight` per session only. One that would
-    /// pass the bound is
-    /// refused before it runs (`-32006` in MCP v1.0, `-32600` else),
-    /// naming the bound. A request alone passes whatever its size.
+    /// pass the bound is refused before it runs (`-32006` in MCP v1.0,
+    /// `-32600` else), naming the bound. A request alone passes whatever
+    /// its size.
     pub fn max_in_flight_bytes_per_principal(mut self, bytes: usize) -> Self {
         self.limits.max_in_flight_bytes = bytes.max(1);
         self
@@ -558,9 +558,9 @@ impl ServerBuilder {
     /// It also bounds the replies of one batch (MCP v1.0, and the
     /// 2025-03-26 revision), on every transport: a member whose reply
     /// would pass it gets an error in its place (`-32006` in MCP v1.0,
-    /// `-32600` else) saying that it ran, and the members after it do not
-    /// run: members run concurrently, so those are the ones not yet
-    /// started. The first reply passes whatever its size.
+    /// `-32600` else) saying that it ran, and the members not yet started
+    /// then do not run (members run concurrently). The first reply passes
+    /// whatever its size.
     pub fn max_queued_output(mut self, bytes: usize) -> Self {
         self.limits.max_queued_output = bytes.max(1);
         self
