@@ -186,11 +186,17 @@ impl Elicitation {
             check_primitive(schema)
                 .map_err(|why| ClientError::Invalid(format!("field {name:?}: {why}")))?;
         }
+        let requested = self.requested_schema();
+        Ok(json!({"mode": "form", "message": self.message, "requestedSchema": requested}))
+    }
+
+    /// The form as the object schema a client is asked to fill.
+    fn requested_schema(&self) -> Value {
         let mut requested = json!({"type": "object", "properties": self.properties});
         if !self.required.is_empty() {
             requested["required"] = json!(self.required);
         }
-        Ok(json!({"mode": "form", "message": self.message, "requestedSchema": requested}))
+        requested
     }
 
     /// Checks an accepted answer's content against the form's schema (the
@@ -201,10 +207,7 @@ impl Elicitation {
         if answer.action != ElicitAction::Accept {
             return Ok(());
         }
-        let mut schema = json!({"type": "object", "properties": self.properties});
-        if !self.required.is_empty() {
-            schema["required"] = json!(self.required);
-        }
+        let schema = self.requested_schema();
         let content = Value::Object(answer.content.clone().unwrap_or_default());
         // (The fields were checked as primitive schemas, which compile.)
         let validator = jsonschema::validator_for(&schema)

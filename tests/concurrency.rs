@@ -177,10 +177,8 @@ async fn cancel_request_reaches_a_request_inside_a_batch() {
         .await;
     probe.wait_started(1).await;
     client.notify("$/cancelRequest", json!({"id": 1})).await;
-    let reply = client.recv().await.expect("the batch reply");
-    let mut replies = reply.as_array().expect("an array").clone();
-    replies.sort_by_key(|r| r["id"].to_string());
-    assert_eq!(replies.len(), 2, "{reply}");
+    let replies = batch_reply(&mut client).await;
+    assert_eq!(replies.len(), 2, "{replies:?}");
     assert_error(&replies[0], &json!(1), -32003);
     assert_result(&replies[1], &json!(2));
     probe.wait_cancelled(1).await;
@@ -199,10 +197,8 @@ async fn cancel_request_in_the_same_batch_cancels_a_request_before_it_unrun() {
             execute(json!(2), ECHO, json!({"message": "m"})),
         ]))
         .await;
-    let reply = client.recv().await.expect("the batch reply");
-    let mut replies = reply.as_array().expect("an array").clone();
-    replies.sort_by_key(|r| r["id"].to_string());
-    assert_eq!(replies.len(), 2, "{reply}");
+    let replies = batch_reply(&mut client).await;
+    assert_eq!(replies.len(), 2, "{replies:?}");
     assert_error(&replies[0], &json!(1), -32003);
     assert_result(&replies[1], &json!(2));
     assert_eq!(probe.started(), 0, "the cancelled request never ran");

@@ -10,7 +10,8 @@ use std::time::Duration;
 use clawmcp::Principal;
 use clawmcp::testing::TestClient;
 use common::{
-    COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, builder, execute, frame,
+    COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, batch_reply, builder, execute,
+    frame,
 };
 use serde_json::json;
 
@@ -127,9 +128,7 @@ async fn a_batchs_replies_pass_the_output_bound_only_as_errors_and_later_members
         .map(|id| execute(json!(id), ECHO, json!({"message": message})))
         .collect();
     client.send(&json!(batch)).await;
-    let reply = client.recv().await.unwrap();
-    let mut replies = reply.as_array().expect("an array of replies").clone();
-    replies.sort_by_key(|r| r["id"].as_i64());
+    let replies = batch_reply(&mut client).await;
     for reply in &replies[..3] {
         assert_eq!(reply["result"]["output"]["message"], message, "{reply}");
     }
@@ -147,9 +146,7 @@ async fn a_batchs_replies_pass_the_output_bound_only_as_errors_and_later_members
         execute(json!(2), COUNT, json!({})),
     ]);
     client.send(&batch).await;
-    let reply = client.recv().await.unwrap();
-    let mut replies = reply.as_array().expect("an array of replies").clone();
-    replies.sort_by_key(|r| r["id"].as_i64());
+    let replies = batch_reply(&mut client).await;
     assert_eq!(replies[0]["result"]["output"]["message"], message);
     let data = assert_error(&replies[1], &json!(2), -32006);
     assert!(data.starts_with("not run"), "{data}");
@@ -233,10 +230,8 @@ async fn a_batch_member_parked_until_its_replies_passed_the_bound_does_not_run()
     probe.release(1);
     probe.wait_started(2).await;
     probe.release(1);
-    let reply = client.recv().await.unwrap();
-    let mut replies = reply.as_array().expect("an array of replies").clone();
-    replies.sort_by_key(|r| r["id"].as_i64());
-    assert_eq!(replies[0]["result"]["output"]["tag"], tag, "{reply}");
+    let replies = batch_reply(&mut client).await;
+    assert_eq!(replies[0]["result"]["output"]["tag"], tag, "{replies:?}");
     let ran = assert_error(&replies[1], &json!(2), -32006);
     assert!(ran.starts_with("this request ran"), "{ran}");
     let data = assert_error(&replies[2], &json!(3), -32006);

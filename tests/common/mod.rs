@@ -347,6 +347,17 @@ pub async fn ready_client(server: &Server) -> TestClient {
     client
 }
 
+/// The next message, a batch's reply: its replies, ordered by id.
+pub async fn batch_reply(client: &mut TestClient) -> Vec<Value> {
+    let reply = client.recv().await.expect("the batch reply");
+    let mut replies = reply
+        .as_array()
+        .unwrap_or_else(|| panic!("a batch reply is an array: {reply}"))
+        .clone();
+    replies.sort_by_key(|r| r["id"].to_string());
+    replies
+}
+
 /// A round trip: every message sent before it has been read by the session.
 pub async fn sync(client: &mut TestClient) {
     let reply = client
