@@ -195,6 +195,9 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
             if let Some(connections) = options.max_connections_per_peer {
                 config = config.max_connections_per_peer(connections);
             }
+            for proxy in options.trusted_proxies {
+                config = config.trust_proxy(proxy);
+            }
             tracing::info!(addr = %local, "serving MCP over HTTP on POST /mcp");
             server
                 .serve_http_on(listener, config, shutdown_signal())
@@ -305,6 +308,8 @@ struct Options {
     max_connections_per_peer: Option<usize>,
     /// How many tasks one principal may hold.
     max_tasks_per_principal: Option<usize>,
+    /// The reverse proxies whose `X-Forwarded-For` names the client.
+    trusted_proxies: Vec<clawmcp::transport::IpNet>,
     /// How many bytes the file-writer's files may hold in all.
     root_quota: Option<u64>,
     oauth: OAuthOptions,
@@ -347,6 +352,7 @@ impl Options {
             max_sessions_per_principal: None,
             max_connections_per_peer: None,
             max_tasks_per_principal: None,
+            trusted_proxies: Vec::new(),
             root_quota: None,
             oauth: OAuthOptions::default(),
             redis: None,
@@ -374,6 +380,16 @@ impl Options {
                 "--max-connections-per-peer" => {
                     options.max_connections_per_peer =
                         Some(flag_value(&mut args, &arg, "a number")?);
+                }
+                "--trust-proxy" => {
+                    let net = args
+                        .next()
+                        .ok_or("--trust-proxy needs an address or a network")?;
+                    let parsed = net
+                        .parse::<clawmcp::transport::IpNet>()
+                        .or_else(|_| net.parse::<std::net::IpAddr>().map(Into::into))
+                        .map_err(|e| format!("--trust-proxy {net:?}: {e}"))?;
+                    options.trusted_proxies.push(parsed);
                 }
                 "--root-quota" => {
                     options.root_quota = Some(flag_value(&mut args, &arg, "a number of bytes")?);
@@ -417,7 +433,7 @@ impl Options {
                          \x20      [--oauth-issuer URL [--public-url URL] [--oauth-introspect]]  (with --http)\n\
                          \x20      [--max-streams N] [--max-streams-per-principal N]\n\
                          \x20      [--max-sessions-per-principal N] [--max-tasks-per-principal N]\n\
-                         \x20      [--max-connections-per-peer N]\n\
+                         \x20      [--max-connections-per-peer N] [--trust-proxy ADDR[/PREFIX]]...\n\
                          \x20      [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);

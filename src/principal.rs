@@ -221,8 +221,8 @@ impl CountedAs {
         }
         #[cfg(feature = "http")]
         {
-            let peer = caller.head.as_ref()?.peer_addr()?;
-            Some(Self::peer(peer.ip()))
+            let client = caller.head.as_ref()?.client_ip()?;
+            Some(Self::peer(client))
         }
         #[cfg(not(feature = "http"))]
         None
@@ -278,9 +278,12 @@ pub(crate) fn token_key(issuer: &str, subject: Option<&str>, client: Option<&str
 /// principal hold without OAuth.
 ///
 /// Behind a reverse proxy every request comes from the proxy's address:
-/// then all clients without a token are one principal. Verify tokens
-/// ([`HttpConfig::oauth`](crate::transport::HttpConfig::oauth)), or raise the limits
-/// per principal to the endpoint's.
+/// then all clients without a token are one principal. Trust the proxy to
+/// name the client
+/// ([`HttpConfig::trust_proxy`](crate::transport::HttpConfig::trust_proxy),
+/// which reads `X-Forwarded-For` from it, and from the address a
+/// `PeerAddr` gives too), or verify tokens
+/// ([`HttpConfig::oauth`](crate::transport::HttpConfig::oauth)).
 ///
 /// [`Server::serve_http`]: crate::Server::serve_http
 ///
@@ -302,6 +305,9 @@ pub struct PeerAddr(pub std::net::SocketAddr);
 pub(crate) struct Head {
     pub(crate) parts: http::request::Parts,
     pub(crate) peer: Option<std::net::SocketAddr>,
+    /// The client a trusted reverse proxy said the request came from
+    /// (`HttpConfig::trust_proxy`), when the peer is such a proxy.
+    pub(crate) forwarded_for: Option<std::net::IpAddr>,
 }
 
 #[cfg(feature = "http")]
@@ -312,6 +318,13 @@ impl Head {
     pub(crate) fn peer_addr(&self) -> Option<std::net::SocketAddr> {
         self.peer
             .or_else(|| self.parts.extensions.get::<PeerAddr>().map(|p| p.0))
+    }
+
+    /// The address of the client the request is counted as: the one a
+    /// trusted proxy forwarded it for, else its peer's.
+    pub(crate) fn client_ip(&self) -> Option<std::net::IpAddr> {
+        self.forwarded_for
+            .or_else(|| self.peer_addr().map(|peer| peer.ip()))
     }
 }
 

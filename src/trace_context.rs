@@ -69,12 +69,13 @@ impl Injector for Written<'_> {
 pub(crate) enum Transport {
     /// Standard input and output (`network.transport` `pipe`).
     Stdio,
-    /// HTTP over TCP: the request's HTTP version, and its peer's address
-    /// when known.
+    /// HTTP over TCP: the request's HTTP version, its peer's address when
+    /// known, and the client a trusted proxy forwarded it for.
     #[cfg(feature = "http")]
     Http {
         version: http::Version,
         peer: Option<std::net::SocketAddr>,
+        forwarded_for: Option<std::net::IpAddr>,
     },
 }
 
@@ -88,15 +89,20 @@ pub(crate) fn request_span(
     session_id: Option<&str>,
     carried: &Carried<'_>,
 ) -> tracing::Span {
-    let (network, protocol, protocol_version, peer) = match transport {
+    let (network, protocol, protocol_version, peer, forwarded_for) = match transport {
         Transport::Stdio => (
             "pipe",
             None::<&str>,
             None::<&str>,
             None::<std::net::SocketAddr>,
+            None::<std::net::IpAddr>,
         ),
         #[cfg(feature = "http")]
-        Transport::Http { version, peer } => {
+        Transport::Http {
+            version,
+            peer,
+            forwarded_for,
+        } => {
             let version = match version {
                 http::Version::HTTP_09 => Some("0.9"),
                 http::Version::HTTP_10 => Some("1.0"),
@@ -105,10 +111,17 @@ pub(crate) fn request_span(
                 http::Version::HTTP_3 => Some("3"),
                 _ => None,
             };
-            ("tcp", Some("http"), version, peer)
+            ("tcp", Some("http"), version, peer, forwarded_for)
         }
     };
-    let client_address = peer.map(|p| p.ip().to_canonical().to_string());
+    // Behind a trusted proxy the client is the one it forwarded for (its
+    // port unknown), and the proxy is the network peer.
+    let (client_address, client_port, network_peer) = match forwarded_for {
+        Some(client) => (Some(client), None, peer),
+        None => (peer.map(|p| p.ip()), peer.map(|p| p.port()), None),
+    };
+    let client_address = client_address.map(|ip| ip.to_canonical().to_string());
+    let network_peer_address = network_peer.map(|p| p.ip().to_canonical().to_string());
     let span = tracing::info_span!(
         target: TARGET,
         "request",
@@ -124,7 +137,9 @@ pub(crate) fn request_span(
         network.protocol.name = protocol,
         network.protocol.version = protocol_version,
         client.address = client_address.as_deref(),
-        client.port = peer.map(|p| i64::from(p.port())),
+        client.port = client_port.map(i64::from),
+        network.peer.address = network_peer_address.as_deref(),
+        network.peer.port = network_peer.map(|p| i64::from(p.port())),
         gen_ai.operation.name = Empty,
         gen_ai.tool.name = Empty,
         gen_ai.prompt.name = Empty,

@@ -1,7 +1,9 @@
 //! Limits per principal (docs/model-context.md §5, README "Limits"): one
 //! client cannot take every long-lived stream or every session of an
 //! endpoint. Without OAuth a principal is the peer's address; two loopback
-//! addresses (127.0.0.1 and 127.0.0.2) stand for two clients.
+//! addresses (127.0.0.1 and 127.0.0.2) stand for two clients, and 127.0.0.3
+//! for a reverse proxy, which names its clients in `X-Forwarded-For` to an
+//! endpoint that trusts it (`HttpConfig::trust_proxy`).
 
 mod http_support;
 
@@ -16,6 +18,8 @@ use serde_json::json;
 
 const FIRST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 1));
 const SECOND: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+/// A reverse proxy's address, in the tests that trust one.
+const PROXY: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 3));
 
 /// An MCP v1.0 streaming session opened from `source`: its body's writer
 /// (the stream stays open while it lives), and the response.
@@ -33,13 +37,17 @@ async fn v1_stream(
 
 /// A Model Context Protocol `initialize` from `source`: the response.
 async fn open_session(server: &TestServer, source: IpAddr) -> Reply {
+    open_session_with(server, source, &[]).await
+}
+
+/// [`open_session`] with `headers` besides `Accept`.
+async fn open_session_with(server: &TestServer, source: IpAddr, headers: &[(&str, &str)]) -> Reply {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                                  "clientInfo": {"name": "t", "version": "1"}}});
-    let request = post_with(
-        &[("accept", "application/json, text/event-stream")],
-        full(serde_json::to_vec(&init).expect("json")),
-    );
+    let mut all = vec![("accept", "application/json, text/event-stream")];
+    all.extend_from_slice(headers);
+    let request = post_with(&all, full(serde_json::to_vec(&init).expect("json")));
     Client::connect_from(server.addr, source)
         .await
         .exchange(request)
@@ -198,4 +206,133 @@ async fn a_peer_past_its_connections_gets_429_and_closed_while_another_connects(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(again.is_some(), "the freed place is taken again");
+}
+
+/// `open_session_with` from the proxy, forwarding for `forwarded_for`.
+async fn session_through_proxy(server: &TestServer, forwarded_for: &str) -> StatusCode {
+    open_session_with(server, PROXY, &[("x-forwarded-for", forwarded_for)])
+        .await
+        .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_each_forwarded_client_is_its_own_principal() {
+    let config = HttpConfig::default()
+        .trust_proxy(PROXY)
+        .max_sessions_per_principal(1);
+    let server = TestServer::start(config).await;
+    assert_eq!(
+        session_through_proxy(&server, "192.0.2.1").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        session_through_proxy(&server, "192.0.2.1").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the same client again, through the proxy"
+    );
+    assert_eq!(
+        session_through_proxy(&server, "192.0.2.2").await,
+        StatusCode::OK,
+        "another client behind the same proxy"
+    );
+    // A hop the client wrote itself, left of what the proxy appended, is
+    // not believed: this is 192.0.2.1 again.
+    assert_eq!(
+        session_through_proxy(&server, "198.51.100.7, 192.0.2.1").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // Without the header the request is the proxy's own.
+    assert_eq!(open_session(&server, PROXY).await.status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn x_forwarded_for_from_a_peer_that_is_not_trusted_is_ignored() {
+    let config = HttpConfig::default()
+        .trust_proxy(PROXY)
+        .max_sessions_per_principal(1);
+    let server = TestServer::start(config).await;
+    let forwarding = |client| [("x-forwarded-for", client)];
+    let first = open_session_with(&server, FIRST, &forwarding("192.0.2.1")).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let second = open_session_with(&server, FIRST, &forwarding("192.0.2.2")).await;
+    assert_eq!(
+        second.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a client naming another client is still its own address"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_proxys_connections_are_held_to_the_endpoints_limit_only() {
+    let config = HttpConfig::default()
+        .trust_proxy(PROXY)
+        .max_connections_per_peer(1);
+    let server = TestServer::start(config).await;
+    let mut held = Vec::new();
+    for n in 0..3 {
+        let mut client = Client::connect_from(server.addr, PROXY).await;
+        let reply = client.post(&echo(n, "through the proxy")).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "connection {n} from the proxy"
+        );
+        held.push(client);
+    }
+    let mut one = Client::connect_from(server.addr, FIRST).await;
+    assert_eq!(one.post(&echo(1, "held")).await.status, StatusCode::OK);
+    let refused = raw_exchange_from(&server, FIRST).await;
+    assert!(
+        refused.starts_with("HTTP/1.1 429 "),
+        "another peer is still held to its limit: {refused}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_endpoint_trusts_the_proxy_its_app_names_as_the_peer() {
+    use clawmcp::transport::PeerAddr;
+    let proxy: IpAddr = "192.0.2.10".parse().expect("an address");
+    let server = clawmcp::Server::builder()
+        .name("mounted")
+        .build()
+        .expect("builds");
+    let service = server.http_service(
+        HttpConfig::default()
+            .path("/mcp")
+            .trust_proxy(proxy)
+            .max_sessions_per_principal(1),
+    );
+    // The app says which peer each request came on, as axum's
+    // `ConnectInfo` would.
+    let initialize = |forwarded_for: &str| {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                          "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                     "clientInfo": {"name": "t", "version": "1"}}});
+        let mut request = post_with(
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("x-forwarded-for", forwarded_for),
+            ],
+            full(serde_json::to_vec(&init).expect("json")),
+        );
+        request
+            .extensions_mut()
+            .insert(PeerAddr(std::net::SocketAddr::new(proxy, 40000)));
+        request
+    };
+    let status = |response: Response<clawmcp::transport::McpBody>| response.status();
+    assert_eq!(
+        status(service.respond(initialize("203.0.113.1")).await),
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(service.respond(initialize("203.0.113.1")).await),
+        StatusCode::TOO_MANY_REQUESTS,
+        "the same client again"
+    );
+    assert_eq!(
+        status(service.respond(initialize("203.0.113.2")).await),
+        StatusCode::OK,
+        "another client behind the proxy the app named"
+    );
 }

@@ -6,6 +6,8 @@ sharing announcements through Redis (`--redis`).
 It shows:
   1. single exchanges (MCP v1.0) and 2026-07-28 requests, sent through
      nginx, spread over all three processes (nginx's log names each);
+     nginx names the client (X-Forwarded-For) and the processes, which
+     trust it (`--trust-proxy`), count a task against that client;
   2. a stream held by one process hears of a change made through another,
      on all three stream shapes: an MCP v1.0 streaming session, a
      2025-11-25 session's GET stream, a 2026-07-28 subscriptions/listen;
@@ -58,6 +60,8 @@ STOP_PATIENCE = 5.0  # how long a service gets to stop before SIGKILL
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
 KEYS = ",".join(["11" * 32, "22" * 32])
+NGINX_SOURCE = "127.0.0.2"  # nginx's address towards the servers, which trust it
+CLIENT_SOURCE = "127.0.0.3"  # a client's own address, which nginx forwards for
 TASK_META = dict(META, **{"io.modelcontextprotocol/clientCapabilities": {
     "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}})
 SOCKETS = []  # the test's raw connections (streams), closed at the end
@@ -251,7 +255,8 @@ class Deployment:
             self.logs.append(log)
             self.servers.append(subprocess.Popen(
                 [self.reference, "--http", f"127.0.0.1:{port}", "--root", root,
-                 "--redis", f"redis://127.0.0.1:{self.redis_port}/", *self.extra_args],
+                 "--redis", f"redis://127.0.0.1:{self.redis_port}/",
+                 "--trust-proxy", NGINX_SOURCE, *self.extra_args],
                 stdout=subprocess.DEVNULL, stderr=log, env=env))
             self.track(f"reference server :{port}", self.servers[-1].pid)
         for port in self.ports:
@@ -287,6 +292,10 @@ http {{
       proxy_set_header Connection "";
       # The servers check Host (DNS-rebinding defence): pass the client's.
       proxy_set_header Host $http_host;
+      # The servers trust nginx (--trust-proxy) to name the client; nginx
+      # reaches them from an address of its own.
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_bind {NGINX_SOURCE};
       proxy_buffering off;
       proxy_request_buffering off;
       proxy_read_timeout 300s;
@@ -417,11 +426,13 @@ http {{
               "their ports are free")
 
 
-def post(port, body, headers=None, v1=False, json_reply=True):
-    """One POST /mcp; the parsed JSON reply (or the first SSE message). An
-    MCP v1.0 request sends no `Accept` (the Model Context Protocol's
-    `text/event-stream` would name that dialect)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+def post(port, body, headers=None, v1=False, json_reply=True, source=None):
+    """One POST /mcp (from the loopback address `source`, if given); the
+    parsed JSON reply (or the first SSE message). An MCP v1.0 request sends
+    no `Accept` (the Model Context Protocol's `text/event-stream` would
+    name that dialect)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE,
+                                      source_address=(source, 0) if source else None)
     h = {"Content-Type": "application/json"}
     if not v1:
         h["Accept"] = "application/json, text/event-stream"
@@ -452,11 +463,12 @@ def stateless_headers(method, name=None):
     return h
 
 
-def task_call(port, tool, arguments, rid=50):
+def task_call(port, tool, arguments, rid=50, headers=None, source=None):
     """A tools/call that declares the tasks extension: (upstream, task id)."""
     body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
             "params": {"name": tool, "arguments": arguments, "_meta": TASK_META}}
-    resp, reply = post(port, body, stateless_headers("tools/call", tool))
+    resp, reply = post(port, body, {**stateless_headers("tools/call", tool), **(headers or {})},
+                       source=source)
     result = (reply or {}).get("result", {})
     check(result.get("resultType") == "task" and result.get("taskId"),
           f"a {tool} call on :{port} gets a task ({reply})")
@@ -728,19 +740,23 @@ def main():
 
         # 2b. Tasks: created through nginx, read, answered and cancelled on
         # other processes than the one that runs them.
-        upstream, sleeping = task_call(d.nginx_port, "sleep", {"ms": 60000})
+        # From a client address of its own, with a hop it wrote itself.
+        upstream, sleeping = task_call(d.nginx_port, "sleep", {"ms": 60000},
+                                       headers={"X-Forwarded-For": "203.0.113.1"},
+                                       source=CLIENT_SOURCE)
         runner = int(upstream.rsplit(":", 1)[1])
         others = [p for p in d.ports if p != runner]
         for p in d.ports:
             task_until(p, sleeping, lambda t: t["status"] == "working",
                        f"the sleep task reads as working on :{p}")
         print(f"ok: a task running on :{runner} reads as working on every process")
-        # Without a token a task counts against its peer's address (here
-        # nginx's), in one set in Redis that every process reads.
+        # Without a token a task counts against its client's address: the
+        # one nginx, a trusted proxy, forwarded for (not nginx's, nor the
+        # hop the client wrote), in one set in Redis that every process reads.
         stored = stored_task(d.redis_port, sleeping)
         counted = (stored or {}).get("counted_as")
-        check(counted == "peer 127.0.0.1",
-              f"the task counts against its peer's address ({stored})")
+        check(counted == f"peer {CLIENT_SOURCE}",
+              f"the task counts against the address nginx forwarded for ({stored})")
         sets = subprocess.run(["redis-cli", "-p", str(d.redis_port), "--scan", "--pattern",
                                "*:tasks-of:" + (counted or "").encode().hex()],
                               capture_output=True, text=True, timeout=PATIENCE).stdout.split()

@@ -79,6 +79,7 @@ impl Traced {
             Some(head) => Transport::Http {
                 version: head.version,
                 peer: head.peer_addr(),
+                forwarded_for: head.forwarded_for,
             },
             None => Transport::Stdio,
         };

@@ -12,7 +12,7 @@ mod stdio;
 
 pub use frame::{DEFAULT_MAX_HEADER_SIZE, FrameCodec};
 #[cfg(feature = "http")]
-pub use http::{Guard, GuardLayer, Guarded, HttpConfig, McpBody, McpService, PeerAddr};
+pub use http::{Guard, GuardLayer, Guarded, HttpConfig, IpNet, McpBody, McpService, PeerAddr};
 #[cfg(all(feature = "http", feature = "oauth"))]
 pub use http::{OAuthGuard, OAuthGuarded, OAuthLayer};
 pub use json_stream::JsonStreamDecoder;

@@ -313,8 +313,9 @@ def stdio(args, receiver):
           "the task's question in inputRequests carries the trace on", carried)
 
 
-def http_request(port, body, headers):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+def http_request(port, body, headers, source=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE,
+                                      source_address=(source, 0) if source else None)
     conn.request("POST", "/mcp", json.dumps(body), {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         **headers})
@@ -327,7 +328,10 @@ def http_request(port, body, headers):
 def over_http(args, receiver):
     port = free_port()
     env = server_env(receiver, "clawmcp-otel-http")
-    proc = subprocess.Popen([args.reference, "--http", f"127.0.0.1:{port}"],
+    # 127.0.0.2 stands for a trusted reverse proxy; this client, on
+    # 127.0.0.1, is not one.
+    proc = subprocess.Popen([args.reference, "--http", f"127.0.0.1:{port}",
+                             "--trust-proxy", "127.0.0.2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         deadline = time.time() + PATIENCE
@@ -355,9 +359,11 @@ def over_http(args, receiver):
         check(response.status == 200 and sid, "a session over HTTP opens", response.status)
         headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
         http_request(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+        # Through the "proxy": the client it forwards for is the span's client.
         response, _ = http_request(port, {"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
                                           "params": {"name": "planner", "_meta": {"traceparent": TRACEPARENT}}},
-                                   headers)
+                                   {**headers, "X-Forwarded-For": "198.51.100.1, 192.0.2.7"},
+                                   source="127.0.0.2")
         check(response.status == 200, "the session's prompts/get is answered", response.status)
         proc.send_signal(signal.SIGTERM)  # the server stops, and flushes its spans
         proc.wait(timeout=PATIENCE)
@@ -370,8 +376,12 @@ def over_http(args, receiver):
         "network.protocol.version": "1.1", "client.address": "127.0.0.1"})
     check(isinstance(attrs.get("client.port"), int) and 0 < attrs["client.port"] < 65536,
           "an HTTP span names the client's port", attrs.get("client.port"))
-    check_call_span(receiver, "prompts/get planner", "tcp", "2025-11-25", {
-        "gen_ai.prompt.name": "planner", "mcp.session.id": sid})
+    _, _, attrs = check_call_span(receiver, "prompts/get planner", "tcp", "2025-11-25", {
+        "gen_ai.prompt.name": "planner", "mcp.session.id": sid,
+        "client.address": "192.0.2.7", "network.peer.address": "127.0.0.2"})
+    check("client.port" not in attrs and isinstance(attrs.get("network.peer.port"), int),
+          "behind a trusted proxy: no client port, the proxy's as the network peer's",
+          (attrs.get("client.port"), attrs.get("network.peer.port")))
 
 
 def main():

@@ -19,6 +19,7 @@
 //! - `streamable`, `sessions`: Streamable HTTP and its sessions;
 //! - `revision_2026`: a 2026-07-28 request, with its mirrored headers;
 //! - `quota`: the limits per principal;
+//! - `forwarded`: the client a trusted reverse proxy names;
 //! - `body`: request bodies read as session input, the response bodies;
 //! - `serve`: the standalone server (accept loop, connection hygiene).
 //!
@@ -41,6 +42,7 @@
 mod auth;
 mod body;
 mod cors;
+mod forwarded;
 mod guard;
 mod layer;
 #[cfg(feature = "oauth")]
@@ -71,6 +73,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use body::McpBody;
 use body::next_data;
+pub use forwarded::IpNet;
+use forwarded::TrustedProxies;
 use guard::{Accepted, HostRule, Rules};
 pub use layer::{Guard, GuardLayer, Guarded};
 #[cfg(feature = "oauth")]
@@ -108,6 +112,7 @@ pub struct HttpConfig {
     path: Option<String>,
     rules: Rules,
     any_host: bool,
+    trusted_proxies: TrustedProxies,
     header_read_timeout: Duration,
     body_timeout: Duration,
     send_timeout: Duration,
@@ -129,6 +134,7 @@ impl Default for HttpConfig {
             path: None,
             rules: Rules::default(),
             any_host: false,
+            trusted_proxies: TrustedProxies::default(),
             header_read_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(60),
@@ -195,6 +201,47 @@ impl HttpConfig {
         self
     }
 
+    /// Trusts the reverse proxies at `proxies` (an address, or a network:
+    /// `"10.0.0.0/8".parse::<IpNet>()`; call again for more) to say which
+    /// client a request came from. Default: none, and `X-Forwarded-For`
+    /// is never read.
+    ///
+    /// A request from a trusted proxy is counted as the client its
+    /// `X-Forwarded-For` names: the rightmost address in it that is not a
+    /// trusted proxy's, as nginx's `real_ip_recursive on` reads it (the
+    /// hops a client wrote itself are to the left of that, and ignored).
+    /// Without the header, or with a field that is no address, the request
+    /// is the proxy's. That client is what the limits per principal count
+    /// without OAuth — streams, sessions, tasks and bytes in flight — and
+    /// the `client.address` of its trace span. A trusted proxy's
+    /// connections are not held to
+    /// [`max_connections_per_peer`](Self::max_connections_per_peer) (they
+    /// carry many clients); only to
+    /// [`max_connections`](Self::max_connections).
+    ///
+    /// Trust only what the proxy appends: nginx's `proxy_set_header
+    /// X-Forwarded-For $proxy_add_x_forwarded_for;` (or `$remote_addr`),
+    /// HAProxy's `option forwardfor`. A client that can reach the
+    /// endpoint from a trusted address without the proxy can name any
+    /// client.
+    ///
+    /// ```
+    /// use std::net::Ipv4Addr;
+    /// use clawmcp::transport::{HttpConfig, IpNet};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HttpConfig::default()
+    ///     .trust_proxy(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST)) // nginx on this host
+    ///     .trust_proxy("10.0.0.0/8".parse::<IpNet>()?); // a load balancer's network
+    /// # let _ = config;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn trust_proxy(mut self, proxies: impl Into<IpNet>) -> Self {
+        self.trusted_proxies.add(proxies.into());
+        self
+    }
+
     /// Requires `Authorization: Bearer <token>` on every request (default:
     /// none); a request without it gets 401.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
@@ -244,8 +291,9 @@ impl HttpConfig {
     /// [`max_connections`](Self::max_connections), at least 1; an IPv6
     /// peer counts by its /64); past it a new connection from that address
     /// gets `429` with `Retry-After` and is closed, so that one client
-    /// cannot take every connection. Behind a reverse proxy every
-    /// connection comes from the proxy: raise it to `max_connections`.
+    /// cannot take every connection. A reverse proxy trusted with
+    /// [`trust_proxy`](Self::trust_proxy) is not held to it: its
+    /// connections carry many clients.
     pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
         self.max_connections_per_peer = Some(connections.max(1));
         self
@@ -502,11 +550,19 @@ impl McpService {
         B::Error: std::fmt::Display,
     {
         let (parts, body) = request.into_parts();
-        // Shared with the request's work (its context's HTTP headers).
-        let parts = Arc::new(Head {
+        let mut head = Head {
             parts,
             peer: peer.map(|p| p.0),
-        });
+            forwarded_for: None,
+        };
+        let trusted = &self.0.config.trusted_proxies;
+        if !trusted.is_empty() {
+            head.forwarded_for = head
+                .peer_addr()
+                .and_then(|peer| trusted.client(peer.ip(), &head.headers));
+        }
+        // Shared with the request's work (its context's HTTP headers).
+        let parts = Arc::new(head);
         let (mut response, leftover) = self.answer(&parts, Box::pin(body)).await;
         let keep = match leftover {
             Leftover::Done => true,

@@ -4,7 +4,8 @@
 //!
 //! A principal is who a request is counted against ([`CountedAs`]): with OAuth its
 //! token's issuer, subject and client; without, the address of the peer
-//! that sent it ([`PeerAddr`]). A request known by neither (an endpoint
+//! that sent it ([`PeerAddr`]), or of the client a trusted reverse proxy
+//! forwarded it for (`forwarded`). A request known by neither (an endpoint
 //! mounted in an app that does not tell the peer) is held to the
 //! endpoint's limits only.
 
@@ -175,7 +176,11 @@ mod tests {
                 .insert(PeerAddr(SocketAddr::new(addr.parse().unwrap(), 1)));
             CountedAs::of(&Caller {
                 principal: None,
-                head: Some(Arc::new(Head { parts, peer: None })),
+                head: Some(Arc::new(Head {
+                    parts,
+                    peer: None,
+                    forwarded_for: None,
+                })),
                 revocation: None,
             })
         };

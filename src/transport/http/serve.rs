@@ -76,6 +76,9 @@ impl Server {
                 .max_connections_per_peer
                 .unwrap_or(config.max_connections / 4),
         );
+        // A trusted proxy's connections carry many clients: they are held
+        // to the connection limit only.
+        let trusted = config.trusted_proxies.clone();
         let local = listener.local_addr().ok().map(|a| a.ip());
         let service = self.http_service_on(config, local);
         let mut tasks = JoinSet::new();
@@ -108,7 +111,8 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            let Ok(held) = per_peer.take(Some(CountedAs::peer(peer.ip()))) else {
+            let counted = (!trusted.trusts(peer.ip())).then(|| CountedAs::peer(peer.ip()));
+            let Ok(held) = per_peer.take(counted) else {
                 tracing::debug!(%peer, "refusing a connection: max_connections_per_peer");
                 drop(permit);
                 // (With too many refusals under way, closed unanswered.)
