@@ -113,6 +113,68 @@ mod tests {
         s.parse().expect("an address")
     }
 
+    /// One field of a generated `X-Forwarded-For`: a trusted proxy's
+    /// address, a client's, or something that is no address.
+    #[derive(Debug, Clone)]
+    enum Hop {
+        Proxy(u8),
+        Client(u8),
+        Junk(String),
+    }
+
+    impl Hop {
+        fn field(&self) -> String {
+            match self {
+                Hop::Proxy(n) => format!("10.0.0.{n}"),
+                Hop::Client(n) => format!("[2001:db8::{n:x}]:{}", u16::from(*n) + 1),
+                Hop::Junk(text) => text.clone(),
+            }
+        }
+    }
+
+    fn hop() -> impl proptest::strategy::Strategy<Value = Hop> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u8>().prop_map(Hop::Proxy),
+            any::<u8>().prop_map(Hop::Client),
+            "[a-z_ ]{0,8}".prop_map(Hop::Junk),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The walk agrees with the rule stated over the hops themselves:
+        /// from the right, trusted hops are passed; the first client's is
+        /// the answer; something that is no address stops at the hop
+        /// before it; a client-written hop left of a client's is never
+        /// believed. However the fields are split into header lines.
+        #[test]
+        fn the_client_is_the_rightmost_hop_not_a_trusted_proxys(
+            hops in proptest::collection::vec(hop(), 0..8),
+            lines in 1usize..4,
+        ) {
+            let proxies = trusting(&["10.0.0.0/8"]);
+            let peer = ip("10.255.255.255");
+            let fields: Vec<String> = hops.iter().map(Hop::field).collect();
+            let per_line = fields.len().div_ceil(lines).max(1);
+            let values: Vec<String> = fields.chunks(per_line).map(|c| c.join(",")).collect();
+            let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+            let mut expected = None;
+            for hop in hops.iter().rev() {
+                match hop {
+                    Hop::Junk(_) => break,
+                    Hop::Proxy(_) => expected = address(hop.field().as_bytes()),
+                    Hop::Client(_) => {
+                        expected = address(hop.field().as_bytes());
+                        break;
+                    }
+                }
+            }
+            let expected = expected.filter(|ip| *ip != peer);
+            proptest::prop_assert_eq!(proxies.client(peer, &headers(&refs)), expected);
+            proptest::prop_assert_eq!(proxies.client(ip("192.0.2.1"), &headers(&refs)), None);
+        }
+    }
+
     #[test]
     fn an_untrusted_peer_is_the_client_whatever_it_forwards() {
         let proxies = trusting(&["10.0.0.0/8"]);
