@@ -303,8 +303,8 @@ struct Options {
     max_streams_per_principal: Option<usize>,
     /// How many sessions one principal may hold.
     max_sessions_per_principal: Option<usize>,
-    /// How many connections one peer address may hold (behind a proxy,
-    /// every connection is the proxy's).
+    /// How many connections one peer address may hold (a trusted proxy is
+    /// not held to it).
     max_connections_per_peer: Option<usize>,
     /// How many tasks one principal may hold.
     max_tasks_per_principal: Option<usize>,

@@ -7,7 +7,10 @@
 //! `mcp.session.id` (a Streamable HTTP session), `jsonrpc.request.id`,
 //! `network.transport` (`pipe` on stdio, `tcp` over HTTP, with
 //! `network.protocol.version` and the peer's `client.address` and
-//! `client.port`),
+//! `client.port`; behind a reverse proxy trusted with
+//! [`HttpConfig::trust_proxy`](crate::transport::HttpConfig::trust_proxy),
+//! the client it names, and the proxy as `network.peer.address` and
+//! `network.peer.port`),
 //! `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for a
 //! tool call, `gen_ai.prompt.name`, and on failure `error.type` (the
 //! JSON-RPC error code, or `tool_error` for a result the tool marked an

@@ -186,16 +186,18 @@ pub(crate) struct Caller {
 
 /// Who a request is counted against for the limits per principal (the
 /// endpoint's streams and sessions, the tasks one may hold): a verified
-/// token's issuer, subject and client; without a token, the address of
-/// the peer that sent it ([`PeerAddr`]).
+/// token's issuer, subject and client; without a token, the client's
+/// address: the peer's ([`PeerAddr`]), or the one a trusted reverse proxy
+/// forwarded the request for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum CountedAs {
     /// A verified token's issuer, subject and client.
     Token(String, Option<String>, Option<String>),
-    /// The peer's address (no token); an IPv6 peer by its /64, the least a
-    /// host is given, so that it cannot count as many by changing address.
+    /// The client's address (no token); an IPv6 client by its /64, the
+    /// least a host is given, so that it cannot count as many by changing
+    /// address.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    Peer(std::net::IpAddr),
+    Address(std::net::IpAddr),
 }
 
 impl Caller {
@@ -222,17 +224,17 @@ impl CountedAs {
         #[cfg(feature = "http")]
         {
             let client = caller.head.as_ref()?.client_ip()?;
-            Some(Self::peer(client))
+            Some(Self::address(client))
         }
         #[cfg(not(feature = "http"))]
         None
     }
 
-    /// What a request from `ip` without a token counts as.
+    /// What a request from a client at `ip` without a token counts as.
     #[cfg(feature = "http")]
-    pub(crate) fn peer(ip: std::net::IpAddr) -> Self {
+    pub(crate) fn address(ip: std::net::IpAddr) -> Self {
         use std::net::{IpAddr, Ipv6Addr};
-        Self::Peer(match ip.to_canonical() {
+        Self::Address(match ip.to_canonical() {
             IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
             v4 => v4,
         })
@@ -249,14 +251,15 @@ impl CountedAs {
     }
 
     /// As a store's key: a token's parts joined by NUL (as a task's owner
-    /// is written), a peer as `peer ` and its address, which holds no NUL,
-    /// so that the two never meet.
+    /// is written), an address as `peer ` and the address, which holds no
+    /// NUL, so that the two never meet (the `peer ` prefix is what stored
+    /// tasks already say).
     pub(crate) fn key(&self) -> String {
         match self {
             Self::Token(issuer, subject, client) => {
                 token_key(issuer, subject.as_deref(), client.as_deref())
             }
-            Self::Peer(ip) => format!("peer {ip}"),
+            Self::Address(ip) => format!("peer {ip}"),
         }
     }
 }

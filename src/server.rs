@@ -537,7 +537,9 @@ impl ServerBuilder {
     /// holds its arguments until it ends; [`max_in_flight`](Self::max_in_flight)
     /// bounds how many one session has, this how large they are for one
     /// client. A principal is a token's issuer, subject and client, else
-    /// the peer's address over HTTP; on stdio nothing is counted (the one
+    /// the client's address over HTTP (the peer's, or the one a trusted
+    /// proxy names: [`HttpConfig::trust_proxy`](crate::transport::HttpConfig::trust_proxy));
+    /// on stdio nothing is counted (the one
     /// client is the parent process). A request of 16 KiB or more is
     /// counted by its params' size (a tool call's arguments); smaller ones
     /// are bounded by `max_in_flight` per session only. One that would
@@ -601,9 +603,10 @@ impl ServerBuilder {
 
     /// The most tasks one principal holds at once, running or kept
     /// (default 1000, at least 1). A principal is a token's issuer,
-    /// subject and client; without a token, the peer's address over HTTP
-    /// (an IPv6 peer by its /64; see [`PeerAddr`](crate::transport::PeerAddr)
-    /// behind a proxy), and on stdio the one client. A call past it is
+    /// subject and client; without a token, the client's address over HTTP
+    /// (an IPv6 client by its /64; behind a reverse proxy, the one it
+    /// names if trusted: [`HttpConfig::trust_proxy`](crate::transport::HttpConfig::trust_proxy)),
+    /// and on stdio the one client. A call past it is
     /// refused with `-32600`, naming the bound.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.tasks.max_per_owner = tasks.max(1);

@@ -83,8 +83,9 @@ pub struct TaskState {
     /// without a token. Only the same owner sees it.
     pub owner: String,
     /// Whom it counts against for the bound of tasks per principal, when
-    /// not its owner: a creator without a token, by its peer's address
-    /// (`peer ` and the address; an IPv6 peer by its /64), so that one
+    /// not its owner: a creator without a token, by its address (the
+    /// peer's, or the one a trusted reverse proxy named; `peer ` and the
+    /// address, an IPv6 one by its /64), so that one
     /// client cannot take every anonymous caller's tasks. `None`: its
     /// owner ([`counts_against`](Self::counts_against)).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -45,6 +45,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -211,6 +212,26 @@ def port_free(port):
             return False
 
 
+SHIPPED_NGINX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                             "examples", "scale-out", "nginx.conf")
+
+
+def shipped_nginx_parts():
+    """The shipped nginx config's `location /mcp` body and its
+    `limit_conn_zone` lines, which the test's config embeds."""
+    with open(SHIPPED_NGINX) as f:
+        text = f.read()
+    found = re.search(r"location /mcp \{\n(.*?)\n\s*\}", text, re.S)
+    if not found:
+        raise SystemExit(f"FAIL: no `location /mcp` block in {SHIPPED_NGINX}")
+    location = found.group(1)
+    zones = "\n".join(line for line in text.splitlines() if "limit_conn_zone" in line)
+    for needed in ("proxy_bind " + NGINX_SOURCE, "$proxy_add_x_forwarded_for", "limit_conn "):
+        if needed not in location:
+            raise SystemExit(f"FAIL: the shipped nginx config's location lacks {needed!r}")
+    return location, zones
+
+
 class Deployment:
     def __init__(self, reference, work):
         self.reference = reference
@@ -263,9 +284,14 @@ class Deployment:
             wait_port(port, "a reference server")
 
     def start_nginx(self):
+        """nginx with the shipped config's `location /mcp` block and its
+        per-client connection zone (examples/scale-out/nginx.conf), so that
+        what the README hands out is what runs here; the upstreams, ports,
+        paths and logs are this test's."""
         d = self.work
         upstreams = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;"
                               for p in self.ports)
+        location, zones = shipped_nginx_parts()
         conf = f"""
 worker_processes 1;
 error_log {d}/nginx-error.log warn;
@@ -280,6 +306,7 @@ http {{
   fastcgi_temp_path {d}/fastcgi;
   uwsgi_temp_path {d}/uwsgi;
   scgi_temp_path {d}/scgi;
+{zones}
   upstream mcp {{
 {upstreams}
     keepalive 16;
@@ -287,18 +314,7 @@ http {{
   server {{
     listen 127.0.0.1:{self.nginx_port};
     location /mcp {{
-      proxy_pass http://mcp;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      # The servers check Host (DNS-rebinding defence): pass the client's.
-      proxy_set_header Host $http_host;
-      # The servers trust nginx (--trust-proxy) to name the client; nginx
-      # reaches them from an address of its own.
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_bind {NGINX_SOURCE};
-      proxy_buffering off;
-      proxy_request_buffering off;
-      proxy_read_timeout 300s;
+{location}
       proxy_next_upstream error timeout;
       add_header X-Upstream $upstream_addr always;
     }}

@@ -376,6 +376,9 @@ def over_http(args, receiver):
         "network.protocol.version": "1.1", "client.address": "127.0.0.1"})
     check(isinstance(attrs.get("client.port"), int) and 0 < attrs["client.port"] < 65536,
           "an HTTP span names the client's port", attrs.get("client.port"))
+    check("network.peer.address" not in attrs,
+          "a span of a client that is no trusted proxy's names no network peer beside it",
+          attrs.get("network.peer.address"))
     _, _, attrs = check_call_span(receiver, "prompts/get planner", "tcp", "2025-11-25", {
         "gen_ai.prompt.name": "planner", "mcp.session.id": sid,
         "client.address": "192.0.2.7", "network.peer.address": "127.0.0.2"})

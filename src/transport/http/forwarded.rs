@@ -1,12 +1,14 @@
 //! Which client a request came from when a reverse proxy the endpoint
-//! trusts forwarded it: the address in `X-Forwarded-For` that the last
-//! trusted proxy was given, read from the right as nginx's `realip`
-//! module does with `real_ip_recursive on`.
+//! trusts forwarded it: an address of `X-Forwarded-For`, read from the
+//! right as nginx's `realip` module does with `real_ip_recursive on`.
 //!
 //! Only a proxy named with [`HttpConfig::trust_proxy`] is believed, and
-//! only for the hops it (and other trusted proxies) appended: a client can
-//! write anything into the header it sends, but it cannot remove what the
-//! proxies after it append. Without trusted proxies nothing here runs.
+//! only for the hops trusted proxies appended: a client can write anything
+//! into the header it sends, but it cannot remove what the proxies after
+//! it append. The walk passes every trusted address, so a client whose own
+//! address is trusted is believed for the hops it wrote: trust proxies'
+//! addresses, never a network clients are on. Without trusted proxies
+//! nothing here runs.
 //!
 //! [`HttpConfig::trust_proxy`]: super::HttpConfig::trust_proxy
 
@@ -14,6 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use http::HeaderMap;
 pub use ipnet::IpNet;
+use ipnet::Ipv4Net;
 
 /// The header a proxy appends its peer's address to.
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
@@ -23,8 +26,17 @@ const X_FORWARDED_FOR: &str = "x-forwarded-for";
 pub(super) struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
-    /// Trusts the proxies in `net` too.
+    /// Trusts the proxies in `net` too. A network of IPv4-mapped IPv6
+    /// addresses (`::ffff:10.0.0.0/104`) is kept as the IPv4 network it
+    /// maps, as addresses are compared in their IPv4 form.
     pub(super) fn add(&mut self, net: IpNet) {
+        let net = match net {
+            IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
+                Some(v4) => Ipv4Net::new(v4, v6.prefix_len() - 96).map_or(net, IpNet::V4),
+                None => net,
+            },
+            net => net,
+        };
         self.0.push(net.trunc());
     }
 
@@ -42,40 +54,47 @@ impl TrustedProxies {
     }
 
     /// The client a request from `peer` came from, when `peer` is a trusted
-    /// proxy: the rightmost address of `X-Forwarded-For` (all its fields,
-    /// in order) that is not a trusted proxy's. `None` when `peer` is not
-    /// trusted, or the header names no such address: then the request is
-    /// the peer's. A value that is not an address (`unknown`, an
-    /// obfuscated name, garbage) ends the walk at the trusted hop that
-    /// passed it on, which is then the client.
+    /// proxy. The fields of `X-Forwarded-For` (all its lines, the last
+    /// first) are walked from the right, past every trusted proxy's
+    /// address: the first address that is not a trusted proxy's is the
+    /// client; when every field is a trusted proxy's, the leftmost is; a
+    /// field that is no address (`unknown`, a name, garbage) stops the
+    /// walk at the trusted hop right of it, which passed it on. Fields are
+    /// separated by commas and spaces, and empty ones are skipped, as nginx
+    /// reads them. `None` when `peer` is not trusted, or when the walk
+    /// ends at `peer` itself (no header, or its last field is no address).
     pub(super) fn client(&self, peer: IpAddr, headers: &HeaderMap) -> Option<IpAddr> {
         if !self.trusts(peer) {
             return None;
         }
-        let hops = headers
+        let peer = peer.to_canonical();
+        let fields = headers
             .get_all(X_FORWARDED_FOR)
             .iter()
             .rev()
-            .flat_map(|value| value.as_bytes().rsplit(|&b| b == b','));
-        let mut reached = peer.to_canonical();
-        let mut forwarded = false;
-        for hop in hops {
-            let Some(ip) = address(hop) else { break };
+            .flat_map(|value| {
+                value
+                    .as_bytes()
+                    .rsplit(|&b| b == b',' || b.is_ascii_whitespace())
+            })
+            .filter(|field| !field.is_empty());
+        let mut reached = peer;
+        for field in fields {
+            let Some(ip) = address(field) else { break };
             reached = ip;
-            forwarded = true;
             if !self.trusts(ip) {
                 break;
             }
         }
-        (forwarded && reached != peer.to_canonical()).then_some(reached)
+        (reached != peer).then_some(reached)
     }
 }
 
 /// One `X-Forwarded-For` field as an address: `192.0.2.7`, `2001:db8::1`,
 /// `[2001:db8::1]`, or either with a port (`192.0.2.7:4711`,
-/// `[2001:db8::1]:4711`), with spaces around it.
+/// `[2001:db8::1]:4711`).
 fn address(field: &[u8]) -> Option<IpAddr> {
-    let field = std::str::from_utf8(field).ok()?.trim();
+    let field = std::str::from_utf8(field).ok()?;
     if let Ok(ip) = field.parse::<IpAddr>() {
         return Some(ip.to_canonical());
     }
@@ -130,6 +149,15 @@ mod tests {
                 Hop::Junk(text) => text.clone(),
             }
         }
+
+        /// The address the hop stands for, written apart from its field.
+        fn ip(&self) -> Option<IpAddr> {
+            match self {
+                Hop::Proxy(n) => Some(IpAddr::from([10, 0, 0, *n])),
+                Hop::Client(n) => Some(IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(*n)])),
+                Hop::Junk(_) => None,
+            }
+        }
     }
 
     fn hop() -> impl proptest::strategy::Strategy<Value = Hop> {
@@ -137,41 +165,45 @@ mod tests {
         prop_oneof![
             any::<u8>().prop_map(Hop::Proxy),
             any::<u8>().prop_map(Hop::Client),
-            "[a-z_ ]{0,8}".prop_map(Hop::Junk),
+            "[a-z_]{1,8}".prop_map(Hop::Junk),
         ]
     }
 
     proptest::proptest! {
         /// The walk agrees with the rule stated over the hops themselves:
         /// from the right, trusted hops are passed; the first client's is
-        /// the answer; something that is no address stops at the hop
-        /// before it; a client-written hop left of a client's is never
-        /// believed. However the fields are split into header lines.
+        /// the answer, and a hop left of it is never believed; something
+        /// that is no address stops at the trusted hop right of it; with
+        /// only trusted hops, the leftmost. However the fields are split
+        /// into header lines and separated (commas, spaces, empty fields).
         #[test]
         fn the_client_is_the_rightmost_hop_not_a_trusted_proxys(
             hops in proptest::collection::vec(hop(), 0..8),
-            lines in 1usize..4,
+            separators in proptest::collection::vec(
+                proptest::sample::select(vec![",", ", ", " ", " , ", ",,", "\n"]), 8),
         ) {
             let proxies = trusting(&["10.0.0.0/8"]);
             let peer = ip("10.255.255.255");
-            let fields: Vec<String> = hops.iter().map(Hop::field).collect();
-            let per_line = fields.len().div_ceil(lines).max(1);
-            let values: Vec<String> = fields.chunks(per_line).map(|c| c.join(",")).collect();
-            let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+            let mut written = String::new();
+            for (n, hop) in hops.iter().enumerate() {
+                written.push_str(&hop.field());
+                written.push_str(separators[n]);
+            }
+            // A "\n" separator starts another header line.
+            let lines: Vec<&str> = written.split('\n').collect();
             let mut expected = None;
             for hop in hops.iter().rev() {
                 match hop {
                     Hop::Junk(_) => break,
-                    Hop::Proxy(_) => expected = address(hop.field().as_bytes()),
+                    Hop::Proxy(_) => expected = hop.ip(),
                     Hop::Client(_) => {
-                        expected = address(hop.field().as_bytes());
+                        expected = hop.ip();
                         break;
                     }
                 }
             }
-            let expected = expected.filter(|ip| *ip != peer);
-            proptest::prop_assert_eq!(proxies.client(peer, &headers(&refs)), expected);
-            proptest::prop_assert_eq!(proxies.client(ip("192.0.2.1"), &headers(&refs)), None);
+            proptest::prop_assert_eq!(proxies.client(peer, &headers(&lines)), expected);
+            proptest::prop_assert_eq!(proxies.client(ip("192.0.2.1"), &headers(&lines)), None);
         }
     }
 
@@ -207,13 +239,54 @@ mod tests {
     }
 
     #[test]
-    fn without_the_header_or_with_only_trusted_hops_the_peer_is_the_client() {
+    fn without_the_header_the_peer_is_the_client_and_with_only_trusted_hops_the_leftmost() {
         let proxies = trusting(&["10.0.0.0/8"]);
         assert_eq!(proxies.client(ip("10.0.0.1"), &HeaderMap::new()), None);
         let h = headers(&["10.0.0.3, 10.0.0.2"]);
         assert_eq!(proxies.client(ip("10.0.0.1"), &h), Some(ip("10.0.0.3")));
         let h = headers(&["10.0.0.1"]);
         assert_eq!(proxies.client(ip("10.0.0.1"), &h), None);
+    }
+
+    #[test]
+    fn fields_are_separated_by_commas_and_spaces_and_empty_ones_skipped_as_nginx_does() {
+        let proxies = trusting(&["10.0.0.0/8"]);
+        for written in [
+            "203.0.113.9,,10.0.0.7",
+            "203.0.113.9, 10.0.0.7,",
+            "192.0.2.5 203.0.113.9",
+            "203.0.113.9 , , 10.0.0.7 ",
+        ] {
+            let h = headers(&[written]);
+            assert_eq!(
+                proxies.client(ip("10.0.0.1"), &h),
+                Some(ip("203.0.113.9")),
+                "{written}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_trusted_network_of_mapped_addresses_trusts_their_ipv4_form() {
+        let proxies = trusting(&["::ffff:10.0.0.0/104", "::ffff:127.0.0.2/128"]);
+        for peer in ["10.1.2.3", "::ffff:10.1.2.3", "127.0.0.2"] {
+            assert!(proxies.trusts(ip(peer)), "{peer}");
+        }
+        assert!(!proxies.trusts(ip("127.0.0.3")));
+        let h = headers(&["203.0.113.9"]);
+        assert_eq!(proxies.client(ip("127.0.0.2"), &h), Some(ip("203.0.113.9")));
+    }
+
+    #[test]
+    fn a_client_whose_own_address_is_trusted_is_believed_for_the_hops_it_wrote() {
+        // Why only proxies' addresses may be trusted: the proxy appends the
+        // client's 10.0.0.9, the walk passes it, and the forged hop is next.
+        let proxies = trusting(&["10.0.0.0/8"]);
+        let h = headers(&["198.51.100.66, 10.0.0.9"]);
+        assert_eq!(
+            proxies.client(ip("10.0.0.1"), &h),
+            Some(ip("198.51.100.66"))
+        );
     }
 
     #[test]

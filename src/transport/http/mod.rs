@@ -201,38 +201,46 @@ impl HttpConfig {
         self
     }
 
-    /// Trusts the reverse proxies at `proxies` (an address, or a network:
-    /// `"10.0.0.0/8".parse::<IpNet>()`; call again for more) to say which
-    /// client a request came from. Default: none, and `X-Forwarded-For`
-    /// is never read.
+    /// Trusts the reverse proxies at `proxies` (an address, or a network
+    /// only proxies are on: `"10.8.0.0/24".parse::<IpNet>()`; call again
+    /// for more) to say which client a request came from. Default: none,
+    /// and `X-Forwarded-For` is never read.
     ///
     /// A request from a trusted proxy is counted as the client its
-    /// `X-Forwarded-For` names: the rightmost address in it that is not a
-    /// trusted proxy's, as nginx's `real_ip_recursive on` reads it (the
-    /// hops a client wrote itself are to the left of that, and ignored).
-    /// Without the header, or with a field that is no address, the request
-    /// is the proxy's. That client is what the limits per principal count
-    /// without OAuth — streams, sessions, tasks and bytes in flight — and
-    /// the `client.address` of its trace span. A trusted proxy's
-    /// connections are not held to
+    /// `X-Forwarded-For` names: walking its fields from the right past
+    /// every trusted proxy's address, the first address that is not one,
+    /// as nginx's `real_ip_recursive on` reads it. Hops a client wrote
+    /// itself are left of its own address, which its proxy appended, and
+    /// are not reached. When every field is a trusted proxy's, the
+    /// leftmost is the client; a field that is no address (`unknown`)
+    /// stops the walk at the trusted proxy that passed it on; without the
+    /// header the request is the proxy's own. That client is what the
+    /// limits per principal count without OAuth — streams, sessions,
+    /// tasks and bytes in flight — and the `client.address` of its trace
+    /// span. A trusted proxy's connections are not held to
     /// [`max_connections_per_peer`](Self::max_connections_per_peer) (they
-    /// carry many clients); only to
-    /// [`max_connections`](Self::max_connections).
+    /// carry many clients), only to [`max_connections`](Self::max_connections):
+    /// limit each client's connections in the proxy.
     ///
-    /// Trust only what the proxy appends: nginx's `proxy_set_header
-    /// X-Forwarded-For $proxy_add_x_forwarded_for;` (or `$remote_addr`),
-    /// HAProxy's `option forwardfor`. A client that can reach the
-    /// endpoint from a trusted address without the proxy can name any
-    /// client.
+    /// What to trust:
+    /// - only the proxies' own addresses. A client whose address is
+    ///   trusted is walked past, so the hops it wrote are believed; so is
+    ///   a client that reaches the endpoint directly from a trusted
+    ///   address. On one host, give the proxy an address of its own
+    ///   (nginx's `proxy_bind 127.0.0.2;`);
+    /// - only a proxy that appends its peer to the header (nginx's
+    ///   `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;`,
+    ///   HAProxy's `option forwardfor`): one that passes the client's
+    ///   header on unchanged lets the client name itself.
     ///
     /// ```
-    /// use std::net::Ipv4Addr;
+    /// use std::net::{IpAddr, Ipv4Addr};
     /// use clawmcp::transport::{HttpConfig, IpNet};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let config = HttpConfig::default()
-    ///     .trust_proxy(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST)) // nginx on this host
-    ///     .trust_proxy("10.0.0.0/8".parse::<IpNet>()?); // a load balancer's network
+    ///     .trust_proxy(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))) // nginx's proxy_bind
+    ///     .trust_proxy("10.8.0.0/24".parse::<IpNet>()?); // the load balancers' subnet
     /// # let _ = config;
     /// # Ok(())
     /// # }
@@ -314,7 +322,9 @@ impl HttpConfig {
     /// (default: a quarter of [`max_streams`](Self::max_streams), at
     /// least 1); past it a new one gets `429` with `Retry-After`. A
     /// principal is a verified token's issuer, subject and client, or,
-    /// without OAuth, the peer's address ([`PeerAddr`]).
+    /// without OAuth, the client's address: the peer's ([`PeerAddr`]), or,
+    /// from a reverse proxy trusted with [`trust_proxy`](Self::trust_proxy),
+    /// the one it names.
     pub fn max_streams_per_principal(mut self, streams: usize) -> Self {
         self.max_streams_per_principal = Some(streams.max(1));
         self

@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
         let quota = Quota::new(2);
-        let a = CountedAs::Peer("192.0.2.1".parse().unwrap());
+        let a = CountedAs::Address("192.0.2.1".parse().unwrap());
         let b = CountedAs::Token("https://as".into(), Some("u".into()), None);
         let first = quota.take(Some(a.clone())).unwrap();
         let second = quota.take(Some(a.clone())).unwrap();

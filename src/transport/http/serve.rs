@@ -111,7 +111,7 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            let counted = (!trusted.trusts(peer.ip())).then(|| CountedAs::peer(peer.ip()));
+            let counted = (!trusted.trusts(peer.ip())).then(|| CountedAs::address(peer.ip()));
             let Ok(held) = per_peer.take(counted) else {
                 tracing::debug!(%peer, "refusing a connection: max_connections_per_peer");
                 drop(permit);
