@@ -357,13 +357,7 @@ async fn incoming_response_objects_are_ignored() {
 /// Sends a batch and returns its reply, an array sorted by id text.
 async fn batch(client: &mut TestClient, batch: &str) -> Vec<Value> {
     client.send_raw(&frame(batch)).await;
-    let reply = client.recv().await.expect("a batch reply");
-    let mut replies = reply
-        .as_array()
-        .unwrap_or_else(|| panic!("a batch reply is an array: {reply}"))
-        .clone();
-    replies.sort_by_key(|r| r["id"].to_string());
-    replies
+    batch_reply(client).await
 }
 
 #[tokio::test]
