@@ -87,18 +87,6 @@ pub(crate) struct HttpHead<'a> {
     pub(crate) accepts_event_stream: bool,
 }
 
-#[cfg(feature = "http")]
-impl HttpHead<'_> {
-    /// Whether the request's version names one no session speaks
-    /// (2026-07-28, or one this server does not know).
-    fn names_no_session_version(&self) -> bool {
-        self.version.is_some_and(|version| {
-            !std::str::from_utf8(version)
-                .is_ok_and(|v| model_context::supported_over_http(v.trim()))
-        })
-    }
-}
-
 /// What an HTTP request is, by its head alone.
 #[cfg(feature = "http")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +130,13 @@ impl Protocols {
         if !self.model_context() {
             return ByHead::McpV1;
         }
-        if head.names_no_session_version() {
+        // A version no session speaks: 2026-07-28, or one this server does
+        // not know.
+        let no_session_version = head.version.is_some_and(|version| {
+            !std::str::from_utf8(version)
+                .is_ok_and(|v| model_context::supported_over_http(v.trim()))
+        });
+        if no_session_version {
             return ByHead::Revision2026;
         }
         let says_so = head.session_id

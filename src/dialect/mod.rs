@@ -526,7 +526,20 @@ impl Dialect {
             before_handshake && session.discovered(),
         );
         let listing = session.server().listing();
-        let mut step = dialect.step(session, &listing, phase, request);
+        let mut step = match dialect.admit(phase, method, request.id) {
+            Admission::Serve => match dialect {
+                Self::McpV1 => v1::route(&listing, request),
+                Self::ModelContext => model_context::route(&listing, request),
+                Self::Revision2026 => revision_2026::route(session, &listing, request),
+            },
+            Admission::Reject(error) => Step::Reply(dialect.error(Some(request.id), &error)),
+            Admission::Initialize => {
+                match dialect.initialize(session, request.id, request.params) {
+                    Ok((reply, change)) => Step::Initialized(reply, change),
+                    Err(reply) => Step::Reply(reply),
+                }
+            }
+        };
         if before_handshake
             && dialect.discovers(method)
             && let Step::Reply(reply) = step
@@ -547,28 +560,6 @@ impl Dialect {
             step,
             trace_name,
             captures_causes,
-        }
-    }
-
-    /// How a request of this dialect is served in `phase`.
-    fn step(
-        self,
-        session: &impl SessionState,
-        listing: &Listing,
-        phase: Phase,
-        request: Request<'_>,
-    ) -> Step {
-        match self.admit(phase, request.method, request.id) {
-            Admission::Serve => match self {
-                Self::McpV1 => v1::route(listing, request),
-                Self::ModelContext => model_context::route(listing, request),
-                Self::Revision2026 => revision_2026::route(session, listing, request),
-            },
-            Admission::Reject(error) => Step::Reply(self.error(Some(request.id), &error)),
-            Admission::Initialize => match self.initialize(session, request.id, request.params) {
-                Ok((reply, change)) => Step::Initialized(reply, change),
-                Err(reply) => Step::Reply(reply),
-            },
         }
     }
 

@@ -1,5 +1,5 @@
 //! The one dispatch path: [`dispatch`] turns any incoming message into a
-//! reply, a job or an effect, and [`poll_once`] is the one executor policy
+//! reply, a job or an effect, and [`Job::poll_once`] is the one executor policy
 //! a job then meets — polled once where it was dispatched, unless its tool
 //! may block, else run on in a task. Every transport comes through here:
 //! the session reader (stdio, Streamable HTTP, a streaming MCP v1.0
@@ -32,7 +32,7 @@ pub(crate) enum Dispatched {
     /// A reply known at once.
     Reply(Handled),
     /// Work whose end makes the reply, run by the one executor policy
-    /// ([`poll_once`], then a task).
+    /// ([`Job::poll_once`], then a task).
     Run(Job),
     /// A change to the reader's own state.
     Effect(Effect),
@@ -385,21 +385,6 @@ fn reserve_in_flight(
     }
 }
 
-/// The one executor policy: a job is polled once where it was dispatched —
-/// most tools finish then, at no cost — unless its tool may block; a job
-/// not done then comes back, to run on in a task ([`run_in_task`], or, for
-/// an HTTP single exchange, in a session of its own).
-// The job comes back by value, as `Job::try_now` gives it: boxing it
-// would cost an allocation on the path where it waits.
-#[allow(clippy::result_large_err)]
-pub(crate) fn poll_once(shared: &Arc<Shared>, job: Job) -> Result<Handled, Job> {
-    if job.may_block {
-        Err(job)
-    } else {
-        job.try_now(shared)
-    }
-}
-
 /// The one message of an HTTP single exchange, served without a session.
 pub(crate) enum Alone {
     /// Answered at once: the reply, if the message gets one.
@@ -467,7 +452,7 @@ pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller
             Ok(listening) => return Alone::Listening(listening.into_listener(&shared.server)),
             Err(job) => return Alone::Running(job),
         },
-        Dispatched::Run(job) => match poll_once(shared, job) {
+        Dispatched::Run(job) => match job.poll_once(shared) {
             Ok(handled) => handled,
             Err(job) => return Alone::Running(job),
         },
@@ -550,7 +535,7 @@ pub(crate) async fn beside(
             return Beside::Forbidden(handled.reply.unwrap_or_default(), needed);
         }
         Dispatched::Forbidden(handled) => handled,
-        Dispatched::Run(job) => match poll_once(shared, job) {
+        Dispatched::Run(job) => match job.poll_once(shared) {
             Ok(handled) => handled,
             Err(job) => {
                 run_in_task(shared, job, Some(slot));

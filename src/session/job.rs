@@ -69,7 +69,7 @@ pub(crate) struct Job {
     /// When it was read, if trace is on.
     started: Option<Instant>,
     /// The work may hold its thread: never run it on the reader.
-    pub(crate) may_block: bool,
+    may_block: bool,
     info: JobInfo,
     /// What the work causes, captured (Model Context Protocol sessions that
     /// subscribed to resources).
@@ -369,14 +369,20 @@ impl Job {
         }
     }
 
-    /// Polls the work once, without a waker: the reply if it finished (most
-    /// tools finish without waiting, and then cost no task, no timer and no
-    /// registration for cancellation), or the job to [`run`](Self::run) in a
-    /// task of its own. Only for work that does not block its thread.
+    /// The one executor policy: the work is polled once where it was
+    /// dispatched, without a waker, unless its tool may block. The reply if
+    /// it finished (most tools finish without waiting, and then cost no
+    /// task, no timer and no registration for cancellation), or the job to
+    /// [`run`](Self::run) on in a task of its own
+    /// ([`run_in_task`](super::dispatch::run_in_task), or, for an HTTP
+    /// single exchange, in a session of its own).
     // The job comes back by value: boxing it would cost an allocation on
     // the path that already spawns a task.
     #[allow(clippy::result_large_err)]
-    pub(crate) fn try_now(mut self, shared: &Arc<Shared>) -> Result<Handled, Self> {
+    pub(crate) fn poll_once(mut self, shared: &Arc<Shared>) -> Result<Handled, Self> {
+        if self.may_block {
+            return Err(self);
+        }
         let mut cx = Context::from_waker(Waker::noop());
         let polled = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Call {

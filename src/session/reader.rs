@@ -26,7 +26,7 @@ use futures_core::Stream;
 use tokio_util::sync::CancellationToken;
 
 use super::batch::{BatchReplies, collect_batch, send_batch};
-use super::dispatch::{Dispatched, Effect, dispatch, poll_once, run_in_task};
+use super::dispatch::{Dispatched, Effect, dispatch, run_in_task};
 use super::job::Job;
 use super::outbox::{Handled, Outbox};
 use super::shared::{RoomWait, Shared};
@@ -719,7 +719,7 @@ impl Session {
     }
 }
 
-/// Runs `job` in `slot` by the executor policy ([`poll_once`]), for a
+/// Runs `job` in `slot` by the executor policy ([`Job::poll_once`]), for a
 /// single request and a batch's member alike. The slot is freed once the
 /// reply is handed on: at once, or, for a reply that does not fit the
 /// outbox, by what this returns, which holds the slot until it has, and is
@@ -732,7 +732,7 @@ fn start<'a>(
     to: ReplyTo,
     slot: Slot<'a>,
 ) -> Option<RoomWait<'a>> {
-    match (poll_once(shared, job), to) {
+    match (job.poll_once(shared), to) {
         (Ok(handled), ReplyTo::Session) => {
             let waiting = shared.hand_on(handled)?;
             Some(Box::pin(async move {

@@ -340,7 +340,11 @@ async fn write_messages<W: AsyncWrite + Unpin>(
         };
         let Some(chunk) = chunk else { break };
         tracing::trace!(bytes = chunk.len(), "frames written");
-        if let Err(e) = write_and_flush(&mut writer, &chunk).await {
+        let written = match writer.write_all(&chunk).await {
+            Ok(()) => writer.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             // The peer is gone: dropping the writer's end stops the session.
             drop(frames);
             return Err(e);
@@ -388,9 +392,4 @@ fn unix_pipes() -> Option<(
     let reader = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
     let writer = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
     Some((reader, writer, watch))
-}
-
-async fn write_and_flush<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
-    writer.write_all(bytes).await?;
-    writer.flush().await
 }
