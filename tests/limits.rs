@@ -239,3 +239,79 @@ async fn a_batch_member_parked_until_its_replies_passed_the_bound_does_not_run()
     assert_eq!(probe.executed.load(Ordering::SeqCst), 0, "not run");
     echo_works(&mut client).await;
 }
+
+/// A stdio client that reads nothing holds at most `max_queued_output`
+/// bytes of its session's output (with what the pipe buffers, and the
+/// replies that wait for room): the session's work then waits, and its
+/// reader reads no more requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_holds() {
+    use tokio::io::AsyncWriteExt;
+    const BLOB: &str = "mcp://limits-test/tools/blob:v1";
+    let probe = Probe::default();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let blob = clawmcp::tool_fn(
+        common::def(BLOB, json!({"type": "object"}), json!({"type": "object"})),
+        move |_args, _ctx| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(json!({ "blob": "x".repeat(512 * 1024) })) }
+        },
+    );
+    let server = builder(&probe)
+        .tool(blob)
+        .max_queued_output(1024 * 1024)
+        .build()
+        .unwrap();
+    // The server's output goes to a pipe nobody reads.
+    let (mut input, server_input) = tokio::io::duplex(64 * 1024);
+    let (_unread, server_output) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn({
+        let server = server.clone();
+        async move { server.serve_io(server_input, server_output).await }
+    });
+    let sent = 400;
+    tokio::spawn(async move {
+        let mut lines = vec![
+            json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ];
+        lines.extend((0..sent).map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "blob", "arguments": {}}})
+        }));
+        for line in lines {
+            // Blocks once the session reads no more: that is the point.
+            if input
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    // Wait until the calls stop coming.
+    let mut ran = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = calls.load(Ordering::SeqCst);
+        if now == ran && now > 0 {
+            break;
+        }
+        ran = now;
+    }
+    // 200 MB of replies were asked for. The bound holds two (1 MiB), the
+    // writer one, and the reader waits with the next until there is room,
+    // reading nothing more (tools that finish at once run on the reader).
+    assert!(ran > 0, "some calls ran");
+    assert!(
+        ran < 10,
+        "{ran} of {sent} calls ran with their replies unread: the output is not bounded"
+    );
+    // Other sessions are served meanwhile.
+    echo_works(&mut TestClient::initialized(&server).await).await;
+    serving.abort();
+}

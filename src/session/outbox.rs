@@ -102,6 +102,9 @@ struct Frames {
     framing: FrameFn,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
+    /// How many bytes of frames may wait before senders wait in turn (a
+    /// larger message waits alone).
+    byte_limit: usize,
     /// How large a chunk grows before the next message starts another.
     chunk: usize,
     /// Live [`FrameSender`]s: at none, the writer finishes.
@@ -125,6 +128,8 @@ struct Backlog {
     /// Chunks the writer has written, to be filled again.
     spare: Vec<BytesMut>,
     messages: usize,
+    /// The bytes of the chunks that wait.
+    bytes: usize,
     /// A sender was refused for want of room since the writer last
     /// emptied the queue: it may be waiting.
     refused: bool,
@@ -149,7 +154,9 @@ impl Frames {
         }
         let was_empty = {
             let mut waiting = self.waiting();
-            if waiting.messages >= self.limit {
+            let over_bytes =
+                waiting.messages > 0 && waiting.bytes + message.bytes.len() > self.byte_limit;
+            if waiting.messages >= self.limit || over_bytes {
                 waiting.refused = true;
                 return Err(TrySendError::Full(message));
             }
@@ -165,9 +172,12 @@ impl Frames {
                     .unwrap_or_else(|| BytesMut::with_capacity(self.chunk));
                 waiting.chunks.push_back(chunk);
             }
-            if let Some(last) = waiting.chunks.back_mut() {
+            let framed = waiting.chunks.back_mut().map_or(0, |last| {
+                let before = last.len();
                 (self.framing)(&message.bytes, last);
-            }
+                last.len() - before
+            });
+            waiting.bytes += framed;
             waiting.messages += 1;
             was_empty
         };
@@ -261,8 +271,10 @@ impl FrameWriter {
         let mut waiting = self.0.waiting();
         if let Some(chunk) = waiting.chunks.pop_front() {
             let refused = waiting.chunks.is_empty() && std::mem::take(&mut waiting.refused);
+            waiting.bytes = waiting.bytes.saturating_sub(chunk.len());
             if waiting.chunks.is_empty() {
                 waiting.messages = 0;
+                waiting.bytes = 0;
             }
             drop(waiting);
             if refused {
@@ -275,19 +287,27 @@ impl FrameWriter {
     }
 }
 
-/// A queue of frames: at most `limit` messages wait for the writer, each
-/// written by `framing` into chunks of about `chunk` bytes (a larger
-/// message takes one of its own).
-pub(crate) fn frames(framing: FrameFn, limit: usize, chunk: usize) -> (FrameSender, FrameWriter) {
+/// A queue of frames: at most `limit` messages and `byte_limit` bytes of
+/// frames wait for the writer (a larger message waits alone), each written
+/// by `framing` into chunks of about `chunk` bytes (a larger message takes
+/// one of its own).
+pub(crate) fn frames(
+    framing: FrameFn,
+    limit: usize,
+    byte_limit: usize,
+    chunk: usize,
+) -> (FrameSender, FrameWriter) {
     let frames = Arc::new(Frames {
         waiting: Mutex::new(Backlog {
             chunks: VecDeque::new(),
             spare: Vec::new(),
             messages: 0,
+            bytes: 0,
             refused: false,
         }),
         framing,
         limit,
+        byte_limit,
         chunk,
         senders: AtomicUsize::new(1),
         filled: AtomicWaker::new(),
@@ -402,7 +422,7 @@ mod tests {
     /// in order; the writer finishes once every sender is gone.
     #[tokio::test]
     async fn frames_gather_in_order_and_end_with_the_last_sender() {
-        let (sender, mut writer) = frames(line, 8, 1024);
+        let (sender, mut writer) = frames(line, 8, usize::MAX, 1024);
         let other = Outbox::Frames(sender.clone());
         let first = Outbox::Frames(sender);
         first.try_send(message("a")).unwrap();
@@ -419,7 +439,7 @@ mod tests {
     /// message takes one of its own, and the writer takes them in order.
     #[tokio::test]
     async fn chunks_fill_in_order_and_a_large_message_takes_its_own() {
-        let (sender, mut writer) = frames(line, 100, 8);
+        let (sender, mut writer) = frames(line, 100, usize::MAX, 8);
         let outbox = Outbox::Frames(sender);
         for text in ["123", "456", "789", "a message over the chunk size", "z"] {
             outbox.try_send(message(text)).unwrap();
@@ -445,7 +465,7 @@ mod tests {
     /// with the writer gone, messages come back and `closed` completes.
     #[tokio::test]
     async fn a_full_queue_holds_senders_and_a_gone_writer_refuses_them() {
-        let (sender, mut writer) = frames(line, 1, 1024);
+        let (sender, mut writer) = frames(line, 1, usize::MAX, 1024);
         let outbox = Outbox::Frames(sender);
         outbox.try_send(message("1")).unwrap();
         assert!(matches!(
@@ -471,12 +491,49 @@ mod tests {
         assert!(outbox.send(message("4")).await.is_err());
     }
 
+    /// The queue is bounded by bytes too: past `byte_limit` a sender waits
+    /// until the writer has taken what waits, and a message larger than
+    /// the bound passes alone, when nothing waits.
+    #[tokio::test]
+    async fn past_its_bytes_the_queue_holds_senders_and_a_larger_message_waits_alone() {
+        let (sender, mut writer) = frames(line, 100, 10, 1024);
+        let outbox = Outbox::Frames(sender);
+        outbox.try_send(message("1234")).unwrap(); // 5 bytes framed
+        outbox.try_send(message("5678")).unwrap(); // 10
+        assert!(matches!(
+            outbox.try_send(message("9")),
+            Err(TrySendError::Full(_))
+        ));
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move {
+                outbox
+                    .send(message("a message over the bound"))
+                    .await
+                    .is_ok()
+            }
+        });
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"1234\n5678\n");
+        writer.written(chunk);
+        assert!(waiting.await.unwrap(), "the large message passes alone");
+        assert!(
+            matches!(outbox.try_send(message("9")), Err(TrySendError::Full(_))),
+            "nothing passes while it waits"
+        );
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"a message over the bound\n");
+        writer.written(chunk);
+        outbox.try_send(message("9")).unwrap();
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"9\n");
+    }
+
     /// A message queued just before its sender, the last, leaves is
     /// written: the writer never ends on an empty look that raced it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_last_senders_last_message_is_never_lost() {
         for round in 0..500 {
-            let (sender, mut writer) = frames(line, 8, 1024);
+            let (sender, mut writer) = frames(line, 8, usize::MAX, 1024);
             let last = tokio::spawn(async move {
                 tokio::task::yield_now().await;
                 let outbox = Outbox::Frames(sender);

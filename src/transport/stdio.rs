@@ -230,7 +230,12 @@ impl Server {
         S: futures_core::Stream<Item = io::Result<crate::server::Input>> + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let (out, frames) = crate::session::outbox::frames(framing.encoder(), OUTBOX, WRITE_BATCH);
+        let (out, frames) = crate::session::outbox::frames(
+            framing.encoder(),
+            OUTBOX,
+            self.inner().limits.max_queued_output,
+            WRITE_BATCH,
+        );
         let stop = Arc::new(self.handle().stop_token().child_token());
         let ended = CancellationToken::new();
         let (shutdown, output_gone) = ends;
