@@ -122,10 +122,14 @@ pub(crate) enum Post {
 #[cfg(feature = "http")]
 impl Protocols {
     /// What an HTTP request is by its head, for a server speaking these
-    /// protocols: Streamable HTTP always when it speaks only the Model
-    /// Context Protocol, never when it does not speak it, else when a
-    /// session id, a protocol version, a method header or an `Accept`
-    /// naming event streams says so.
+    /// protocols. MCP v1.0 when the server does not speak the Model
+    /// Context Protocol. Else the 2026-07-28 revision when its
+    /// `MCP-Protocol-Version` names a version no session speaks
+    /// (2026-07-28, one this server does not know, or bytes that are not
+    /// text). Else Streamable HTTP when the server speaks only the Model
+    /// Context Protocol, or a session id, a protocol version, a method
+    /// header or an `Accept` naming event streams says so; MCP v1.0
+    /// otherwise.
     pub(crate) fn by_head(self, head: &HttpHead<'_>) -> ByHead {
         if !self.model_context() {
             return ByHead::McpV1;

@@ -16,6 +16,7 @@ use http::request::Parts;
 use http::{Method, Response, StatusCode};
 
 use super::body::McpBody;
+use super::guard::one_of;
 use crate::engine::access::Access;
 use crate::oauth::{Challenge, OAuth, VerifyError};
 use crate::principal::Principal;
@@ -294,13 +295,11 @@ enum Bearer<'a> {
 /// in any case). Tokens in the query or the body are not looked at. Read
 /// as bytes: a remembered token is found without a UTF-8 check of it.
 fn bearer(parts: &Parts) -> Bearer<'_> {
-    let mut values = parts.headers.get_all(AUTHORIZATION).iter();
-    let Some(value) = values.next() else {
-        return Bearer::Missing;
+    let value = match one_of(&parts.headers, &AUTHORIZATION) {
+        Ok(Some(value)) => value,
+        Ok(None) => return Bearer::Missing,
+        Err(()) => return Bearer::Malformed("a request carries one Authorization header"),
     };
-    if values.next().is_some() {
-        return Bearer::Malformed("a request carries one Authorization header");
-    }
     let text = value.as_bytes().trim_ascii();
     if text.eq_ignore_ascii_case(b"bearer") {
         return Bearer::Malformed("the bearer token is missing");

@@ -200,8 +200,9 @@ impl Rules {
     }
 }
 
-/// The one value of header `name`: `Err` when it is repeated.
-fn one_of<'a>(
+/// The one value of header `name`: `Err` when it is repeated. Every header
+/// the endpoint reads that may come once is read through this.
+pub(super) fn one_of<'a>(
     headers: &'a HeaderMap,
     name: &http::header::HeaderName,
 ) -> Result<Option<&'a HeaderValue>, ()> {

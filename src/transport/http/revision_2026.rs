@@ -28,6 +28,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::body::{Feed, McpBody};
+use super::guard::one_of;
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::{Dialect, kept_meta, keys, methods};
 use crate::error::{ErrorCode, RpcError, quoted};
@@ -403,13 +404,11 @@ impl McpService {
 /// A header's one value, trimmed; `Err` when it is repeated or is not
 /// visible ASCII.
 fn header<'p>(parts: &'p Parts, name: &HeaderName) -> Result<Option<&'p str>, String> {
-    let mut values = parts.headers.get_all(name).iter();
-    let Some(value) = values.next() else {
+    let value =
+        one_of(&parts.headers, name).map_err(|()| format!("the {name} header is repeated"))?;
+    let Some(value) = value else {
         return Ok(None);
     };
-    if values.next().is_some() {
-        return Err(format!("the {name} header is repeated"));
-    }
     value
         .to_str()
         .map(|v| Some(v.trim()))

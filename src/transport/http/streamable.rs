@@ -22,6 +22,7 @@ use http::request::Parts;
 use http::{Response, StatusCode};
 
 use super::body::McpBody;
+use super::guard::one_of;
 use super::sessions::{First, HttpSession, Refused};
 use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
 use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
@@ -63,12 +64,7 @@ fn accepts(parts: &Parts, media: &str) -> bool {
 /// The `Mcp-Session-Id` header: `Ok(None)` when absent, `Err` when repeated
 /// or not visible ASCII.
 fn session_header(parts: &Parts) -> Result<Option<&str>, ()> {
-    let mut values = parts.headers.get_all(SESSION_ID).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(());
-    }
-    match first {
+    match one_of(&parts.headers, &SESSION_ID)? {
         None => Ok(None),
         Some(value) => value
             .to_str()
