@@ -82,32 +82,34 @@ impl Accepted {
 impl Rules {
     /// Checks a request's headers; `host_rule` says which `Host` names are
     /// accepted, `http11` whether the request is HTTP/1.1 (where `Host` is
-    /// required); `accepted` remembers values that passed.
-    pub(super) fn check(
+    /// required); `accepted` remembers values that passed. `Ok` holds the
+    /// request's `Origin`, if it has one.
+    pub(super) fn check<'h>(
         &self,
-        headers: &HeaderMap,
+        headers: &'h HeaderMap,
         uri_authority: Option<&str>,
         http11: bool,
         host_rule: HostRule,
         accepted: &Accepted,
-    ) -> Result<(), Refusal> {
-        self.check_origin(headers, uri_authority, http11, host_rule, accepted)?;
-        if !self.authorized(headers.get(AUTHORIZATION)) {
+    ) -> Result<Option<&'h HeaderValue>, Refusal> {
+        let origin = self.check_origin(headers, uri_authority, http11, host_rule, accepted)?;
+        if !self.authorized(headers) {
             return Err(Refusal::Unauthorized);
         }
-        Ok(())
+        Ok(origin)
     }
 
     /// [`check`](Self::check) but for the bearer token: `Host` and
-    /// `Origin` only (for a CORS preflight, which carries no token).
-    pub(super) fn check_origin(
+    /// `Origin` only (for a CORS preflight, which carries no token). `Ok`
+    /// holds the request's `Origin`, if it has one.
+    pub(super) fn check_origin<'h>(
         &self,
-        headers: &HeaderMap,
+        headers: &'h HeaderMap,
         uri_authority: Option<&str>,
         http11: bool,
         host_rule: HostRule,
         accepted: &Accepted,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Option<&'h HeaderValue>, Refusal> {
         let host = one_of(headers, &HOST)
             .map_err(|()| Refusal::BadRequest("a request carries at most one Host header"))?;
         if host.is_none() && http11 && uri_authority.is_none() {
@@ -147,7 +149,7 @@ impl Rules {
             }
             Accepted::remember(&accepted.origins, origin.as_bytes());
         }
-        Ok(())
+        Ok(origin)
     }
 
     fn host_allowed(&self, host: &Host<String>, written: &str) -> bool {
@@ -187,11 +189,15 @@ impl Rules {
             .any(|allowed| *allowed == serialized || *allowed == name)
     }
 
-    fn authorized(&self, header: Option<&HeaderValue>) -> bool {
+    /// Whether the request carries the static bearer token, when one is
+    /// set (one `Authorization` header; read only then).
+    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.bearer_token else {
             return true;
         };
-        let given = header
+        let given = one_of(headers, &AUTHORIZATION)
+            .ok()
+            .flatten()
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.trim().split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
@@ -281,13 +287,15 @@ mod tests {
     }
 
     fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
-        rules.check(
-            &headers(pairs),
-            None,
-            true,
-            HostRule::Listed,
-            &Accepted::default(),
-        )
+        rules
+            .check(
+                &headers(pairs),
+                None,
+                true,
+                HostRule::Listed,
+                &Accepted::default(),
+            )
+            .map(|_| ())
     }
 
     #[test]
@@ -302,6 +310,7 @@ mod tests {
                 HostRule::Listed,
                 &accepted,
             )
+            .map(|_| ())
         };
         assert_eq!(with("127.0.0.1:8080"), Ok(()));
         assert!(matches!(with("evil.com"), Err(Refusal::Forbidden(_))));
@@ -385,7 +394,7 @@ mod tests {
                 HostRule::Listed,
                 &Accepted::default()
             ),
-            Ok(()),
+            Ok(None),
             "HTTP/1.0 may omit Host"
         );
     }
@@ -444,7 +453,7 @@ mod tests {
                 HostRule::Any,
                 &Accepted::default()
             ),
-            Ok(())
+            Ok(None)
         );
     }
 
@@ -462,6 +471,39 @@ mod tests {
         assert_eq!(
             check(&rules, &[("host", "localhost")]),
             Err(Refusal::Unauthorized)
+        );
+        assert_eq!(
+            check(
+                &rules,
+                &[
+                    ("host", "localhost"),
+                    ("authorization", "Bearer s3cret"),
+                    ("authorization", "Bearer s3cret"),
+                ]
+            ),
+            Err(Refusal::Unauthorized),
+            "a request carries one Authorization header"
+        );
+    }
+
+    #[test]
+    fn the_checks_give_the_one_origin_they_passed() {
+        let rules = Rules::default();
+        let origin = |pairs: &[(&str, &str)]| {
+            rules
+                .check(
+                    &headers(pairs),
+                    None,
+                    true,
+                    HostRule::Listed,
+                    &Accepted::default(),
+                )
+                .map(|origin| origin.map(|o| o.to_str().unwrap_or_default().to_owned()))
+        };
+        assert_eq!(origin(&[("host", "localhost")]), Ok(None));
+        assert_eq!(
+            origin(&[("host", "localhost"), ("origin", "http://localhost:3000")]),
+            Ok(Some("http://localhost:3000".to_owned()))
         );
     }
 }

@@ -107,7 +107,7 @@ where
             &checks.accepted,
         );
         match verdict {
-            Ok(()) => Guarded::Admitted {
+            Ok(_) => Guarded::Admitted {
                 future: self.inner.call(request),
             },
             Err(refusal) => {

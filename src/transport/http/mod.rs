@@ -63,7 +63,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, ORIGIN, RETRY_AFTER,
+    ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, RETRY_AFTER,
 };
 use http::request::Parts;
 use http::{Method, Request, Response, StatusCode, Version};
@@ -624,31 +624,30 @@ impl McpService {
         }
         let http11 = parts.version >= Version::HTTP_11;
         let authority = parts.uri.authority().map(http::uri::Authority::as_str);
-        let origin = parts.headers.get(ORIGIN);
-        let preflight = parts.method == Method::OPTIONS && origin.is_some();
         let rules = &self.0.config.rules;
-        let verdict = if preflight {
-            rules.check_origin(
+        let checked = rules
+            .check_origin(
                 &parts.headers,
                 authority,
                 http11,
                 self.0.host_rule,
                 &self.0.accepted,
             )
-        } else {
-            rules.check(
-                &parts.headers,
-                authority,
-                http11,
-                self.0.host_rule,
-                &self.0.accepted,
-            )
+            .and_then(|origin| {
+                // A CORS preflight carries no token.
+                let preflight = parts.method == Method::OPTIONS && origin.is_some();
+                if preflight || rules.authorized(&parts.headers) {
+                    Ok((origin, preflight))
+                } else {
+                    Err(guard::Refusal::Unauthorized)
+                }
+            });
+        let (origin, preflight) = match checked {
+            Ok(checked) => checked,
+            // The connection's fate is `respond`'s: the body is drained or
+            // the connection closed.
+            Err(refusal) => return (layer::refused(&refusal, false), Leftover::Unread(body)),
         };
-        if let Err(refusal) = verdict {
-            // The connection's fate is `respond`'s: the body is drained or the
-            // connection closed.
-            return (layer::refused(&refusal, false), Leftover::Unread(body));
-        }
         let (mut response, leftover) = match origin {
             Some(origin) if preflight => (cors::preflight(parts, origin), Leftover::Unread(body)),
             _ => self.admitted(parts, body).await,
