@@ -303,14 +303,15 @@ mod tests {
         let rules = Rules::default();
         let accepted = Accepted::default();
         let with = |host: &str| {
-            rules.check(
-                &headers(&[("host", host)]),
-                None,
-                true,
-                HostRule::Listed,
-                &accepted,
-            )
-            .map(|_| ())
+            rules
+                .check(
+                    &headers(&[("host", host)]),
+                    None,
+                    true,
+                    HostRule::Listed,
+                    &accepted,
+                )
+                .map(|_| ())
         };
         assert_eq!(with("127.0.0.1:8080"), Ok(()));
         assert!(matches!(with("evil.com"), Err(Refusal::Forbidden(_))));
