@@ -36,7 +36,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// 64 MiB.
 pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 /// The default number of bytes of a session's output that may wait for its
-/// client to read them over HTTP: 8 MiB.
+/// client to read them, on stdio and over HTTP: 8 MiB.
 pub const DEFAULT_MAX_QUEUED_OUTPUT: usize = 8 * 1024 * 1024;
 /// The default time limit of one tool execution: 5 minutes (`-32004` past it).
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);

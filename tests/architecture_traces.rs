@@ -1,5 +1,6 @@
 //! The request traces in `docs/architecture.md` stay true: every step
-//! names a function that exists in the file it names, the steps are
+//! names a function that exists in the file it names (a method named with
+//! its type, `Job::poll_once`, in an `impl` block of that type), the steps are
 //! numbered without gaps, a step that says it is "as" another step names
 //! the same function, and each trace's totals (functions and files, with
 //! and without the scanner helpers of `src/fast/`) and the table of where
@@ -13,11 +14,26 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
-/// One step of a trace: the file (under `src/`) and the function's name.
+/// One step of a trace: the file (under `src/`), the function's name and,
+/// for a method named with its type (`Job::poll_once`), the type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Step {
     file: String,
     function: String,
+    owner: Option<String>,
+}
+
+impl Step {
+    /// The step of `name` (`function`, `Type::function`) in `file`.
+    fn named(file: &str, name: &str) -> Self {
+        let mut parts = name.rsplit("::");
+        let function = parts.next().unwrap_or(name).to_owned();
+        Self {
+            file: file.to_owned(),
+            function,
+            owner: parts.next().map(str::to_owned),
+        }
+    }
 }
 
 /// A trace: its letter, its steps in order, and the totals its bold
@@ -86,15 +102,12 @@ fn without_asides(text: &str) -> String {
 /// The steps a range line names, each under the last path before it
 /// (names in parentheses are asides, not steps).
 fn range_steps(names: &str) -> Vec<Step> {
-    let mut file = None;
+    let mut file: Option<String> = None;
     let mut steps = Vec::new();
     for (i, part) in without_asides(names).split('`').enumerate() {
         if i % 2 == 1 {
             if let Some(file) = &file {
-                steps.push(Step {
-                    file: String::clone(file),
-                    function: function_of(part),
-                });
+                steps.push(Step::named(file, part));
             }
         } else if let Some(path) = part
             .split([' ', ',', ';'])
@@ -149,16 +162,13 @@ fn traces(text: &str) -> Vec<Trace> {
                 .split_once(": ")
                 .unwrap_or_else(|| panic!("trace {letter}: step {first} names no file"));
             let words = backticked(name);
-            // `Slot`'s `drop`: the second word is the function.
+            // `Slot`'s `drop`: the second word is the type's function.
             let name = if name.contains("`'s `") {
-                words[1]
+                format!("{}::{}", words[0], words[1])
             } else {
-                words[0]
+                words[0].to_owned()
             };
-            vec![Step {
-                file: file.to_owned(),
-                function: function_of(name),
-            }]
+            vec![Step::named(file, &name)]
         } else if names.contains(".rs") {
             range_steps(names)
         } else {
@@ -224,6 +234,56 @@ fn summary_numbers(summary: &str) -> [usize; 4] {
         .unwrap_or_else(|_| panic!("a summary with four numbers: {summary}"))
 }
 
+/// Whether `code` defines the step's function: inside an `impl` block of
+/// its type when it names one (`impl Type`, `impl<..> Type<..>`, `impl
+/// Trait for Type`), anywhere else.
+fn defines(code: &str, step: &Step) -> bool {
+    let has_fn = |text: &str| {
+        text.contains(&format!("fn {}(", step.function))
+            || text.contains(&format!("fn {}<", step.function))
+    };
+    let Some(owner) = &step.owner else {
+        return has_fn(code);
+    };
+    let mut lines = code.lines();
+    while let Some(line) = lines.next() {
+        let header = line.trim_start();
+        if !header.starts_with("impl") || !names_type(header, owner) {
+            continue;
+        }
+        // The block runs to the `}` at the header's own indent.
+        let indent = &line[..line.len() - header.len()];
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| *l != format!("{indent}}}"))
+            .collect();
+        if has_fn(&block.join("\n")) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether an `impl` header is for `owner`: the type implemented, after
+/// `for` when there is one.
+fn names_type(header: &str, owner: &str) -> bool {
+    let implemented = header.rsplit(" for ").next().unwrap_or(header);
+    let implemented = implemented
+        .trim_start_matches("impl")
+        .trim_start_matches(|c: char| c != ' ' && c != '<' && !c.is_alphabetic());
+    // Past the impl's own generics (`impl<'a> `), the type's path.
+    let after_generics = match implemented.strip_prefix('<') {
+        Some(rest) => rest.split_once("> ").map_or(rest, |(_, ty)| ty),
+        None => implemented,
+    };
+    let ty: String = after_generics
+        .trim()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    ty.rsplit("::").next() == Some(owner)
+}
+
 #[test]
 fn every_step_names_a_function_of_the_file_it_names() {
     let mut missing = Vec::new();
@@ -232,16 +292,16 @@ fn every_step_names_a_function_of_the_file_it_names() {
             let path = format!("src/{}", step.file);
             let code = fs::read_to_string(&path)
                 .unwrap_or_else(|_| panic!("trace {}: {path} does not exist", trace.letter));
-            let defined = [
-                format!("fn {}(", step.function),
-                format!("fn {}<", step.function),
-            ];
-            if !defined.iter().any(|d| code.contains(d.as_str())) {
+            if !defines(&code, step) {
+                let name = match &step.owner {
+                    Some(owner) => format!("{owner}::{}", step.function),
+                    None => step.function.clone(),
+                };
                 missing.push(format!(
                     "{}.{}: no `fn {}` in {path}",
                     trace.letter,
                     i + 1,
-                    step.function
+                    name
                 ));
             }
         }

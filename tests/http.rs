@@ -409,6 +409,98 @@ async fn bearer_token_is_401_without_or_with_a_wrong_token_and_200_with_the_righ
     assert!(reply.json()["result"].is_array());
 }
 
+/// With a static token: `Host` and `Origin` are checked before the token
+/// (a foreign origin is 403, not 401); a CORS preflight (an `OPTIONS` with
+/// an `Origin`) needs no token, any other request does; a repeated
+/// `Authorization` is no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_static_token_origin_comes_first_and_only_a_preflight_goes_without() {
+    let server = TestServer::start(HttpConfig::default().bearer_token("s3cret")).await;
+    let mut client = server.client().await;
+    let preflight = client
+        .exchange(bare(
+            Method::OPTIONS,
+            "/mcp",
+            &[
+                ("origin", "http://localhost:6274"),
+                ("access-control-request-method", "POST"),
+            ],
+            "",
+        ))
+        .await;
+    assert_eq!(preflight.status, StatusCode::NO_CONTENT, "a preflight");
+    let options = client
+        .exchange(bare(Method::OPTIONS, "/mcp", &[], ""))
+        .await;
+    assert_eq!(
+        options.status,
+        StatusCode::UNAUTHORIZED,
+        "OPTIONS, no Origin"
+    );
+    let foreign = client
+        .exchange(post_with(
+            &[("origin", "http://evil.example")],
+            full(LIST_TOOLS),
+        ))
+        .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "a foreign origin");
+    let twice = client
+        .exchange(post_with(
+            &[
+                ("authorization", "Bearer s3cret"),
+                ("authorization", "Bearer s3cret"),
+            ],
+            full(LIST_TOOLS),
+        ))
+        .await;
+    assert_eq!(twice.status, StatusCode::UNAUTHORIZED, "two Authorization");
+    let allowed = client
+        .exchange(post_with(
+            &[
+                ("origin", "http://localhost:6274"),
+                ("authorization", "Bearer s3cret"),
+            ],
+            full(LIST_TOOLS),
+        ))
+        .await;
+    assert_eq!(allowed.status, StatusCode::OK);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+}
+
+/// A header that may come once, repeated, is refused: `Content-Type`
+/// (415) and `MCP-Protocol-Version` (400), whatever their values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_content_type_or_protocol_version_is_refused() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client().await;
+    let two_types = client
+        .exchange(bare(
+            Method::POST,
+            "/mcp",
+            &[
+                ("content-type", "application/json"),
+                ("content-type", "application/json"),
+            ],
+            LIST_TOOLS,
+        ))
+        .await;
+    assert_eq!(two_types.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let two_versions = client
+        .exchange(post_with(
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-protocol-version", "junk"),
+            ],
+            full(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string()),
+        ))
+        .await;
+    assert_eq!(two_versions.status, StatusCode::BAD_REQUEST);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 
 async fn bearer_token_scheme_is_case_insensitive() {

@@ -127,6 +127,29 @@ async fn a_bearer_token_is_required_when_configured() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
+/// A CORS preflight (an `OPTIONS` with an allowed `Origin`) passes without
+/// the token, as the endpoint's own does: browsers send none on one.
+#[tokio::test]
+async fn a_cors_preflight_passes_without_the_token_and_other_options_do_not() {
+    let (mut app, _) = app(&HttpConfig::default().bearer_token("s3cret"));
+    let options = |headers: &[(&str, &str)]| {
+        let mut request = Request::options("/");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    let preflight = options(&[("host", "localhost"), ("origin", "http://localhost:3000")]);
+    let (response, _) = send(&mut app, preflight).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "it reaches the app, which has no OPTIONS route"
+    );
+    let (response, _) = send(&mut app, options(&[("host", "localhost")])).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn malformed_host_headers_are_bad_requests() {
     let (mut app, _) = app(&HttpConfig::default());

@@ -255,7 +255,7 @@ async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_ho
         common::def(BLOB, json!({"type": "object"}), json!({"type": "object"})),
         move |_args, _ctx| {
             counted.fetch_add(1, Ordering::SeqCst);
-            async move { Ok(json!({ "blob": "x".repeat(512 * 1024) })) }
+            async move { Ok(json!({ "blob": "x".repeat(200 * 1024) })) }
         },
     );
     let server = builder(&probe)
@@ -303,7 +303,8 @@ async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_ho
         }
         ran = now;
     }
-    // 200 MB of replies were asked for. The bound holds two (1 MiB), the
+    // 160 MB of replies were asked for (each carries its 200 KiB output
+    // twice: structured, and as text). The bound (1 MiB) holds two, the
     // writer one, and the reader waits with the next until there is room,
     // reading nothing more (tools that finish at once run on the reader).
     assert!(ran > 0, "some calls ran");

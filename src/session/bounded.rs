@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::sync::mpsc::{self, error::SendError, error::TryRecvError, error::TrySendError};
-use tokio::sync::{Semaphore, TryAcquireError};
+use tokio::sync::{AcquireError, Semaphore, SemaphorePermit, TryAcquireError};
 
 /// What a message weighs against the byte bound: its length.
 pub(crate) trait Weighed {
@@ -22,26 +22,62 @@ impl Weighed for Vec<u8> {
     }
 }
 
-/// The bytes in a channel, shared by its ends: a semaphore of bytes, so
-/// that senders waiting for room are served in order (a small message
-/// never passes a large one that waits), and a message weighs at most
-/// the whole bound (a larger one passes alone).
+/// The bytes that wait in a queue, shared by its ends: a semaphore of
+/// bytes, so that senders waiting for room are served in order (a small
+/// message never passes a large one that waits), and a message weighs at
+/// most the whole bound (a larger one passes alone). What a sender takes
+/// it forgets; the reader gives it back as it takes the message.
 #[derive(Debug)]
-struct Budget {
+pub(crate) struct Budget {
     bytes: Semaphore,
     /// The bound, in bytes (as many permits as a semaphore holds at most).
     most: usize,
 }
 
 impl Budget {
+    /// A budget of `bytes` (at least 1).
+    pub(crate) fn new(bytes: usize) -> Self {
+        let most = bytes.clamp(1, (u32::MAX as usize).min(Semaphore::MAX_PERMITS));
+        Self {
+            bytes: Semaphore::new(most),
+            most,
+        }
+    }
+
     /// The permits a message of `weight` bytes takes.
     fn permits(&self, weight: usize) -> u32 {
         u32::try_from(weight.min(self.most)).unwrap_or(u32::MAX)
     }
 
-    /// Bytes held by messages in the channel.
+    /// Room for `weight` bytes now, if no sender waits before it.
+    pub(crate) fn try_take(&self, weight: usize) -> Result<SemaphorePermit<'_>, TryAcquireError> {
+        self.bytes.try_acquire_many(self.permits(weight))
+    }
+
+    /// Room for `weight` bytes, in order with the senders that wait;
+    /// `Err` once the budget is closed.
+    pub(crate) async fn take(&self, weight: usize) -> Result<SemaphorePermit<'_>, AcquireError> {
+        self.bytes.acquire_many(self.permits(weight)).await
+    }
+
+    /// Gives back `permits`: what messages took, by [`taken`](Self::taken).
+    pub(crate) fn give_back(&self, permits: usize) {
+        self.bytes.add_permits(permits);
+    }
+
+    /// What a message of `weight` bytes takes, to give back later.
+    pub(crate) fn taken(&self, weight: usize) -> usize {
+        self.permits(weight) as usize
+    }
+
+    /// Turns every sender away, those that wait too.
+    pub(crate) fn close(&self) {
+        self.bytes.close();
+    }
+
+    /// Bytes held by messages in the queue.
     #[cfg(test)]
-    fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.most - self.bytes.available_permits()
     }
 }
@@ -71,7 +107,7 @@ pub(crate) struct BoundedReceiver<T> {
 
 impl<T> Drop for BoundedReceiver<T> {
     fn drop(&mut self) {
-        self.budget.bytes.close();
+        self.budget.close();
     }
 }
 
@@ -82,11 +118,7 @@ pub(crate) fn channel<T: Weighed>(
     bytes: usize,
 ) -> (BoundedSender<T>, BoundedReceiver<T>) {
     let (sender, receiver) = mpsc::channel(messages.max(1));
-    let most = bytes.clamp(1, (u32::MAX as usize).min(Semaphore::MAX_PERMITS));
-    let budget = Arc::new(Budget {
-        bytes: Semaphore::new(most),
-        most,
-    });
+    let budget = Arc::new(Budget::new(bytes));
     (
         BoundedSender {
             channel: sender,
@@ -103,8 +135,7 @@ impl<T: Weighed> BoundedSender<T> {
     /// Hands `message` over if it fits and no sender waits before it;
     /// gives it back when it does not, or when the receiver is gone.
     pub(crate) fn try_send(&self, message: T) -> Result<(), TrySendError<T>> {
-        let permits = self.budget.permits(message.weight());
-        let held = match self.budget.bytes.try_acquire_many(permits) {
+        let held = match self.budget.try_take(message.weight()) {
             Ok(held) => held,
             Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(message)),
             Err(TryAcquireError::Closed) => return Err(TrySendError::Closed(message)),
@@ -119,8 +150,7 @@ impl<T: Weighed> BoundedSender<T> {
     /// senders that wait); gives it back when the receiver is gone.
     /// Dropped while it waits, it holds nothing.
     pub(crate) async fn send(&self, message: T) -> Result<(), SendError<T>> {
-        let permits = self.budget.permits(message.weight());
-        let Ok(held) = self.budget.bytes.acquire_many(permits).await else {
+        let Ok(held) = self.budget.take(message.weight()).await else {
             return Err(SendError(message));
         };
         let Ok(place) = self.channel.reserve().await else {
@@ -162,8 +192,7 @@ impl<T: Weighed> BoundedReceiver<T> {
     }
 
     fn give_back(&self, message: &T) {
-        let permits = self.budget.permits(message.weight());
-        self.budget.bytes.add_permits(permits as usize);
+        self.budget.give_back(self.budget.taken(message.weight()));
     }
 }
 

@@ -16,11 +16,11 @@ use std::task::Poll;
 
 use atomic_waker::AtomicWaker;
 use bytes::BytesMut;
-use tokio::sync::Notify;
 use tokio::sync::mpsc::error::{SendError, TrySendError};
+use tokio::sync::{Notify, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
-use super::bounded::{BoundedReceiver, BoundedSender, Weighed};
+use super::bounded::{BoundedReceiver, BoundedSender, Budget, Weighed};
 use crate::jsonrpc::{Reply, RequestId};
 
 /// How a message becomes bytes on the output (a frame or a line).
@@ -32,7 +32,8 @@ pub(crate) enum Outbox {
     /// A channel its transport reads, bounded by messages and by bytes
     /// ([`channel`]).
     Channel(BoundedSender<Outgoing>),
-    /// Frames in a buffer its transport's writer empties.
+    /// Frames in a buffer its transport's writer empties, bounded by
+    /// messages and by bytes ([`frames`]).
     Frames(FrameSender),
 }
 
@@ -102,9 +103,9 @@ struct Frames {
     framing: FrameFn,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
-    /// How many bytes of frames may wait before senders wait in turn (a
-    /// larger message waits alone).
-    byte_limit: usize,
+    /// How many bytes of messages may wait before senders wait in turn,
+    /// in order (a larger message waits alone).
+    bytes: Budget,
     /// How large a chunk grows before the next message starts another.
     chunk: usize,
     /// Live [`FrameSender`]s: at none, the writer finishes.
@@ -124,15 +125,20 @@ struct Frames {
 /// large replies fills several chunks, which the writer takes one at a
 /// time while senders go on filling the last: what waits is held once.
 struct Backlog {
-    chunks: VecDeque<BytesMut>,
+    chunks: VecDeque<Chunk>,
     /// Chunks the writer has written, to be filled again.
     spare: Vec<BytesMut>,
     messages: usize,
-    /// The bytes of the chunks that wait.
-    bytes: usize,
     /// A sender was refused for want of room since the writer last
     /// emptied the queue: it may be waiting.
     refused: bool,
+}
+
+/// Frames that wait, and what their messages took of the byte budget
+/// (given back as the writer takes them).
+struct Chunk {
+    frames: BytesMut,
+    taken: usize,
 }
 
 /// Written chunks kept for reuse (one burst's worth of small replies needs
@@ -144,6 +150,8 @@ impl Frames {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Hands `message` over if its bytes fit (and no sender waits for
+    /// bytes before it) and fewer than `limit` messages wait.
     fn try_send(&self, message: Outgoing) -> Result<(), TrySendError<Outgoing>> {
         if self.writer_gone.load(Ordering::Acquire) {
             return Err(TrySendError::Closed(message));
@@ -152,50 +160,85 @@ impl Frames {
         if message.bytes.is_empty() {
             return Ok(());
         }
-        let was_empty = {
-            let mut waiting = self.waiting();
-            let over_bytes =
-                waiting.messages > 0 && waiting.bytes + message.bytes.len() > self.byte_limit;
-            if waiting.messages >= self.limit || over_bytes {
-                waiting.refused = true;
-                return Err(TrySendError::Full(message));
-            }
-            let was_empty = waiting.chunks.is_empty();
-            let fits = waiting
-                .chunks
-                .back()
-                .is_some_and(|last| last.len() + message.bytes.len() <= self.chunk);
-            if !fits {
-                let chunk = waiting
-                    .spare
-                    .pop()
-                    .unwrap_or_else(|| BytesMut::with_capacity(self.chunk));
-                waiting.chunks.push_back(chunk);
-            }
-            let framed = waiting.chunks.back_mut().map_or(0, |last| {
-                let before = last.len();
-                (self.framing)(&message.bytes, last);
-                last.len() - before
-            });
-            waiting.bytes += framed;
-            waiting.messages += 1;
-            was_empty
+        let held = match self.bytes.try_take(message.bytes.len()) {
+            Ok(held) => held,
+            Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(message)),
+            Err(TryAcquireError::Closed) => return Err(TrySendError::Closed(message)),
         };
-        if was_empty {
-            self.filled.wake();
+        let mut waiting = self.waiting();
+        if waiting.messages >= self.limit {
+            waiting.refused = true;
+            return Err(TrySendError::Full(message));
         }
+        held.forget();
+        self.enqueue(waiting, &message.bytes);
         Ok(())
     }
 
-    async fn send(&self, mut message: Outgoing) -> Result<(), SendError<Outgoing>> {
+    /// Frames `message` into the last chunk (or a new one), counting what
+    /// it took of the byte budget; wakes the writer if nothing waited.
+    fn enqueue(&self, mut waiting: std::sync::MutexGuard<'_, Backlog>, message: &[u8]) {
+        let was_empty = waiting.chunks.is_empty();
+        let fits = waiting
+            .chunks
+            .back()
+            .is_some_and(|last| last.frames.len() + message.len() <= self.chunk);
+        if !fits {
+            let frames = waiting
+                .spare
+                .pop()
+                .unwrap_or_else(|| BytesMut::with_capacity(self.chunk));
+            waiting.chunks.push_back(Chunk { frames, taken: 0 });
+        }
+        if let Some(last) = waiting.chunks.back_mut() {
+            (self.framing)(message, &mut last.frames);
+            last.taken += self.bytes.taken(message.len());
+        }
+        waiting.messages += 1;
+        drop(waiting);
+        if was_empty {
+            self.filled.wake();
+        }
+    }
+
+    /// Hands `message` over, waiting for its bytes (in order with the other
+    /// senders that wait for bytes), then for a place.
+    async fn send(&self, message: Outgoing) -> Result<(), SendError<Outgoing>> {
+        if message.bytes.is_empty() {
+            return if self.writer_gone.load(Ordering::Acquire) {
+                Err(SendError(message))
+            } else {
+                Ok(())
+            };
+        }
+        let Ok(held) = self.bytes.take(message.bytes.len()).await else {
+            return Err(SendError(message));
+        };
+        // Forgotten once the message is queued: the writer gives its bytes
+        // back as it takes them.
+        let mut held = Some(held);
         loop {
             let drained = self.drained.notified();
             tokio::pin!(drained);
             drained.as_mut().enable();
-            match self.try_send(message) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Closed(back)) => return Err(SendError(back)),
-                Err(TrySendError::Full(back)) => message = back,
+            if self.writer_gone.load(Ordering::Acquire) {
+                return Err(SendError(message));
+            }
+            let queued = {
+                let mut waiting = self.waiting();
+                if waiting.messages < self.limit {
+                    if let Some(held) = held.take() {
+                        held.forget();
+                    }
+                    self.enqueue(waiting, &message.bytes);
+                    true
+                } else {
+                    waiting.refused = true;
+                    false
+                }
+            };
+            if queued {
+                return Ok(());
             }
             tokio::select! {
                 () = drained => {}
@@ -230,6 +273,7 @@ pub(crate) struct FrameWriter(Arc<Frames>);
 impl Drop for FrameWriter {
     fn drop(&mut self) {
         self.0.writer_gone.store(true, Ordering::Release);
+        self.0.bytes.close();
         self.0.gone.cancel();
     }
 }
@@ -271,16 +315,15 @@ impl FrameWriter {
         let mut waiting = self.0.waiting();
         if let Some(chunk) = waiting.chunks.pop_front() {
             let refused = waiting.chunks.is_empty() && std::mem::take(&mut waiting.refused);
-            waiting.bytes = waiting.bytes.saturating_sub(chunk.len());
             if waiting.chunks.is_empty() {
                 waiting.messages = 0;
-                waiting.bytes = 0;
             }
             drop(waiting);
+            self.0.bytes.give_back(chunk.taken);
             if refused {
                 self.0.drained.notify_waiters();
             }
-            return Some(Some(chunk));
+            return Some(Some(chunk.frames));
         }
         drop(waiting);
         no_senders.then_some(None)
@@ -302,12 +345,11 @@ pub(crate) fn frames(
             chunks: VecDeque::new(),
             spare: Vec::new(),
             messages: 0,
-            bytes: 0,
             refused: false,
         }),
         framing,
         limit,
-        byte_limit,
+        bytes: Budget::new(byte_limit),
         chunk,
         senders: AtomicUsize::new(1),
         filled: AtomicWaker::new(),
@@ -491,20 +533,23 @@ mod tests {
         assert!(outbox.send(message("4")).await.is_err());
     }
 
-    /// The queue is bounded by bytes too: past `byte_limit` a sender waits
-    /// until the writer has taken what waits, and a message larger than
-    /// the bound passes alone, when nothing waits.
+    /// The queue is bounded by bytes too, in order: past `byte_limit` a
+    /// sender waits until the writer has taken enough, a small message
+    /// does not pass a large one that waits, and a message larger than
+    /// the bound passes alone.
     #[tokio::test]
-    async fn past_its_bytes_the_queue_holds_senders_and_a_larger_message_waits_alone() {
+    async fn past_its_bytes_senders_wait_in_order_and_a_larger_message_passes_alone() {
         let (sender, mut writer) = frames(line, 100, 10, 1024);
         let outbox = Outbox::Frames(sender);
-        outbox.try_send(message("1234")).unwrap(); // 5 bytes framed
-        outbox.try_send(message("5678")).unwrap(); // 10
-        assert!(matches!(
-            outbox.try_send(message("9")),
-            Err(TrySendError::Full(_))
-        ));
-        let waiting = tokio::spawn({
+        outbox.try_send(message("123456")).unwrap();
+        assert!(
+            matches!(
+                outbox.try_send(message("12345")),
+                Err(TrySendError::Full(_))
+            ),
+            "11 bytes would wait, over 10"
+        );
+        let large = tokio::spawn({
             let outbox = outbox.clone();
             async move {
                 outbox
@@ -513,13 +558,23 @@ mod tests {
                     .is_ok()
             }
         });
-        let chunk = writer.next().await.expect("a chunk");
-        assert_eq!(&chunk[..], b"1234\n5678\n");
-        writer.written(chunk);
-        assert!(waiting.await.unwrap(), "the large message passes alone");
+        tokio::task::yield_now().await;
+        assert!(!large.is_finished(), "it waits for bytes");
         assert!(
             matches!(outbox.try_send(message("9")), Err(TrySendError::Full(_))),
-            "nothing passes while it waits"
+            "a small message that fits waits behind the large one"
+        );
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(&chunk[..], b"123456\n");
+        writer.written(chunk);
+        let passed = tokio::time::timeout(std::time::Duration::from_secs(10), large).await;
+        assert!(
+            matches!(passed, Ok(Ok(true))),
+            "the freed bytes let it pass, alone"
+        );
+        assert!(
+            matches!(outbox.try_send(message("9")), Err(TrySendError::Full(_))),
+            "it holds the whole bound"
         );
         let chunk = writer.next().await.expect("a chunk");
         assert_eq!(&chunk[..], b"a message over the bound\n");

@@ -9,8 +9,8 @@
 
 use std::net::IpAddr;
 
-use http::HeaderMap;
 use http::header::{AUTHORIZATION, HOST, HeaderValue, ORIGIN};
+use http::{HeaderMap, Method};
 use url::{Host, Url};
 
 /// Why a request is refused before it is served.
@@ -79,30 +79,42 @@ impl Accepted {
     }
 }
 
+/// What a request that passed [`Rules::check`] carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Passed<'h> {
+    /// Its one `Origin`, if it has one.
+    pub(super) origin: Option<&'h HeaderValue>,
+    /// It is a CORS preflight.
+    pub(super) preflight: bool,
+}
+
 impl Rules {
-    /// Checks a request's headers; `host_rule` says which `Host` names are
-    /// accepted, `http11` whether the request is HTTP/1.1 (where `Host` is
-    /// required); `accepted` remembers values that passed. `Ok` holds the
-    /// request's `Origin`, if it has one.
+    /// Checks a request of `method` by its headers: `Host` and `Origin`,
+    /// then the static bearer token, which a CORS preflight (an `OPTIONS`
+    /// with an `Origin`: browsers send no credentials on one) needs not
+    /// carry. `host_rule` says which `Host` names are accepted, `http11`
+    /// whether the request is HTTP/1.1 (where `Host` is required);
+    /// `accepted` remembers values that passed.
     pub(super) fn check<'h>(
         &self,
+        method: &Method,
         headers: &'h HeaderMap,
         uri_authority: Option<&str>,
         http11: bool,
         host_rule: HostRule,
         accepted: &Accepted,
-    ) -> Result<Option<&'h HeaderValue>, Refusal> {
+    ) -> Result<Passed<'h>, Refusal> {
         let origin = self.check_origin(headers, uri_authority, http11, host_rule, accepted)?;
-        if !self.authorized(headers) {
+        let preflight = *method == Method::OPTIONS && origin.is_some();
+        if !preflight && !self.authorized(headers) {
             return Err(Refusal::Unauthorized);
         }
-        Ok(origin)
+        Ok(Passed { origin, preflight })
     }
 
-    /// [`check`](Self::check) but for the bearer token: `Host` and
-    /// `Origin` only (for a CORS preflight, which carries no token). `Ok`
-    /// holds the request's `Origin`, if it has one.
-    pub(super) fn check_origin<'h>(
+    /// `Host` and `Origin`; `Ok` holds the request's one `Origin`, if it
+    /// has one.
+    fn check_origin<'h>(
         &self,
         headers: &'h HeaderMap,
         uri_authority: Option<&str>,
@@ -191,7 +203,7 @@ impl Rules {
 
     /// Whether the request carries the static bearer token, when one is
     /// set (one `Authorization` header; read only then).
-    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
+    fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.bearer_token else {
             return true;
         };
@@ -206,8 +218,11 @@ impl Rules {
     }
 }
 
-/// The one value of header `name`: `Err` when it is repeated. Every header
-/// the endpoint reads that may come once is read through this.
+/// The one value of header `name`: `Err` when it is repeated. The headers
+/// the endpoint checks that may come once (`Host`, `Origin`,
+/// `Authorization`, `Content-Type`, `MCP-Protocol-Version`,
+/// `Mcp-Session-Id`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) are read
+/// through this.
 pub(super) fn one_of<'a>(
     headers: &'a HeaderMap,
     name: &http::header::HeaderName,
@@ -289,6 +304,7 @@ mod tests {
     fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
         rules
             .check(
+                &Method::POST,
                 &headers(pairs),
                 None,
                 true,
@@ -305,6 +321,7 @@ mod tests {
         let with = |host: &str| {
             rules
                 .check(
+                    &Method::POST,
                     &headers(&[("host", host)]),
                     None,
                     true,
@@ -389,13 +406,17 @@ mod tests {
         }
         assert_eq!(
             rules.check(
+                &Method::POST,
                 &HeaderMap::new(),
                 None,
                 false,
                 HostRule::Listed,
                 &Accepted::default()
             ),
-            Ok(None),
+            Ok(Passed {
+                origin: None,
+                preflight: false
+            }),
             "HTTP/1.0 may omit Host"
         );
     }
@@ -448,13 +469,17 @@ mod tests {
         }
         assert_eq!(
             rules.check(
+                &Method::POST,
                 &headers(&[("host", "evil.com")]),
                 None,
                 true,
                 HostRule::Any,
                 &Accepted::default()
             ),
-            Ok(None)
+            Ok(Passed {
+                origin: None,
+                preflight: false
+            })
         );
     }
 
@@ -488,18 +513,65 @@ mod tests {
     }
 
     #[test]
-    fn the_checks_give_the_one_origin_they_passed() {
-        let rules = Rules::default();
-        let origin = |pairs: &[(&str, &str)]| {
+    fn a_cors_preflight_needs_no_token_and_any_other_request_does() {
+        let rules = Rules {
+            bearer_token: Some("s3cret".into()),
+            ..Rules::default()
+        };
+        let with = |method: Method, pairs: &[(&str, &str)]| {
             rules
                 .check(
+                    &method,
                     &headers(pairs),
                     None,
                     true,
                     HostRule::Listed,
                     &Accepted::default(),
                 )
-                .map(|origin| origin.map(|o| o.to_str().unwrap_or_default().to_owned()))
+                .map(|passed| passed.preflight)
+        };
+        let origin = [("host", "localhost"), ("origin", "http://localhost:3000")];
+        assert_eq!(with(Method::OPTIONS, &origin), Ok(true), "a preflight");
+        assert_eq!(
+            with(Method::OPTIONS, &[("host", "localhost")]),
+            Err(Refusal::Unauthorized),
+            "an OPTIONS without an Origin is no preflight"
+        );
+        assert_eq!(
+            with(Method::POST, &origin),
+            Err(Refusal::Unauthorized),
+            "a request from a page carries the token"
+        );
+        assert!(
+            matches!(
+                with(
+                    Method::OPTIONS,
+                    &[("host", "localhost"), ("origin", "https://evil.example")]
+                ),
+                Err(Refusal::Forbidden(_))
+            ),
+            "a preflight's Origin is checked"
+        );
+    }
+
+    #[test]
+    fn the_checks_give_the_one_origin_they_passed() {
+        let rules = Rules::default();
+        let origin = |pairs: &[(&str, &str)]| {
+            rules
+                .check(
+                    &Method::POST,
+                    &headers(pairs),
+                    None,
+                    true,
+                    HostRule::Listed,
+                    &Accepted::default(),
+                )
+                .map(|passed| {
+                    passed
+                        .origin
+                        .map(|o| o.to_str().unwrap_or_default().to_owned())
+                })
         };
         assert_eq!(origin(&[("host", "localhost")]), Ok(None));
         assert_eq!(

@@ -23,7 +23,9 @@ use super::guard::{Accepted, HostRule, Refusal, Rules};
 /// the same [`HttpConfig`] settings ([`allow_origin`](HttpConfig::allow_origin),
 /// [`allow_host`](HttpConfig::allow_host),
 /// [`allow_any_host`](HttpConfig::allow_any_host),
-/// [`bearer_token`](HttpConfig::bearer_token)). A refused request gets
+/// [`bearer_token`](HttpConfig::bearer_token)); a CORS preflight (an
+/// `OPTIONS` with an allowed `Origin`) needs no token, as browsers send
+/// none on one. A refused request gets
 /// 400, 403 or 401 (with `WWW-Authenticate: Bearer`) and a one-line text
 /// body, never reaches the inner service, and — when it has a body left
 /// unread — carries `Connection: close`. As for a mounted endpoint, only
@@ -100,6 +102,7 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let checks = &self.checks;
         let verdict = checks.rules.check(
+            request.method(),
             request.headers(),
             request.uri().authority().map(http::uri::Authority::as_str),
             request.version() >= Version::HTTP_11,

@@ -624,26 +624,16 @@ impl McpService {
         }
         let http11 = parts.version >= Version::HTTP_11;
         let authority = parts.uri.authority().map(http::uri::Authority::as_str);
-        let rules = &self.0.config.rules;
-        let checked = rules
-            .check_origin(
-                &parts.headers,
-                authority,
-                http11,
-                self.0.host_rule,
-                &self.0.accepted,
-            )
-            .and_then(|origin| {
-                // A CORS preflight carries no token.
-                let preflight = parts.method == Method::OPTIONS && origin.is_some();
-                if preflight || rules.authorized(&parts.headers) {
-                    Ok((origin, preflight))
-                } else {
-                    Err(guard::Refusal::Unauthorized)
-                }
-            });
-        let (origin, preflight) = match checked {
-            Ok(checked) => checked,
+        let checked = self.0.config.rules.check(
+            &parts.method,
+            &parts.headers,
+            authority,
+            http11,
+            self.0.host_rule,
+            &self.0.accepted,
+        );
+        let guard::Passed { origin, preflight } = match checked {
+            Ok(passed) => passed,
             // The connection's fate is `respond`'s: the body is drained or
             // the connection closed.
             Err(refusal) => return (layer::refused(&refusal, false), Leftover::Unread(body)),
@@ -712,7 +702,8 @@ impl McpService {
                 return (response, Leftover::Unread(body));
             }
         }
-        if !is_json(parts.headers.get(CONTENT_TYPE)) {
+        // (A repeated Content-Type says no one type.)
+        if !is_json(guard::one_of(&parts.headers, &CONTENT_TYPE).ok().flatten()) {
             let response = plain(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "Content-Type must be application/json",
