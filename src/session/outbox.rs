@@ -103,8 +103,8 @@ struct Frames {
     framing: FrameFn,
     /// How many messages may wait before senders wait in turn.
     limit: usize,
-    /// How many bytes of messages may wait before senders wait in turn,
-    /// in order (a larger message waits alone).
+    /// How many bytes of weighed messages may wait before their senders
+    /// wait in turn, in order (a larger message waits alone).
     bytes: Budget,
     /// How large a chunk grows before the next message starts another.
     chunk: usize,
@@ -134,6 +134,13 @@ struct Backlog {
     refused: bool,
 }
 
+/// The size from which a message of the frames' queue is weighed against
+/// its byte bound: 16 KiB. Smaller ones are bounded by the count alone
+/// (256 of them, 4 MiB), which costs them no atomic operation; a large one
+/// that waits for bytes is then never passed by another large one, and
+/// small ones take none of its bytes.
+const WEIGHED_FROM: usize = 16 << 10;
+
 /// Frames that wait, and what their messages took of the byte budget
 /// (given back as the writer takes them).
 struct Chunk {
@@ -150,8 +157,9 @@ impl Frames {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `message` over if its bytes fit (and no sender waits for
-    /// bytes before it) and fewer than `limit` messages wait.
+    /// Hands `message` over if fewer than `limit` messages wait and, for a
+    /// weighed one, its bytes fit (and no sender waits for bytes before
+    /// it).
     fn try_send(&self, message: Outgoing) -> Result<(), TrySendError<Outgoing>> {
         if self.writer_gone.load(Ordering::Acquire) {
             return Err(TrySendError::Closed(message));
@@ -160,17 +168,23 @@ impl Frames {
         if message.bytes.is_empty() {
             return Ok(());
         }
-        let held = match self.bytes.try_take(message.bytes.len()) {
-            Ok(held) => held,
-            Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(message)),
-            Err(TryAcquireError::Closed) => return Err(TrySendError::Closed(message)),
+        let held = if message.bytes.len() < WEIGHED_FROM {
+            None
+        } else {
+            match self.bytes.try_take(message.bytes.len()) {
+                Ok(held) => Some(held),
+                Err(TryAcquireError::NoPermits) => return Err(TrySendError::Full(message)),
+                Err(TryAcquireError::Closed) => return Err(TrySendError::Closed(message)),
+            }
         };
         let mut waiting = self.waiting();
         if waiting.messages >= self.limit {
             waiting.refused = true;
             return Err(TrySendError::Full(message));
         }
-        held.forget();
+        if let Some(held) = held {
+            held.forget();
+        }
         self.enqueue(waiting, &message.bytes);
         Ok(())
     }
@@ -192,7 +206,9 @@ impl Frames {
         }
         if let Some(last) = waiting.chunks.back_mut() {
             (self.framing)(message, &mut last.frames);
-            last.taken += self.bytes.taken(message.len());
+            if message.len() >= WEIGHED_FROM {
+                last.taken += self.bytes.taken(message.len());
+            }
         }
         waiting.messages += 1;
         drop(waiting);
@@ -201,8 +217,9 @@ impl Frames {
         }
     }
 
-    /// Hands `message` over, waiting for its bytes (in order with the other
-    /// senders that wait for bytes), then for a place.
+    /// Hands `message` over, waiting for its bytes if it is weighed (in
+    /// order with the other senders that wait for bytes), then for a
+    /// place.
     async fn send(&self, message: Outgoing) -> Result<(), SendError<Outgoing>> {
         if message.bytes.is_empty() {
             return if self.writer_gone.load(Ordering::Acquire) {
@@ -211,12 +228,15 @@ impl Frames {
                 Ok(())
             };
         }
-        let Ok(held) = self.bytes.take(message.bytes.len()).await else {
-            return Err(SendError(message));
-        };
         // Forgotten once the message is queued: the writer gives its bytes
         // back as it takes them.
-        let mut held = Some(held);
+        let mut held = None;
+        if message.bytes.len() >= WEIGHED_FROM {
+            let Ok(taken) = self.bytes.take(message.bytes.len()).await else {
+                return Err(SendError(message));
+            };
+            held = Some(taken);
+        }
         loop {
             let drained = self.drained.notified();
             tokio::pin!(drained);
@@ -533,39 +553,41 @@ mod tests {
         assert!(outbox.send(message("4")).await.is_err());
     }
 
-    /// The queue is bounded by bytes too, in order: past `byte_limit` a
-    /// sender waits until the writer has taken enough, a small message
-    /// does not pass a large one that waits, and a message larger than
-    /// the bound passes alone.
+    /// The queue is bounded by the bytes of its weighed messages too, in
+    /// order: past `byte_limit` a sender waits until the writer has taken
+    /// enough, a weighed message does not pass a larger one that waits, a
+    /// message larger than the bound passes alone, and small messages take
+    /// no bytes.
     #[tokio::test]
     async fn past_its_bytes_senders_wait_in_order_and_a_larger_message_passes_alone() {
-        let (sender, mut writer) = frames(line, 100, 10, 1024);
+        let kib = |n: usize, fill: &str| fill.repeat(n << 10);
+        let (sender, mut writer) = frames(line, 100, 40 << 10, 1024);
         let outbox = Outbox::Frames(sender);
-        outbox.try_send(message("123456")).unwrap();
+        outbox.try_send(message(&kib(24, "a"))).unwrap();
         assert!(
             matches!(
-                outbox.try_send(message("12345")),
+                outbox.try_send(message(&kib(20, "b"))),
                 Err(TrySendError::Full(_))
             ),
-            "11 bytes would wait, over 10"
+            "44 KiB would wait, over 40"
         );
         let large = tokio::spawn({
             let outbox = outbox.clone();
-            async move {
-                outbox
-                    .send(message("a message over the bound"))
-                    .await
-                    .is_ok()
-            }
+            let text = kib(50, "c");
+            async move { outbox.send(message(&text)).await.is_ok() }
         });
         tokio::task::yield_now().await;
         assert!(!large.is_finished(), "it waits for bytes");
         assert!(
-            matches!(outbox.try_send(message("9")), Err(TrySendError::Full(_))),
-            "a small message that fits waits behind the large one"
+            matches!(
+                outbox.try_send(message(&kib(16, "d"))),
+                Err(TrySendError::Full(_))
+            ),
+            "a weighed message that fits waits behind the large one"
         );
+        outbox.try_send(message("9")).unwrap();
         let chunk = writer.next().await.expect("a chunk");
-        assert_eq!(&chunk[..], b"123456\n");
+        assert_eq!(chunk.len(), (24 << 10) + 1);
         writer.written(chunk);
         let passed = tokio::time::timeout(std::time::Duration::from_secs(10), large).await;
         assert!(
@@ -573,14 +595,17 @@ mod tests {
             "the freed bytes let it pass, alone"
         );
         assert!(
-            matches!(outbox.try_send(message("9")), Err(TrySendError::Full(_))),
+            matches!(
+                outbox.try_send(message(&kib(16, "d"))),
+                Err(TrySendError::Full(_))
+            ),
             "it holds the whole bound"
         );
-        let chunk = writer.next().await.expect("a chunk");
-        assert_eq!(&chunk[..], b"a message over the bound\n");
-        writer.written(chunk);
-        outbox.try_send(message("9")).unwrap();
         assert_eq!(&writer.next().await.expect("a chunk")[..], b"9\n");
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(chunk.len(), (50 << 10) + 1);
+        writer.written(chunk);
+        outbox.try_send(message(&kib(16, "d"))).unwrap();
     }
 
     /// A message queued just before its sender, the last, leaves is
