@@ -350,10 +350,10 @@ impl FrameWriter {
     }
 }
 
-/// A queue of frames: at most `limit` messages and `byte_limit` bytes of
-/// frames wait for the writer (a larger message waits alone), each written
-/// by `framing` into chunks of about `chunk` bytes (a larger message takes
-/// one of its own).
+/// A queue of frames: at most `limit` messages wait for the writer, and of
+/// the messages of 16 KiB or more at most `byte_limit` bytes (a larger one
+/// waits alone), each written by `framing` into chunks of about `chunk`
+/// bytes (a larger message takes one of its own).
 pub(crate) fn frames(
     framing: FrameFn,
     limit: usize,
