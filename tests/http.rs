@@ -411,7 +411,8 @@ async fn bearer_token_is_401_without_or_with_a_wrong_token_and_200_with_the_righ
 
 /// With a static token: `Host` and `Origin` are checked before the token
 /// (a foreign origin is 403, not 401); a CORS preflight (an `OPTIONS` with
-/// an `Origin`) needs no token, any other request does; a repeated
+/// an `Origin` and an `Access-Control-Request-Method`), which the endpoint
+/// answers itself, needs no token, any other request does; a repeated
 /// `Authorization` is no token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_static_token_origin_comes_first_and_only_a_preflight_goes_without() {
@@ -436,6 +437,19 @@ async fn with_a_static_token_origin_comes_first_and_only_a_preflight_goes_withou
         options.status,
         StatusCode::UNAUTHORIZED,
         "OPTIONS, no Origin"
+    );
+    let asks_nothing = client
+        .exchange(bare(
+            Method::OPTIONS,
+            "/mcp",
+            &[("origin", "http://localhost:6274")],
+            "",
+        ))
+        .await;
+    assert_eq!(
+        asks_nothing.status,
+        StatusCode::UNAUTHORIZED,
+        "OPTIONS asking for no method"
     );
     let foreign = client
         .exchange(post_with(

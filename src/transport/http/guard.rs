@@ -9,7 +9,7 @@
 
 use std::net::IpAddr;
 
-use http::header::{AUTHORIZATION, HOST, HeaderValue, ORIGIN};
+use http::header::{ACCESS_CONTROL_REQUEST_METHOD, AUTHORIZATION, HOST, HeaderValue, ORIGIN};
 use http::{HeaderMap, Method};
 use url::{Host, Url};
 
@@ -79,6 +79,56 @@ impl Accepted {
     }
 }
 
+/// The parts of a request the checks read.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asked<'h> {
+    pub(super) method: &'h Method,
+    pub(super) headers: &'h HeaderMap,
+    /// The request target's authority (absolute form), which stands for
+    /// `Host`.
+    pub(super) authority: Option<&'h str>,
+    /// HTTP/1.1 or later, where `Host` is required.
+    pub(super) http11: bool,
+}
+
+impl<'h> Asked<'h> {
+    /// The parts of `request` the checks read.
+    pub(super) fn of(
+        method: &'h Method,
+        headers: &'h HeaderMap,
+        uri: &'h http::Uri,
+        version: http::Version,
+    ) -> Self {
+        Self {
+            method,
+            headers,
+            authority: uri.authority().map(http::uri::Authority::as_str),
+            http11: version >= http::Version::HTTP_11,
+        }
+    }
+
+    /// A CORS preflight: an `OPTIONS` with an `Origin` and an
+    /// `Access-Control-Request-Method` (browsers send no credentials on
+    /// one).
+    fn is_preflight(&self, origin: Option<&HeaderValue>) -> bool {
+        *self.method == Method::OPTIONS
+            && origin.is_some()
+            && self.headers.contains_key(ACCESS_CONTROL_REQUEST_METHOD)
+    }
+}
+
+/// Who answers a CORS preflight that passed the `Host` and `Origin`
+/// checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Preflights {
+    /// The caller answers it itself (204 and CORS headers; nothing is
+    /// dispatched), so it needs no token: the MCP endpoint.
+    Answered,
+    /// It goes on to an inner service like any request, so it needs the
+    /// token: [`GuardLayer`](super::GuardLayer).
+    Guarded,
+}
+
 /// What a request that passed [`Rules::check`] carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Passed<'h> {
@@ -89,24 +139,21 @@ pub(super) struct Passed<'h> {
 }
 
 impl Rules {
-    /// Checks a request of `method` by its headers: `Host` and `Origin`,
-    /// then the static bearer token, which a CORS preflight (an `OPTIONS`
-    /// with an `Origin`: browsers send no credentials on one) needs not
-    /// carry. `host_rule` says which `Host` names are accepted, `http11`
-    /// whether the request is HTTP/1.1 (where `Host` is required);
-    /// `accepted` remembers values that passed.
+    /// Checks a request: `Host` and `Origin`, then the static bearer
+    /// token, which a CORS preflight needs not carry where `preflights`
+    /// says the caller answers it. `host_rule` says which `Host` names are
+    /// accepted; `accepted` remembers values that passed.
     pub(super) fn check<'h>(
         &self,
-        method: &Method,
-        headers: &'h HeaderMap,
-        uri_authority: Option<&str>,
-        http11: bool,
+        asked: Asked<'h>,
         host_rule: HostRule,
         accepted: &Accepted,
+        preflights: Preflights,
     ) -> Result<Passed<'h>, Refusal> {
-        let origin = self.check_origin(headers, uri_authority, http11, host_rule, accepted)?;
-        let preflight = *method == Method::OPTIONS && origin.is_some();
-        if !preflight && !self.authorized(headers) {
+        let origin = self.check_origin(asked, host_rule, accepted)?;
+        let preflight = asked.is_preflight(origin);
+        let exempt = preflight && preflights == Preflights::Answered;
+        if !exempt && !self.authorized(asked.headers) {
             return Err(Refusal::Unauthorized);
         }
         Ok(Passed { origin, preflight })
@@ -116,12 +163,16 @@ impl Rules {
     /// has one.
     fn check_origin<'h>(
         &self,
-        headers: &'h HeaderMap,
-        uri_authority: Option<&str>,
-        http11: bool,
+        asked: Asked<'h>,
         host_rule: HostRule,
         accepted: &Accepted,
     ) -> Result<Option<&'h HeaderValue>, Refusal> {
+        let Asked {
+            headers,
+            authority: uri_authority,
+            http11,
+            ..
+        } = asked;
         let host = one_of(headers, &HOST)
             .map_err(|()| Refusal::BadRequest("a request carries at most one Host header"))?;
         if host.is_none() && http11 && uri_authority.is_none() {
@@ -304,12 +355,15 @@ mod tests {
     fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
         rules
             .check(
-                &Method::POST,
-                &headers(pairs),
-                None,
-                true,
+                Asked {
+                    method: &Method::POST,
+                    headers: &headers(pairs),
+                    authority: None,
+                    http11: true,
+                },
                 HostRule::Listed,
                 &Accepted::default(),
+                Preflights::Answered,
             )
             .map(|_| ())
     }
@@ -321,12 +375,15 @@ mod tests {
         let with = |host: &str| {
             rules
                 .check(
-                    &Method::POST,
-                    &headers(&[("host", host)]),
-                    None,
-                    true,
+                    Asked {
+                        method: &Method::POST,
+                        headers: &headers(&[("host", host)]),
+                        authority: None,
+                        http11: true,
+                    },
                     HostRule::Listed,
                     &accepted,
+                    Preflights::Answered,
                 )
                 .map(|_| ())
         };
@@ -406,12 +463,15 @@ mod tests {
         }
         assert_eq!(
             rules.check(
-                &Method::POST,
-                &HeaderMap::new(),
-                None,
-                false,
+                Asked {
+                    method: &Method::POST,
+                    headers: &HeaderMap::new(),
+                    authority: None,
+                    http11: false,
+                },
                 HostRule::Listed,
-                &Accepted::default()
+                &Accepted::default(),
+                Preflights::Answered,
             ),
             Ok(Passed {
                 origin: None,
@@ -469,12 +529,15 @@ mod tests {
         }
         assert_eq!(
             rules.check(
-                &Method::POST,
-                &headers(&[("host", "evil.com")]),
-                None,
-                true,
+                Asked {
+                    method: &Method::POST,
+                    headers: &headers(&[("host", "evil.com")]),
+                    authority: None,
+                    http11: true,
+                },
                 HostRule::Any,
-                &Accepted::default()
+                &Accepted::default(),
+                Preflights::Answered,
             ),
             Ok(Passed {
                 origin: None,
@@ -513,32 +576,57 @@ mod tests {
     }
 
     #[test]
-    fn a_cors_preflight_needs_no_token_and_any_other_request_does() {
+    fn a_cors_preflight_needs_no_token_only_where_it_is_answered() {
         let rules = Rules {
             bearer_token: Some("s3cret".into()),
             ..Rules::default()
         };
-        let with = |method: Method, pairs: &[(&str, &str)]| {
+        let with = |method: Method, pairs: &[(&str, &str)], preflights: Preflights| {
             rules
                 .check(
-                    &method,
-                    &headers(pairs),
-                    None,
-                    true,
+                    Asked {
+                        method: &method,
+                        headers: &headers(pairs),
+                        authority: None,
+                        http11: true,
+                    },
                     HostRule::Listed,
                     &Accepted::default(),
+                    preflights,
                 )
                 .map(|passed| passed.preflight)
         };
-        let origin = [("host", "localhost"), ("origin", "http://localhost:3000")];
-        assert_eq!(with(Method::OPTIONS, &origin), Ok(true), "a preflight");
+        let preflight = [
+            ("host", "localhost"),
+            ("origin", "http://localhost:3000"),
+            ("access-control-request-method", "POST"),
+        ];
         assert_eq!(
-            with(Method::OPTIONS, &[("host", "localhost")]),
+            with(Method::OPTIONS, &preflight, Preflights::Answered),
+            Ok(true),
+            "the endpoint answers a preflight itself"
+        );
+        assert_eq!(
+            with(Method::OPTIONS, &preflight, Preflights::Guarded),
+            Err(Refusal::Unauthorized),
+            "behind the layer, the inner service would get it"
+        );
+        assert_eq!(
+            with(Method::OPTIONS, &preflight[..2], Preflights::Answered),
+            Err(Refusal::Unauthorized),
+            "an OPTIONS that asks for no method is no preflight"
+        );
+        assert_eq!(
+            with(
+                Method::OPTIONS,
+                &[("host", "localhost")],
+                Preflights::Answered
+            ),
             Err(Refusal::Unauthorized),
             "an OPTIONS without an Origin is no preflight"
         );
         assert_eq!(
-            with(Method::POST, &origin),
+            with(Method::POST, &preflight, Preflights::Answered),
             Err(Refusal::Unauthorized),
             "a request from a page carries the token"
         );
@@ -546,7 +634,12 @@ mod tests {
             matches!(
                 with(
                     Method::OPTIONS,
-                    &[("host", "localhost"), ("origin", "https://evil.example")]
+                    &[
+                        ("host", "localhost"),
+                        ("origin", "https://evil.example"),
+                        ("access-control-request-method", "POST"),
+                    ],
+                    Preflights::Answered
                 ),
                 Err(Refusal::Forbidden(_))
             ),
@@ -560,12 +653,15 @@ mod tests {
         let origin = |pairs: &[(&str, &str)]| {
             rules
                 .check(
-                    &Method::POST,
-                    &headers(pairs),
-                    None,
-                    true,
+                    Asked {
+                        method: &Method::POST,
+                        headers: &headers(pairs),
+                        authority: None,
+                        http11: true,
+                    },
                     HostRule::Listed,
                     &Accepted::default(),
+                    Preflights::Answered,
                 )
                 .map(|passed| {
                     passed

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::header::{CONNECTION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
-use http::{Request, Response, StatusCode, Version};
+use http::{Request, Response, StatusCode};
 use http_body::Body;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::HttpConfig;
-use super::guard::{Accepted, HostRule, Refusal, Rules};
+use super::guard::{Accepted, Asked, HostRule, Preflights, Refusal, Rules};
 
 /// A tower [`Layer`] that admits a request only when its `Host` and
 /// `Origin` are allowed and, if a token is configured, it carries
@@ -23,9 +23,11 @@ use super::guard::{Accepted, HostRule, Refusal, Rules};
 /// the same [`HttpConfig`] settings ([`allow_origin`](HttpConfig::allow_origin),
 /// [`allow_host`](HttpConfig::allow_host),
 /// [`allow_any_host`](HttpConfig::allow_any_host),
-/// [`bearer_token`](HttpConfig::bearer_token)); a CORS preflight (an
-/// `OPTIONS` with an allowed `Origin`) needs no token, as browsers send
-/// none on one. A refused request gets
+/// [`bearer_token`](HttpConfig::bearer_token)). Every request needs the
+/// token, a CORS preflight too, since the inner service would receive it:
+/// browsers send no credentials on a preflight, so a route that pages call
+/// needs a CORS layer *outside* this one, which answers the preflight
+/// before the guard sees it. A refused request gets
 /// 400, 403 or 401 (with `WWW-Authenticate: Bearer`) and a one-line text
 /// body, never reaches the inner service, and — when it has a body left
 /// unread — carries `Connection: close`. As for a mounted endpoint, only
@@ -102,12 +104,15 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let checks = &self.checks;
         let verdict = checks.rules.check(
-            request.method(),
-            request.headers(),
-            request.uri().authority().map(http::uri::Authority::as_str),
-            request.version() >= Version::HTTP_11,
+            Asked::of(
+                request.method(),
+                request.headers(),
+                request.uri(),
+                request.version(),
+            ),
             checks.host_rule,
             &checks.accepted,
+            Preflights::Guarded,
         );
         match verdict {
             Ok(_) => Guarded::Admitted {

@@ -66,7 +66,7 @@ use http::header::{
     ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, EXPECT, HeaderValue, RETRY_AFTER,
 };
 use http::request::Parts;
-use http::{Method, Request, Response, StatusCode, Version};
+use http::{Method, Request, Response, StatusCode};
 use http_body::Body;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -250,8 +250,13 @@ impl HttpConfig {
         self
     }
 
-    /// Requires `Authorization: Bearer <token>` on every request (default:
-    /// none); a request without it gets 401.
+    /// Requires `Authorization: Bearer <token>`, once, on every request
+    /// (default: none); a request without it gets 401, after the `Host` and
+    /// `Origin` checks. The one exception is a CORS preflight (an `OPTIONS`
+    /// with an allowed `Origin` and an `Access-Control-Request-Method`),
+    /// which browsers send without credentials: the endpoint answers it
+    /// itself and runs nothing for it. [`GuardLayer`] holds a preflight to
+    /// the token too, since the app's service would receive it.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.rules.bearer_token = Some(token.into());
         self
@@ -622,15 +627,11 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        let http11 = parts.version >= Version::HTTP_11;
-        let authority = parts.uri.authority().map(http::uri::Authority::as_str);
         let checked = self.0.config.rules.check(
-            &parts.method,
-            &parts.headers,
-            authority,
-            http11,
+            guard::Asked::of(&parts.method, &parts.headers, &parts.uri, parts.version),
             self.0.host_rule,
             &self.0.accepted,
+            guard::Preflights::Answered,
         );
         let guard::Passed { origin, preflight } = match checked {
             Ok(passed) => passed,
