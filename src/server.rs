@@ -553,8 +553,9 @@ impl ServerBuilder {
 
     /// How many bytes of one session's output may wait for its client to
     /// read them, on stdio and over HTTP (default 8 MiB; a larger message
-    /// waits alone). On stdio the messages of 16 KiB or more count, and the
-    /// smaller ones are held by the bound of 256 messages (4 MiB at most).
+    /// waits alone). On stdio, messages under 16 KiB (less when the bound is
+    /// small) take a share of it set aside by the bound of 256 messages, at
+    /// most half; the larger ones wait for the rest, in order.
     /// Past it the session's work waits to send, and the session reads no
     /// more input, so a client that reads nothing holds no more of the
     /// server's memory than this (and its requests in flight).

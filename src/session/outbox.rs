@@ -106,6 +106,9 @@ struct Frames {
     /// How many bytes of weighed messages may wait before their senders
     /// wait in turn, in order (a larger message waits alone).
     bytes: Budget,
+    /// The size from which a message is weighed; smaller ones are held by
+    /// the count, within the share of the bound set aside for them.
+    weighed_from: usize,
     /// How large a chunk grows before the next message starts another.
     chunk: usize,
     /// Live [`FrameSender`]s: at none, the writer finishes.
@@ -132,13 +135,18 @@ struct Backlog {
     /// A sender was refused for want of room since the writer last
     /// emptied the queue: it may be waiting.
     refused: bool,
+    /// Senders that wait for a place: until they have one, no other sender
+    /// takes one.
+    place_waiters: usize,
 }
 
 /// The size from which a message of the frames' queue is weighed against
-/// its byte bound: 16 KiB. Smaller ones are bounded by the count alone
-/// (256 of them, 4 MiB), which costs them no atomic operation; a large one
-/// that waits for bytes is then never passed by another large one, and
-/// small ones take none of its bytes.
+/// its byte bound: 16 KiB at most, and less when the bound is small (a
+/// message count's worth of smaller ones takes at most half the bound).
+/// Smaller ones are held by the count, within the share of the bound set
+/// aside for them, which costs them no atomic operation; a large one that
+/// waits for bytes is never passed by another large one, and small ones
+/// take none of its bytes.
 const WEIGHED_FROM: usize = 16 << 10;
 
 /// Frames that wait, and what their messages took of the byte budget
@@ -168,7 +176,7 @@ impl Frames {
         if message.bytes.is_empty() {
             return Ok(());
         }
-        let held = if message.bytes.len() < WEIGHED_FROM {
+        let held = if message.bytes.len() < self.weighed_from {
             None
         } else {
             match self.bytes.try_take(message.bytes.len()) {
@@ -178,7 +186,8 @@ impl Frames {
             }
         };
         let mut waiting = self.waiting();
-        if waiting.messages >= self.limit {
+        // A place freed while senders wait is theirs.
+        if waiting.messages >= self.limit || waiting.place_waiters > 0 {
             waiting.refused = true;
             return Err(TrySendError::Full(message));
         }
@@ -206,7 +215,7 @@ impl Frames {
         }
         if let Some(last) = waiting.chunks.back_mut() {
             (self.framing)(message, &mut last.frames);
-            if message.len() >= WEIGHED_FROM {
+            if message.len() >= self.weighed_from {
                 last.taken += self.bytes.taken(message.len());
             }
         }
@@ -231,12 +240,18 @@ impl Frames {
         // Forgotten once the message is queued: the writer gives its bytes
         // back as it takes them.
         let mut held = None;
-        if message.bytes.len() >= WEIGHED_FROM {
+        if message.bytes.len() >= self.weighed_from {
             let Ok(taken) = self.bytes.take(message.bytes.len()).await else {
                 return Err(SendError(message));
             };
             held = Some(taken);
         }
+        // Counted among the senders that wait for a place from its first
+        // refusal, and no longer once it has one or is dropped.
+        let mut place = PlaceWait {
+            frames: self,
+            counted: false,
+        };
         loop {
             let drained = self.drained.notified();
             tokio::pin!(drained);
@@ -246,7 +261,12 @@ impl Frames {
             }
             let queued = {
                 let mut waiting = self.waiting();
-                if waiting.messages < self.limit {
+                let first = place.counted || waiting.place_waiters == 0;
+                if waiting.messages < self.limit && first {
+                    if place.counted {
+                        waiting.place_waiters -= 1;
+                        place.counted = false;
+                    }
                     if let Some(held) = held.take() {
                         held.forget();
                     }
@@ -254,6 +274,10 @@ impl Frames {
                     true
                 } else {
                     waiting.refused = true;
+                    if !place.counted {
+                        waiting.place_waiters += 1;
+                        place.counted = true;
+                    }
                     false
                 }
             };
@@ -264,6 +288,23 @@ impl Frames {
                 () = drained => {}
                 () = self.gone.cancelled() => {}
             }
+        }
+    }
+}
+
+/// A sender counted among those that wait for a place: dropped while
+/// still counted (its future was dropped), it is counted no more, and the
+/// others are told, since no drain may come to wake them.
+struct PlaceWait<'f> {
+    frames: &'f Frames,
+    counted: bool,
+}
+
+impl Drop for PlaceWait<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.frames.waiting().place_waiters -= 1;
+            self.frames.drained.notify_waiters();
         }
     }
 }
@@ -350,26 +391,34 @@ impl FrameWriter {
     }
 }
 
-/// A queue of frames: at most `limit` messages wait for the writer, and of
-/// the messages of 16 KiB or more at most `byte_limit` bytes (a larger one
-/// waits alone), each written by `framing` into chunks of about `chunk`
-/// bytes (a larger message takes one of its own).
+/// A queue of frames: at most `limit` messages and `byte_limit` bytes wait
+/// for the writer (a larger message waits alone; see [`WEIGHED_FROM`] for
+/// how the bytes are shared), each written by `framing` into chunks of
+/// about `chunk` bytes (a larger message takes one of its own). A place
+/// freed while senders wait for one goes to them.
 pub(crate) fn frames(
     framing: FrameFn,
     limit: usize,
     byte_limit: usize,
     chunk: usize,
 ) -> (FrameSender, FrameWriter) {
+    // What `limit` unweighed messages may hold is set aside from the bound.
+    let weighed_from = WEIGHED_FROM
+        .min(byte_limit / limit.max(1).saturating_mul(2))
+        .max(1);
+    let unweighed_share = limit.saturating_mul(weighed_from - 1);
     let frames = Arc::new(Frames {
         waiting: Mutex::new(Backlog {
             chunks: VecDeque::new(),
             spare: Vec::new(),
             messages: 0,
             refused: false,
+            place_waiters: 0,
         }),
         framing,
         limit,
-        bytes: Budget::new(byte_limit),
+        bytes: Budget::new(byte_limit.saturating_sub(unweighed_share)),
+        weighed_from,
         chunk,
         senders: AtomicUsize::new(1),
         filled: AtomicWaker::new(),
@@ -606,6 +655,70 @@ mod tests {
         assert_eq!(chunk.len(), (50 << 10) + 1);
         writer.written(chunk);
         outbox.try_send(message(&kib(16, "d"))).unwrap();
+    }
+
+    /// A place freed while senders wait for one goes to them, not to a
+    /// sender that comes later; a waiter whose future is dropped gives its
+    /// turn up.
+    #[tokio::test]
+    async fn a_freed_place_goes_to_the_senders_that_wait_for_one() {
+        let (sender, mut writer) = frames(line, 1, usize::MAX, 1024);
+        let outbox = Outbox::Frames(sender);
+        outbox.try_send(message("1")).unwrap();
+        let waiter = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.send(message("2")).await.is_ok() }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "it waits for a place");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"1\n");
+        assert!(
+            matches!(outbox.try_send(message("3")), Err(TrySendError::Full(_))),
+            "the freed place is the waiter's"
+        );
+        assert!(waiter.await.unwrap());
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"2\n");
+        // A waiter dropped while it waits is waited for no more.
+        outbox.try_send(message("4")).unwrap();
+        let dropped = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.send(message("never")).await.is_ok() }
+        });
+        tokio::task::yield_now().await;
+        dropped.abort();
+        assert!(dropped.await.is_err(), "aborted");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"4\n");
+        outbox.try_send(message("5")).unwrap();
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"5\n");
+    }
+
+    /// Small and weighed messages together hold no more than the byte
+    /// bound, whatever their mix: what small ones may take (half the bound
+    /// at most) is set aside from it. Past the bound only a message larger
+    /// than the weighed share waits, alone among the weighed ones.
+    #[tokio::test]
+    async fn what_waits_never_passes_the_byte_bound() {
+        for sizes in [
+            vec![500, 61, 500, 61, 61, 61, 61, 61],
+            vec![61, 61, 61, 61, 61, 61, 500, 500],
+            vec![1, 62, 300, 61, 200, 61, 100, 9],
+            vec![900, 61, 61, 61, 61, 61, 61, 61],
+        ] {
+            let (sender, _writer) = frames(line, 8, 1000, 64);
+            let outbox = Outbox::Frames(sender);
+            let (mut held, mut largest) = (0, 0);
+            for size in sizes.iter().cycle().take(24) {
+                if outbox.try_send(message(&"x".repeat(*size))).is_ok() {
+                    held += size;
+                    largest = largest.max(*size);
+                }
+            }
+            assert!(held > 0);
+            assert!(
+                held <= 1000.max(largest + 500),
+                "{sizes:?}: {held} bytes wait, over 1000"
+            );
+        }
     }
 
     /// A message queued just before its sender, the last, leaves is
