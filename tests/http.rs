@@ -485,7 +485,8 @@ async fn with_a_static_token_origin_comes_first_and_only_a_preflight_goes_withou
 }
 
 /// A header that may come once, repeated, is refused: `Content-Type`
-/// (415) and `MCP-Protocol-Version` (400), whatever their values.
+/// (415) and `MCP-Protocol-Version` (400, on every method and path),
+/// whatever their values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_content_type_or_protocol_version_is_refused() {
     let server = TestServer::start(HttpConfig::default()).await;
@@ -513,6 +514,25 @@ async fn a_repeated_content_type_or_protocol_version_is_refused() {
         ))
         .await;
     assert_eq!(two_versions.status, StatusCode::BAD_REQUEST);
+    // An initialize (which opens a session) and a DELETE too.
+    let versions = [
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let opening = client
+        .exchange(post_with(&versions, full(initialize.to_string())))
+        .await;
+    assert_eq!(opening.status, StatusCode::BAD_REQUEST, "initialize");
+    let mut delete = versions.to_vec();
+    delete.push(("mcp-session-id", "abc"));
+    let deleting = client
+        .exchange(bare(Method::DELETE, "/mcp", &delete, ""))
+        .await;
+    assert_eq!(deleting.status, StatusCode::BAD_REQUEST, "DELETE");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,6 +80,8 @@ pub(crate) struct HttpHead<'a> {
     pub(crate) session_id: bool,
     /// The `MCP-Protocol-Version` header's value, if present.
     pub(crate) version: Option<&'a [u8]>,
+    /// `MCP-Protocol-Version` came more than once (the request is refused).
+    pub(crate) version_repeated: bool,
     /// An `Mcp-Method` header (2026-07-28) is present.
     pub(crate) method_header: bool,
     /// `Accept` lists `text/event-stream` by name (a wildcard such as

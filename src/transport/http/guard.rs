@@ -271,9 +271,10 @@ impl Rules {
 
 /// The one value of header `name`: `Err` when it is repeated. The headers
 /// the endpoint checks that may come once (`Host`, `Origin`,
-/// `Authorization`, `Content-Type`, `MCP-Protocol-Version`,
-/// `Mcp-Session-Id`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) are read
-/// through this.
+/// `Authorization`, `Content-Type`, `Mcp-Session-Id`, `Mcp-Method`,
+/// `Mcp-Name`, `Mcp-Param-*`) are read through this;
+/// `MCP-Protocol-Version`, which the head's one pass reads
+/// (`sniff::head`), is refused there when repeated.
 pub(super) fn one_of<'a>(
     headers: &'a HeaderMap,
     name: &http::header::HeaderName,

@@ -669,6 +669,13 @@ impl McpService {
         };
         let dialects = self.0.server.inner().protocols;
         let head = sniff::head(parts);
+        if head.version_repeated {
+            let response = plain(
+                StatusCode::BAD_REQUEST,
+                "a request carries at most one MCP-Protocol-Version header",
+            );
+            return (response, Leftover::Unread(body));
+        }
         let by_head = dialects.by_head(&head);
         match parts.method {
             Method::POST => {}

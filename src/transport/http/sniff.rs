@@ -20,6 +20,7 @@ pub(super) fn head(parts: &Parts) -> HttpHead<'_> {
         } else if *name == SESSION_ID {
             head.session_id = true;
         } else if *name == PROTOCOL_VERSION {
+            head.version_repeated |= head.version.is_some();
             head.version.get_or_insert(value.as_bytes());
         } else if *name == MCP_METHOD {
             head.method_header = true;

@@ -408,16 +408,10 @@ struct PostInfo<'a> {
     opening: bool,
 }
 
-/// 400 when `MCP-Protocol-Version` names a version not served over HTTP,
-/// or comes more than once.
+/// 400 when `MCP-Protocol-Version` names a version not served over HTTP
+/// (a repeated one was refused before: `McpService::admitted`).
 fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
-    let Ok(value) = one_of(&parts.headers, &PROTOCOL_VERSION) else {
-        return Some(plain(
-            StatusCode::BAD_REQUEST,
-            "a request carries at most one MCP-Protocol-Version header",
-        ));
-    };
-    let value = value?;
+    let value = parts.headers.get(PROTOCOL_VERSION)?;
     let supported = value.to_str().is_ok_and(|v| supported_over_http(v.trim()));
     (!supported).then(|| {
         plain(
