@@ -267,10 +267,16 @@ impl Frames {
                         waiting.place_waiters -= 1;
                         place.counted = false;
                     }
+                    // Senders that came while others waited wait for a
+                    // wake: a place left over is theirs now.
+                    let others = waiting.place_waiters > 0 && waiting.messages + 1 < self.limit;
                     if let Some(held) = held.take() {
                         held.forget();
                     }
                     self.enqueue(waiting, &message.bytes);
+                    if others {
+                        self.drained.notify_waiters();
+                    }
                     true
                 } else {
                     waiting.refused = true;
