@@ -354,19 +354,36 @@ mod tests {
     }
 
     fn check(rules: &Rules, pairs: &[(&str, &str)]) -> Result<(), Refusal> {
+        passed(rules, Method::POST, pairs, Preflights::Answered).map(|_| ())
+    }
+
+    /// What `Rules::check` says of a request of `method` with these
+    /// headers, over HTTP/1.1 to the endpoint: the `Origin` it passed, and
+    /// whether it is a preflight.
+    fn passed(
+        rules: &Rules,
+        method: Method,
+        pairs: &[(&str, &str)],
+        preflights: Preflights,
+    ) -> Result<(Option<String>, bool), Refusal> {
         rules
             .check(
                 Asked {
-                    method: &Method::POST,
+                    method: &method,
                     headers: &headers(pairs),
                     authority: None,
                     http11: true,
                 },
                 HostRule::Listed,
                 &Accepted::default(),
-                Preflights::Answered,
+                preflights,
             )
-            .map(|_| ())
+            .map(|passed| {
+                let origin = passed
+                    .origin
+                    .map(|o| o.to_str().unwrap_or_default().to_owned());
+                (origin, passed.preflight)
+            })
     }
 
     #[test]
@@ -583,19 +600,7 @@ mod tests {
             ..Rules::default()
         };
         let with = |method: Method, pairs: &[(&str, &str)], preflights: Preflights| {
-            rules
-                .check(
-                    Asked {
-                        method: &method,
-                        headers: &headers(pairs),
-                        authority: None,
-                        http11: true,
-                    },
-                    HostRule::Listed,
-                    &Accepted::default(),
-                    preflights,
-                )
-                .map(|passed| passed.preflight)
+            passed(&rules, method, pairs, preflights).map(|(_, preflight)| preflight)
         };
         let preflight = [
             ("host", "localhost"),
@@ -652,23 +657,7 @@ mod tests {
     fn the_checks_give_the_one_origin_they_passed() {
         let rules = Rules::default();
         let origin = |pairs: &[(&str, &str)]| {
-            rules
-                .check(
-                    Asked {
-                        method: &Method::POST,
-                        headers: &headers(pairs),
-                        authority: None,
-                        http11: true,
-                    },
-                    HostRule::Listed,
-                    &Accepted::default(),
-                    Preflights::Answered,
-                )
-                .map(|passed| {
-                    passed
-                        .origin
-                        .map(|o| o.to_str().unwrap_or_default().to_owned())
-                })
+            passed(&rules, Method::POST, pairs, Preflights::Answered).map(|(origin, _)| origin)
         };
         assert_eq!(origin(&[("host", "localhost")]), Ok(None));
         assert_eq!(
