@@ -60,7 +60,8 @@ impl Budget {
         self.bytes.acquire_many(self.permits(weight)).await
     }
 
-    /// Gives back `permits`: what messages took, by [`taken`](Self::taken).
+    /// Gives back `permits`: what messages took (by [`taken`](Self::taken),
+    /// or a forgotten permit's count).
     pub(crate) fn give_back(&self, permits: usize) {
         self.bytes.add_permits(permits);
     }

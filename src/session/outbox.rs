@@ -17,7 +17,7 @@ use std::task::Poll;
 use atomic_waker::AtomicWaker;
 use bytes::BytesMut;
 use tokio::sync::mpsc::error::{SendError, TrySendError};
-use tokio::sync::{Notify, TryAcquireError};
+use tokio::sync::{Notify, SemaphorePermit, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use super::bounded::{BoundedReceiver, BoundedSender, Budget, Weighed};
@@ -191,16 +191,19 @@ impl Frames {
             waiting.refused = true;
             return Err(TrySendError::Full(message));
         }
-        if let Some(held) = held {
-            held.forget();
-        }
-        self.enqueue(waiting, &message.bytes);
+        self.enqueue(waiting, &message.bytes, held);
         Ok(())
     }
 
-    /// Frames `message` into the last chunk (or a new one), counting what
-    /// it took of the byte budget; wakes the writer if nothing waited.
-    fn enqueue(&self, mut waiting: std::sync::MutexGuard<'_, Backlog>, message: &[u8]) {
+    /// Frames `message` into the last chunk (or a new one), which keeps
+    /// what `held` took of the byte budget for the writer to give back;
+    /// wakes the writer if nothing waited.
+    fn enqueue(
+        &self,
+        mut waiting: std::sync::MutexGuard<'_, Backlog>,
+        message: &[u8],
+        held: Option<SemaphorePermit<'_>>,
+    ) {
         let was_empty = waiting.chunks.is_empty();
         let fits = waiting
             .chunks
@@ -215,8 +218,9 @@ impl Frames {
         }
         if let Some(last) = waiting.chunks.back_mut() {
             (self.framing)(message, &mut last.frames);
-            if message.len() >= self.weighed_from {
-                last.taken += self.bytes.taken(message.len());
+            if let Some(held) = held {
+                last.taken += held.num_permits();
+                held.forget();
             }
         }
         waiting.messages += 1;
@@ -270,10 +274,7 @@ impl Frames {
                     // Senders that came while others waited wait for a
                     // wake: a place left over is theirs now.
                     let others = waiting.place_waiters > 0 && waiting.messages + 1 < self.limit;
-                    if let Some(held) = held.take() {
-                        held.forget();
-                    }
-                    self.enqueue(waiting, &message.bytes);
+                    self.enqueue(waiting, &message.bytes, held.take());
                     if others {
                         self.drained.notify_waiters();
                     }
