@@ -8,6 +8,8 @@
 //! asserted as an ordering, never as a duration.
 
 mod http_support;
+#[path = "common/settle.rs"]
+mod settle;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +21,7 @@ use http_support::*;
 use hyper::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
+use settle::settled;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -902,15 +905,7 @@ async fn a_streaming_session_whose_client_reads_nothing_runs_no_more_than_its_ou
         writer.line(&execute(id, BLOB, json!({})));
     }
     // Wait until the calls stop coming.
-    let mut ran = 0;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = calls.load(Ordering::SeqCst);
-        if now == ran && now > 0 {
-            break;
-        }
-        ran = now;
-    }
+    let ran = settled(&calls).await;
     // 150 MB of replies were asked for; the bound (1 MiB), the sockets'
     // buffers and the requests in flight hold a few dozen of them.
     assert!(ran > 0, "some calls ran");

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clawmcp::Principal;
 use clawmcp::testing::TestClient;
+use common::settle::settled;
 use common::{
     COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, batch_reply, builder, execute,
     frame,
@@ -294,15 +295,7 @@ async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_ho
         }
     });
     // Wait until the calls stop coming.
-    let mut ran = 0;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = calls.load(Ordering::SeqCst);
-        if now == ran && now > 0 {
-            break;
-        }
-        ran = now;
-    }
+    let ran = settled(&calls).await;
     // 160 MB of replies were asked for (each carries its 200 KiB output
     // twice: structured, and as text). The bound (1 MiB) holds two, the
     // writer one, and the reader waits with the next until there is room,

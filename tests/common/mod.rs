@@ -7,6 +7,7 @@
 
 #[cfg(all(feature = "http", feature = "schemars"))]
 pub mod reference;
+pub mod settle;
 
 use std::future::Future;
 use std::io;
