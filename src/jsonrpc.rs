@@ -99,7 +99,7 @@ impl<'de> Deserialize<'de> for RequestId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
         Self::from_raw(&raw)
-            .ok_or_else(|| serde::de::Error::custom("an id must be a string, an integer or null"))
+            .ok_or_else(|| serde::de::Error::custom("an id must be a string or an integer"))
     }
 }
 
@@ -392,7 +392,7 @@ fn classify(env: Envelope<'_>) -> Incoming<'_> {
         Some(None) => {
             return Incoming::Invalid {
                 id: RequestId::Null,
-                reason: "id must be a string, an integer or null".into(),
+                reason: "id must be a string or an integer".into(),
             };
         }
     };

@@ -855,6 +855,23 @@ async fn a_null_id_is_an_invalid_request_in_this_protocol() {
     assert!(lines[0].get("id").is_none());
 }
 
+/// An id must be a string or an integer here (a number with a fraction is
+/// neither), and the error says so without offering `null`, which this
+/// protocol refuses too.
+#[tokio::test]
+async fn a_fractional_id_is_an_invalid_request_that_does_not_offer_null() {
+    let (server, ..) = server();
+    let lines = raw_lines(
+        &server,
+        "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}\n",
+    )
+    .await;
+    assert_eq!(lines[0]["error"]["code"], -32600);
+    let why = lines[0]["error"]["data"].as_str().unwrap_or_default();
+    assert!(why.contains("a string or an integer"), "{why}");
+    assert!(!why.contains("null"), "{why}");
+}
+
 #[tokio::test]
 async fn at_the_end_of_input_requests_in_flight_finish_and_the_call_returns() {
     let (mut client, probe, ..) = client().await;
