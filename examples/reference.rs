@@ -17,7 +17,7 @@
 //! resource, a list change) reaches every stream on every process, and the
 //! last-write resource reads the same on all of them, and any of them reads,
 //! answers and cancels any task (`sleep` and `ask`). Give them the same
-//! `CLAWMCP_STATE_KEYS` so that a 2026-07-28 retry can reach any of them.
+//! `CLAWMCP_REQUEST_STATE_KEYS` so that a 2026-07-28 retry can reach any of them.
 //! With `--oauth-issuer` (feature `oauth`) the HTTP endpoint is an OAuth
 //! resource server: every request needs a token of that issuer for the
 //! endpoint's public URL (default `http://ADDR/mcp`) with scope `mcp`, and
@@ -156,12 +156,12 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
 
     // One deployment's processes share their request-state keys, so that a
     // 2026-07-28 retry may reach any of them; else each has its own.
-    let state_keys = match std::env::var("CLAWMCP_STATE_KEYS") {
-        Ok(list) => clawmcp::server::state_keys_from_hex(&list)?,
+    let request_state_keys = match std::env::var("CLAWMCP_REQUEST_STATE_KEYS") {
+        Ok(list) => clawmcp::server::request_state_keys_from_hex(&list)?,
         Err(_) => Vec::new(),
     };
     let quota = Quota::new(options.root_quota.unwrap_or(DEFAULT_ROOT_QUOTA));
-    let mut builder = build(root, quota, options.max_message_size, state_keys);
+    let mut builder = build(root, quota, options.max_message_size, request_state_keys);
     if let Some(tasks) = options.max_tasks_per_principal {
         builder = builder.max_tasks_per_principal(tasks);
     }
@@ -463,7 +463,7 @@ fn build(
     root: sandbox::Root,
     quota: Quota,
     max_message_size: Option<usize>,
-    state_keys: Vec<[u8; 32]>,
+    request_state_keys: Vec<[u8; 32]>,
 ) -> clawmcp::ServerBuilder {
     let last_write = SharedResource::new(
         LAST_WRITE,
@@ -631,7 +631,7 @@ fn build(
                     .annotations(ToolAnnotations::new().read_only(true).open_world(false)),
             ),
         )
-        .state_keys(state_keys)
+        .request_state_keys(request_state_keys)
         // Behind OAuth (--oauth-issuer), writing needs more than calling.
         .require_scopes("file-writer", ["files:write"])
 }

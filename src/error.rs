@@ -1,14 +1,18 @@
 //! Errors: the wire error a client sees ([`RpcError`] with its [`ErrorCode`]),
 //! and the library's own failures ([`BuildError`]).
 //!
-//! Every code of docs/mcp-v1.md §2 is named once, in [`ErrorCode`], together with
-//! its message text; nothing else in the crate spells a code or a message.
+//! Every code of docs/mcp-v1.md §2, and the three the 2026-07-28 revision
+//! adds (docs/model-context.md §7.3), is named once, in [`ErrorCode`],
+//! together with its message text. The Model Context Protocol dialect reads
+//! its messages from the same table, except `-32002`, which means another
+//! thing there.
 
 use std::fmt;
 
 /// A JSON-RPC error code.
 ///
-/// An open newtype: the named constants are the codes of docs/mcp-v1.md §2, and
+/// An open newtype: the named constants are the codes of docs/mcp-v1.md §2
+/// and of the 2026-07-28 revision (`-32020`…`-32022`), and
 /// [`ErrorCode::message`] gives each its fixed message text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ErrorCode(pub i32);
@@ -55,8 +59,9 @@ impl ErrorCode {
     /// speak (HTTP `400`).
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
 
-    /// The fixed `message` text of this code (docs/mcp-v1.md §2), or
-    /// `"Server error"` for a code the table does not name.
+    /// The fixed `message` text of this code (docs/mcp-v1.md §2, and the
+    /// 2026-07-28 revision's three), or `"Server error"` for a code the
+    /// table does not name.
     pub fn message(self) -> &'static str {
         match self.0 {
             -32700 => "Parse error",
@@ -328,10 +333,10 @@ pub enum BuildError {
     },
     /// The keys that seal a 2026-07-28 request's state could not be set:
     /// a list that is not 32-byte keys in hex
-    /// ([`state_keys_from_hex`](crate::server::state_keys_from_hex)), or
+    /// ([`request_state_keys_from_hex`](crate::server::request_state_keys_from_hex)), or
     /// no random key (the operating system's source failed).
     #[error("request state keys: {0}")]
-    StateKeys(String),
+    RequestStateKeys(String),
     /// An extension ([`ServerBuilder::extension`](crate::ServerBuilder::extension))
     /// whose identifier has no prefix (`vendor/name`) or whose settings are
     /// not an object.

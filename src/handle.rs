@@ -370,16 +370,16 @@ impl PushRegistry {
 
     /// Registers a session that became ready, or a listen stream: its
     /// queue, which the caller drains, and the guard that unregisters it.
-    pub(crate) fn register(self: &Arc<Self>) -> (Subscription, Arc<PushQueue>) {
+    pub(crate) fn register(self: &Arc<Self>) -> (PushRegistration, Arc<PushQueue>) {
         let number = self.next_session.fetch_add(1, Ordering::Relaxed);
         let queue = Arc::new(PushQueue::default());
         self.sessions().insert(number, queue.clone());
-        let subscription = Subscription {
+        let registration = PushRegistration {
             registry: self.clone(),
             number,
             queue: queue.clone(),
         };
-        (subscription, queue)
+        (registration, queue)
     }
 }
 
@@ -494,13 +494,13 @@ impl Cause {
 /// dropping it unregisters it and closes its queue: a session's forwarder
 /// then sends what is queued and stops (a listen stream's listener, which
 /// holds it, is gone with it).
-pub(crate) struct Subscription {
+pub(crate) struct PushRegistration {
     registry: Arc<PushRegistry>,
     number: u64,
     queue: Arc<PushQueue>,
 }
 
-impl Subscription {
+impl PushRegistration {
     /// The session's number in the registry.
     pub(crate) fn number(&self) -> u64 {
         self.number
@@ -512,7 +512,7 @@ impl Subscription {
     }
 }
 
-impl Drop for Subscription {
+impl Drop for PushRegistration {
     fn drop(&mut self) {
         self.registry.sessions().remove(&self.number);
         self.queue.close();

@@ -62,10 +62,10 @@ pub struct Server {
     inner: Arc<ServerInner>,
     /// The state every HTTP single exchange's request served without a
     /// session shares ([`session::alone`]).
-    detached_v1: Arc<Shared>,
+    sessionless_v1: Arc<Shared>,
     /// The same, for the 2026-07-28 requests of Streamable HTTP.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    detached_2026: Arc<Shared>,
+    sessionless_2026: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Server {
@@ -146,7 +146,7 @@ impl Server {
         // One message, most often answered at once: no session is built.
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                return match session::alone(&self.detached_v1, message, caller) {
+                return match session::alone(&self.sessionless_v1, message, caller) {
                     Alone::Answered(reply) => answered(reply.map(|r| r.bytes)),
                     Alone::Forbidden(reply, needed) => Exchanged {
                         forbidden: Some(needed),
@@ -176,8 +176,8 @@ impl Server {
 
     /// The state a 2026-07-28 request served without a session shares.
     #[cfg(feature = "http")]
-    pub(crate) fn detached_2026(&self) -> &Arc<Shared> {
-        &self.detached_2026
+    pub(crate) fn sessionless_2026(&self) -> &Arc<Shared> {
+        &self.sessionless_2026
     }
 
     pub(crate) fn inner(&self) -> &Arc<ServerInner> {
@@ -212,25 +212,25 @@ async fn only_reply(
 }
 
 /// How long a sealed 2026-07-28 `requestState` may be retried, by default.
-pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
+pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(600);
 /// How long 2026-07-28 clients may cache lists, by default.
 pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(60);
 
-/// Reads a list of 2026-07-28 state keys as `CLAWMCP_STATE_KEYS` holds it:
+/// Reads a list of 2026-07-28 state keys as `CLAWMCP_REQUEST_STATE_KEYS` holds it:
 /// 32-byte keys in hex, comma-separated, the sealing one first
-/// ([`ServerBuilder::state_keys`]).
+/// ([`ServerBuilder::request_state_keys`]).
 ///
 /// ```
-/// let keys = clawmcp::server::state_keys_from_hex(&"ab".repeat(32))?;
+/// let keys = clawmcp::server::request_state_keys_from_hex(&"ab".repeat(32))?;
 /// assert_eq!(keys, vec![[0xab; 32]]);
-/// assert!(clawmcp::server::state_keys_from_hex("not hex").is_err());
+/// assert!(clawmcp::server::request_state_keys_from_hex("not hex").is_err());
 /// # Ok::<(), clawmcp::BuildError>(())
 /// ```
 ///
 /// # Errors
-/// [`BuildError::StateKeys`] when an entry is not 64 hex digits.
-pub fn state_keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, BuildError> {
-    crate::dialect::keys_from_hex(list).map_err(BuildError::StateKeys)
+/// [`BuildError::RequestStateKeys`] when an entry is not 64 hex digits.
+pub fn request_state_keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, BuildError> {
+    crate::dialect::keys_from_hex(list).map_err(BuildError::RequestStateKeys)
 }
 
 /// Registers tools, resources and prompts, then [`build`](Self::build)s a
@@ -271,8 +271,8 @@ pub struct ServerBuilder {
     /// Extensions the capabilities declare, by identifier.
     extensions: serde_json::Map<String, serde_json::Value>,
     /// The 2026-07-28 revision's state keys (none: one random key).
-    state_keys: Vec<[u8; 32]>,
-    state_ttl: Duration,
+    request_state_keys: Vec<[u8; 32]>,
+    request_state_ttl: Duration,
     cache: CacheHints,
     tasks: crate::task::TaskSettings,
 }
@@ -308,8 +308,8 @@ impl Default for ServerBuilder {
             handle: ServerHandle::new(),
             by_name_only: Vec::new(),
             extensions: serde_json::Map::new(),
-            state_keys: Vec::new(),
-            state_ttl: DEFAULT_STATE_TTL,
+            request_state_keys: Vec::new(),
+            request_state_ttl: DEFAULT_REQUEST_STATE_TTL,
             tasks: crate::task::TaskSettings::default(),
             cache: CacheHints {
                 lists: DEFAULT_LIST_TTL,
@@ -429,16 +429,16 @@ impl ServerBuilder {
     /// key first and drop the old one once states sealed with it have
     /// expired. By default each process seals with a random key of its own
     /// (retries then reach only the process that answered).
-    /// [`state_keys_from_hex`] reads a list as `CLAWMCP_STATE_KEYS` holds it.
-    pub fn state_keys(mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> Self {
-        self.state_keys = keys.into_iter().collect();
+    /// [`request_state_keys_from_hex`] reads a list as `CLAWMCP_REQUEST_STATE_KEYS` holds it.
+    pub fn request_state_keys(mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> Self {
+        self.request_state_keys = keys.into_iter().collect();
         self
     }
 
     /// How long a sealed `requestState` may be retried (default: 10
     /// minutes); an older one is refused.
-    pub fn state_ttl(mut self, ttl: Duration) -> Self {
-        self.state_ttl = ttl;
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = ttl;
         self
     }
 
@@ -612,7 +612,7 @@ impl ServerBuilder {
     /// and on stdio the one client. A call past it is
     /// refused with `-32600`, naming the bound.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
-        self.tasks.max_per_owner = tasks.max(1);
+        self.tasks.max_per_principal = tasks.max(1);
         self
     }
 
@@ -627,7 +627,7 @@ impl ServerBuilder {
     /// holds a few times what is counted (a state's copies, the call's
     /// own); several processes sharing a store each count what they run.
     pub fn max_task_bytes_per_principal(mut self, bytes: usize) -> Self {
-        self.tasks.max_bytes_per_owner = bytes.max(1) as u64;
+        self.tasks.max_bytes_per_principal = bytes.max(1) as u64;
         self
     }
 
@@ -790,11 +790,11 @@ impl ServerBuilder {
         for (_, resource) in &listing.catalog.resources {
             resource.bind(&self.handle);
         }
-        let keys = if self.state_keys.is_empty() {
-            StateKeys::random().map_err(|e| BuildError::StateKeys(e.to_string()))?
+        let keys = if self.request_state_keys.is_empty() {
+            StateKeys::random().map_err(|e| BuildError::RequestStateKeys(e.to_string()))?
         } else {
-            StateKeys::new(&self.state_keys)
-                .ok_or_else(|| BuildError::StateKeys("no key".into()))?
+            StateKeys::new(&self.request_state_keys)
+                .ok_or_else(|| BuildError::RequestStateKeys("no key".into()))?
         };
         let server_info = crate::dialect::raw(&info);
         let inner = Arc::new(ServerInner {
@@ -806,7 +806,7 @@ impl ServerBuilder {
             revision_2026: Revision2026Settings {
                 server_info,
                 keys,
-                state_ttl: self.state_ttl,
+                state_ttl: self.request_state_ttl,
                 cache: self.cache,
             },
             tasks: self.tasks,
@@ -815,12 +815,12 @@ impl ServerBuilder {
         let served: Arc<dyn crate::handle::Served> = inner.clone();
         inner.handle.set_served(Arc::downgrade(&served));
         inner.handle.start_bus();
-        let detached_v1 = Arc::new(Shared::detached(inner.clone(), Dialect::McpV1));
-        let detached_2026 = Arc::new(Shared::detached(inner.clone(), Dialect::Revision2026));
+        let sessionless_v1 = Arc::new(Shared::sessionless(inner.clone(), Dialect::McpV1));
+        let sessionless_2026 = Arc::new(Shared::sessionless(inner.clone(), Dialect::Revision2026));
         Ok(Server {
             inner,
-            detached_v1,
-            detached_2026,
+            sessionless_v1,
+            sessionless_2026,
         })
     }
 }
@@ -892,7 +892,7 @@ mod tests {
                 assert_eq!(reply["result"]["output"]["id"], id.to_string(), "{tool}");
             }
         }
-        let exchange = &server.detached_v1;
+        let exchange = &server.sessionless_v1;
         assert!(exchange.out.is_closed());
         assert!(!exchange.trace_on());
         assert_eq!(

@@ -484,11 +484,11 @@ pub(crate) struct TaskSettings {
     pub(crate) ttl: Option<Duration>,
     /// The polling interval suggested to clients.
     pub(crate) poll_interval: Duration,
-    /// The most tasks one owner holds at once (running or kept).
-    pub(crate) max_per_owner: usize,
+    /// The most tasks one principal holds at once (running or kept).
+    pub(crate) max_per_principal: usize,
     /// The most bytes of arguments and state one principal's tasks hold
     /// in this process at once (running or kept).
-    pub(crate) max_bytes_per_owner: u64,
+    pub(crate) max_bytes_per_principal: u64,
     /// What each principal's tasks hold in this process.
     pub(crate) ledger: Arc<TaskLedger>,
     /// The tasks this process runs, waited for at shutdown.
@@ -504,8 +504,8 @@ impl Default for TaskSettings {
             store: Arc::new(MemoryTaskStore::new()),
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(500),
-            max_per_owner: 1000,
-            max_bytes_per_owner: DEFAULT_MAX_TASK_BYTES as u64,
+            max_per_principal: 1000,
+            max_bytes_per_principal: DEFAULT_MAX_TASK_BYTES as u64,
             ledger: Arc::default(),
             running: tokio_util::task::TaskTracker::new(),
             stopping: tokio_util::sync::CancellationToken::new(),

@@ -1384,7 +1384,7 @@ async fn a_state_sealed_by_another_server_with_its_own_random_key_is_32602() {
 async fn an_expired_state_is_32602() {
     let probe = Probe::default();
     let server = builder(&probe)
-        .state_ttl(Duration::ZERO)
+        .request_state_ttl(Duration::ZERO)
         .build()
         .expect("the test server builds");
     let mut client = stdio(&server).await;
@@ -1409,7 +1409,7 @@ async fn servers_sharing_a_key_list_open_each_others_states() {
     let probe = Probe::default();
     let shared = |probe: &Probe| {
         builder(probe)
-            .state_keys([[7u8; 32]])
+            .request_state_keys([[7u8; 32]])
             .build()
             .expect("the test server builds")
     };
@@ -1432,22 +1432,25 @@ async fn servers_sharing_a_key_list_open_each_others_states() {
 }
 
 #[tokio::test]
-async fn state_keys_from_hex_reads_a_list_whose_every_key_opens_and_refuses_bad_hex() {
-    let keys =
-        clawmcp::server::state_keys_from_hex(&format!("{}, {}", "ab".repeat(32), "07".repeat(32)))
-            .expect("a valid key list");
+async fn request_state_keys_from_hex_reads_a_list_whose_every_key_opens_and_refuses_bad_hex() {
+    let keys = clawmcp::server::request_state_keys_from_hex(&format!(
+        "{}, {}",
+        "ab".repeat(32),
+        "07".repeat(32)
+    ))
+    .expect("a valid key list");
     assert_eq!(keys, vec![[0xab; 32], [7; 32]]);
-    assert!(clawmcp::server::state_keys_from_hex("not hex").is_err());
-    assert!(clawmcp::server::state_keys_from_hex(&"zz".repeat(32)).is_err());
+    assert!(clawmcp::server::request_state_keys_from_hex("not hex").is_err());
+    assert!(clawmcp::server::request_state_keys_from_hex(&"zz".repeat(32)).is_err());
     // A rotated server (new key first, old one second) opens a state sealed
     // under the old key.
     let probe = Probe::default();
     let old = builder(&probe)
-        .state_keys([[7u8; 32]])
+        .request_state_keys([[7u8; 32]])
         .build()
         .expect("the test server builds");
     let rotated = builder(&probe)
-        .state_keys(keys)
+        .request_state_keys(keys)
         .build()
         .expect("the test server builds");
     let mut first = stdio(&old).await;

@@ -268,7 +268,7 @@ class Deployment:
         self.redis.wait()
 
     def start_servers(self):
-        env = dict(os.environ, CLAWMCP_STATE_KEYS=KEYS, RUST_LOG=os.environ.get("SERVER_LOG", "warn"))
+        env = dict(os.environ, CLAWMCP_REQUEST_STATE_KEYS=KEYS, RUST_LOG=os.environ.get("SERVER_LOG", "warn"))
         for i, port in enumerate(self.ports):
             root = os.path.join(self.work, f"root{i}")
             os.makedirs(root, exist_ok=True)

@@ -649,14 +649,14 @@ impl Dialect {
         }
     }
 
-    /// The notification announcing `change` to a session of this
+    /// The notification announcing `push` to a session of this
     /// dialect, or `None` when it does not want it (or the dialect has no
     /// such notification: MCP v1.0 announces no list changes).
-    pub(crate) fn pushed(self, subscriptions: &Subscriptions, change: &Push) -> Option<Vec<u8>> {
-        match (self, change) {
+    pub(crate) fn pushed(self, subscriptions: &Subscriptions, push: &Push) -> Option<Vec<u8>> {
+        match (self, push) {
             (Self::McpV1, Push::Updated(uri)) => Some(v1::resource_changed(uri)),
             (Self::McpV1, Push::ListChanged(_)) | (Self::Revision2026, _) => None,
-            (Self::ModelContext, change) => model_context::pushed(subscriptions, change),
+            (Self::ModelContext, push) => model_context::pushed(subscriptions, push),
         }
     }
 

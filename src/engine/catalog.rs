@@ -1,5 +1,5 @@
 //! Everything a server serves, checked and compiled once by
-//! [`ServerBuilder::build`](super::ServerBuilder::build): tools with their
+//! [`ServerBuilder::build`](crate::ServerBuilder::build): tools with their
 //! validators, resources, resource templates, prompts and completers,
 //! indexed by what each dialect looks them up by. Dialect-neutral: each
 //! dialect builds its own cached lists from it.

@@ -264,7 +264,7 @@ mod tests {
         }
     }
 
-    /// The old reading: arguments read into a value inside params.
+    /// The reference reading: arguments read into a value inside params.
     #[derive(Deserialize)]
     #[allow(dead_code)]
     struct AsValue {

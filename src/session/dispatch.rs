@@ -430,7 +430,7 @@ fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
 /// session at all). It is [`dispatch`] in the implicit phase, and a job by
 /// the executor policy. Only a job that does not finish on its first poll
 /// (or may block) needs a session to finish in. `shared` is the server's
-/// [`Shared::detached`] state for that kind of request, which no request
+/// [`Shared::sessionless`] state for that kind of request, which no request
 /// changes: effects are not applied (an implicit session that ends after
 /// one message would drop them unseen), and nothing such a request does
 /// reads or changes a session's state (its trace level, its cancel
@@ -457,7 +457,7 @@ pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller
             Err(job) => return Alone::Running(job),
         },
     };
-    // The detached state never traces, and MCP v1.0 sends the changes a
+    // The sessionless state never traces, and MCP v1.0 sends the changes a
     // request fires to every session alike, not as caused by it.
     debug_assert!(handled.trace.is_none() && handled.caused.is_empty());
     Alone::Answered(handled.reply)

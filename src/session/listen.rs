@@ -28,7 +28,7 @@ use super::outbox::{About, Outgoing};
 use super::shared::Shared;
 use crate::dialect::{Filter, Listing, ServerInner};
 use crate::engine::Done;
-use crate::handle::{Push, Subscription};
+use crate::handle::{Push, PushRegistration};
 use crate::jsonrpc::RequestId;
 use crate::task::{TaskState, TaskStore};
 
@@ -69,7 +69,7 @@ pub(crate) struct Listener {
     acknowledged: bool,
     /// The changes taken from the queue and not yet given out.
     taken: std::vec::IntoIter<Push>,
-    subscription: Subscription,
+    registration: PushRegistration,
     /// The task watcher's messages (its acknowledgement first), while it
     /// watches; dropping it stops the watcher.
     tasks: Option<BoundedReceiver<Vec<u8>>>,
@@ -85,7 +85,7 @@ impl Listener {
         filter: Filter,
         listing: &Arc<Listing>,
     ) -> Self {
-        let (subscription, _queue) = server.handle.registry().register();
+        let (registration, _queue) = server.handle.registry().register();
         let tasks = match tokio::runtime::Handle::try_current() {
             Ok(runtime) if !filter.tasks.is_empty() => {
                 // (A task's state can be large: its questions, its result.)
@@ -103,7 +103,7 @@ impl Listener {
             filter,
             acknowledged: false,
             taken: Vec::new().into_iter(),
-            subscription,
+            registration,
             tasks,
         }
     }
@@ -144,7 +144,7 @@ impl Listener {
             if let Some(change) = self.taken.find(|change| self.filter.wants(change)) {
                 return Poll::Ready(Filter::pushed(&self.id, &change));
             }
-            match self.subscription.queue().poll_next_batch(cx) {
+            match self.registration.queue().poll_next_batch(cx) {
                 Poll::Ready(Some(batch)) => self.taken = batch.into_iter(),
                 // (Its queue closes only when its registration is dropped,
                 // which this holds.)

@@ -8,22 +8,22 @@ use std::sync::Arc;
 
 use super::outbox::{About, Outbox, Outgoing};
 use crate::dialect::{Dialect, Subscriptions};
-use crate::handle::{PushRegistry, Subscription};
+use crate::handle::{PushRegistration, PushRegistry};
 
 /// Registers a session that became ready and starts the task that forwards
 /// its queue, encoded by the session's dialect, into `out`. The returned
 /// guard unregisters it; the forwarder then sends what is queued and stops.
-pub(crate) fn subscribe(
+pub(crate) fn forward_pushes(
     registry: &Arc<PushRegistry>,
     out: Outbox,
     dialect: Dialect,
     subscriptions: Arc<Subscriptions>,
-) -> Subscription {
-    let (subscription, queue) = registry.register();
+) -> PushRegistration {
+    let (registration, queue) = registry.register();
     tokio::spawn(async move {
         while let Some(batch) = queue.next_batch().await {
-            for change in batch {
-                let Some(bytes) = dialect.pushed(&subscriptions, &change) else {
+            for push in batch {
+                let Some(bytes) = dialect.pushed(&subscriptions, &push) else {
                     continue;
                 };
                 let message = Outgoing {
@@ -36,5 +36,5 @@ pub(crate) fn subscribe(
             }
         }
     });
-    subscription
+    registration
 }

@@ -154,7 +154,7 @@ impl Session {
 
     /// A session like [`new`](Self::new), served over HTTP: the Model
     /// Context Protocol's 2024-11-05 is not offered, and its requests may
-    /// be served [`beside`] its reader (which counts what it sends).
+    /// be served [`beside`](super::dispatch::beside) its reader (which counts what it sends).
     #[cfg(feature = "http")]
     pub(crate) fn over_http(
         server: &Arc<ServerInner>,
@@ -359,7 +359,7 @@ impl Session {
     }
 
     /// Runs what the one message of an implicit session dispatched to — a
-    /// job [`alone`] could not finish at once, or a request whose stream
+    /// job [`alone`](super::dispatch::alone) could not finish at once, or a request whose stream
     /// may carry notifications before its reply — then ends the session.
     pub(crate) async fn run_dispatched(mut self, dispatched: Dispatched, bytes: usize) {
         self.submit(dispatched, bytes).await;
@@ -683,7 +683,7 @@ impl Session {
     /// Registers the session for pushes: it hears the changes announced
     /// from now on.
     fn become_ready(&self) {
-        let subscription = super::push::subscribe(
+        let registration = super::push::forward_pushes(
             self.shared.server.handle.registry(),
             self.shared.out.clone(),
             self.shared.dialect,
@@ -691,9 +691,9 @@ impl Session {
         );
         *self
             .shared
-            .subscription
+            .push_registration
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(subscription);
+            .unwrap_or_else(PoisonError::into_inner) = Some(registration);
         self.shared.set_ready();
     }
 

@@ -20,7 +20,7 @@ use crate::client::LogLevel;
 use crate::dialect::ServerInner;
 use crate::dialect::TraceLevel;
 use crate::dialect::{Change, ClientInfo, Dialect, SessionState, Subscriptions};
-use crate::handle::Subscription;
+use crate::handle::PushRegistration;
 use crate::id_hash::IdHasher;
 use crate::jsonrpc::RequestId;
 use crate::tool::{CancelReason, Cancellation};
@@ -50,11 +50,11 @@ pub(crate) struct Shared {
     /// each with its registration number and cancellation token. A request
     /// that completes on its first poll is never registered: no cancel can
     /// be read while it runs.
-    in_flight: Mutex<InFlight>,
-    /// Numbers the registrations of `in_flight`.
+    cancellable: Mutex<Cancellable>,
+    /// Numbers the registrations in `cancellable`.
     registrations: AtomicU64,
     /// Keeps the session registered for pushes until the last task is done.
-    pub(crate) subscription: Mutex<Option<Subscription>>,
+    pub(crate) push_registration: Mutex<Option<PushRegistration>>,
     /// The Model Context Protocol client, once initialized.
     pub(crate) client: OnceLock<ClientInfo>,
     /// The least severe [`LogLevel`] sent as `notifications/message`.
@@ -90,10 +90,10 @@ pub(crate) enum Observed<'a> {
     Subscription { uri: &'a str, on: bool },
 }
 
-/// Requests in flight by id.
-type InFlight = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
+/// The requests registered for cancellation, by id.
+type Cancellable = HashMap<RequestId, Vec<(u64, Cancellation)>, IdHasher>;
 
-/// A request in [`Shared::in_flight`].
+/// A request in [`Shared::cancellable`].
 pub(crate) struct Registration {
     id: RequestId,
     number: u64,
@@ -108,9 +108,9 @@ impl Shared {
             trace: AtomicU8::new(0),
             ready: AtomicBool::new(false),
             discovered: AtomicBool::new(false),
-            in_flight: Mutex::new(HashMap::default()),
+            cancellable: Mutex::new(HashMap::default()),
             registrations: AtomicU64::new(0),
-            subscription: Mutex::new(None),
+            push_registration: Mutex::new(None),
             client: OnceLock::new(),
             log_level: AtomicU8::new(LogLevel::Info as u8),
             subscriptions: Arc::default(),
@@ -179,7 +179,7 @@ impl Shared {
     /// A session state whose outbox is closed from the start: for requests
     /// served without a session ([`alone`](super::dispatch::alone)), which send
     /// nothing. Anything sent through it is dropped (and logged).
-    pub(crate) fn detached(server: Arc<ServerInner>, dialect: Dialect) -> Self {
+    pub(crate) fn sessionless(server: Arc<ServerInner>, dialect: Dialect) -> Self {
         let (out, _) = super::outbox::channel(1, usize::MAX);
         Self::new(server, out.into(), dialect)
     }
@@ -302,8 +302,8 @@ impl Shared {
         }
     }
 
-    fn in_flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight
+    fn cancellable(&self) -> std::sync::MutexGuard<'_, Cancellable> {
+        self.cancellable
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -311,7 +311,7 @@ impl Shared {
     /// Registers a request that waits, so a cancel can reach it.
     pub(crate) fn register(&self, id: &RequestId, cancel: &Cancellation) -> Registration {
         let number = self.registrations.fetch_add(1, Ordering::Relaxed);
-        self.in_flight()
+        self.cancellable()
             .entry(id.clone())
             .or_default()
             .push((number, cancel.clone()));
@@ -322,7 +322,7 @@ impl Shared {
     }
 
     pub(crate) fn unregister(&self, registration: &Registration) {
-        let mut map = self.in_flight();
+        let mut map = self.cancellable();
         if let Some(entries) = map.get_mut(&registration.id) {
             entries.retain(|(number, _)| *number != registration.number);
             if entries.is_empty() {
@@ -334,7 +334,7 @@ impl Shared {
     /// Stops every request in flight, for `reason` (the shutdown grace
     /// period is over, or the client is gone).
     pub(crate) fn cancel_all(&self, reason: CancelReason) {
-        for entries in self.in_flight().values() {
+        for entries in self.cancellable().values() {
             for (_, token) in entries {
                 token.cancel(reason);
             }
@@ -344,7 +344,7 @@ impl Shared {
     /// Fires the cancellation of the requests in flight with `id`; says
     /// whether there was one.
     pub(crate) fn cancel(&self, id: &RequestId) -> bool {
-        match self.in_flight().get(id) {
+        match self.cancellable().get(id) {
             Some(entries) => {
                 entries
                     .iter()
@@ -380,11 +380,11 @@ impl Shared {
 
     /// The session's number among those receiving pushes, once ready.
     pub(crate) fn push_number(&self) -> Option<u64> {
-        self.subscription
+        self.push_registration
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            .map(Subscription::number)
+            .map(PushRegistration::number)
     }
 
     /// Sets the least severe level of log notifications sent.

@@ -110,7 +110,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
             &task.task_id,
             task.counts_against(),
             arguments_bytes,
-            settings.max_bytes_per_owner,
+            settings.max_bytes_per_principal,
         )
         .map_err(|e| Failure::Rpc(RpcError::invalid_request(e.to_string())))?;
     let span = task_span(start.parent.as_ref(), &task.tool, &task.task_id);
@@ -145,7 +145,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
     let seed = runner.lock().clone();
     settings
         .store
-        .create(&seed, settings.max_per_owner)
+        .create(&seed, settings.max_per_principal)
         .await
         .map_err(|e| {
             Failure::Rpc(match e {

@@ -156,14 +156,7 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    FnTool {
-        definition,
-        metadata: ToolMetadata::default(),
-        function,
-        may_block: false,
-        task_support: crate::task::TaskSupport::Never,
-        _future: PhantomData,
-    }
+    FnTool::new(definition, function)
 }
 
 /// A tool made of a [`ToolDefinition`] and an async closure returning a
@@ -196,14 +189,7 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
-    FnTool {
-        definition,
-        metadata: ToolMetadata::default(),
-        function,
-        may_block: false,
-        task_support: crate::task::TaskSupport::Never,
-        _future: PhantomData,
-    }
+    FnTool::new(definition, function)
 }
 
 /// The tool [`tool_fn`] and [`rich_tool_fn`] return.
@@ -217,6 +203,19 @@ pub struct FnTool<F, Fut> {
 }
 
 impl<F, Fut> FnTool<F, Fut> {
+    /// The tool with its defaults: it does not block, has no metadata and
+    /// never runs as a task.
+    fn new(definition: ToolDefinition, function: F) -> Self {
+        Self {
+            definition,
+            metadata: ToolMetadata::default(),
+            function,
+            may_block: false,
+            task_support: crate::task::TaskSupport::Never,
+            _future: PhantomData,
+        }
+    }
+
     /// Declares that the tool may hold its thread ([`Tool::may_block`]).
     #[must_use]
     pub fn blocking(mut self) -> Self {

@@ -954,18 +954,14 @@ fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Reply {
     encode_error_with(Some(id), code, "Resource not found", &json!({ "uri": uri }))
 }
 
-/// The message of a code in this protocol's table.
+/// The message of a code in this protocol's table: JSON-RPC's own codes
+/// and the 2026-07-28 revision's read as [`ErrorCode::message`] gives them;
+/// `-32002` is "Resource not found" here (MCP v1.0's "Server not
+/// initialized"), and MCP v1.0's other codes are not this protocol's.
 fn message(code: ErrorCode) -> &'static str {
     match code.0 {
-        -32700 => "Parse error",
-        -32600 => "Invalid Request",
-        -32601 => "Method not found",
-        -32602 => "Invalid params",
-        -32603 => "Internal error",
         -32002 => "Resource not found",
-        -32020 => "Header mismatch",
-        -32021 => "Missing required client capability",
-        -32022 => "Unsupported protocol version",
+        -32700 | -32603..=-32600 | -32022..=-32020 => code.message(),
         _ => "Server error",
     }
 }
@@ -1000,8 +996,8 @@ pub(crate) fn allows_batches(session: &impl SessionState) -> bool {
 }
 
 /// `notifications/resources/updated`, to a session subscribed to `uri`.
-pub(crate) fn pushed(subscriptions: &Subscriptions, change: &Push) -> Option<Vec<u8>> {
-    match change {
+pub(crate) fn pushed(subscriptions: &Subscriptions, push: &Push) -> Option<Vec<u8>> {
+    match push {
         Push::Updated(uri) => subscriptions
             .contains(uri)
             .then(|| encode_notification(methods::RESOURCE_UPDATED, &json!({ "uri": &**uri }))),

@@ -275,9 +275,9 @@ pub(crate) struct Filter {
 }
 
 impl Filter {
-    /// Whether the stream wants to hear of `change`.
-    pub(crate) fn wants(&self, change: &Push) -> bool {
-        match change {
+    /// Whether the stream wants to hear of `push`.
+    pub(crate) fn wants(&self, push: &Push) -> bool {
+        match push {
             Push::Updated(uri) => self.resources.iter().any(|r| **r == **uri),
             Push::ListChanged(ListKind::Tools) => self.tools,
             Push::ListChanged(ListKind::Prompts) => self.prompts,
@@ -405,9 +405,9 @@ impl Filter {
         tasks::notification(id, task)
     }
 
-    /// The notification of `change` on stream `id`.
-    pub(crate) fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
-        pushed(id, change)
+    /// The notification of `push` on stream `id`.
+    pub(crate) fn pushed(id: &RequestId, push: &Push) -> Vec<u8> {
+        pushed(id, push)
     }
 
     /// The result that ends stream `id` gracefully.
@@ -444,10 +444,10 @@ fn acknowledged(id: &RequestId, filter: &Filter, tasks: &[&str]) -> Vec<u8> {
     )
 }
 
-/// The notification of `change` on stream `id`, written straight to bytes:
-/// one is made per stream for every change, so it builds no JSON value.
-fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
-    let method = match change {
+/// The notification of `push` on stream `id`, written straight to bytes:
+/// one is made per stream for every push, so it builds no JSON value.
+fn pushed(id: &RequestId, push: &Push) -> Vec<u8> {
+    let method = match push {
         Push::Updated(_) => methods::RESOURCE_UPDATED,
         Push::ListChanged(kind) => model_context::list_changed_method(*kind),
     };
@@ -455,7 +455,7 @@ fn pushed(id: &RequestId, change: &Push) -> Vec<u8> {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
     crate::jsonrpc::write_json(&mut out, method);
     out.extend_from_slice(br#","params":{"#);
-    if let Push::Updated(uri) = change {
+    if let Push::Updated(uri) = push {
         out.extend_from_slice(br#""uri":"#);
         crate::jsonrpc::write_json(&mut out, &**uri);
         out.push(b',');
@@ -985,9 +985,9 @@ mod tests {
     use super::*;
 
     /// The notification as a JSON value, built the slow way.
-    fn as_value(id: &RequestId, change: &Push) -> Value {
+    fn as_value(id: &RequestId, push: &Push) -> Value {
         let tag = json!({keys::SUBSCRIPTION_ID: id});
-        match change {
+        match push {
             Push::Updated(uri) => json!({"jsonrpc": "2.0", "method": methods::RESOURCE_UPDATED,
                                          "params": {"uri": &**uri, "_meta": tag}}),
             Push::ListChanged(kind) => json!({"jsonrpc": "2.0",
@@ -1003,7 +1003,7 @@ mod tests {
             RequestId::String("quote \" back\\slash \u{e9} \u{1f600}".into()),
             RequestId::Number("-42".into()),
         ];
-        let changes = [
+        let pushes = [
             Push::Updated("file:///a%20b/\"c\".txt".into()),
             Push::Updated("mcp://x/\u{2028}\n".into()),
             Push::ListChanged(ListKind::Tools),
@@ -1011,11 +1011,11 @@ mod tests {
             Push::ListChanged(ListKind::Resources),
         ];
         for id in &ids {
-            for change in &changes {
-                let bytes = pushed(id, change);
+            for push in &pushes {
+                let bytes = pushed(id, push);
                 let read: Value = serde_json::from_slice(&bytes)
                     .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
-                assert_eq!(read, as_value(id, change));
+                assert_eq!(read, as_value(id, push));
                 assert!(
                     !bytes.contains(&b'\n'),
                     "one line, as an SSE data field needs"

@@ -114,7 +114,7 @@ impl StateKeys {
 }
 
 /// Reads a list of 32-byte keys written as hex, comma-separated (the
-/// sealing one first), as `CLAWMCP_STATE_KEYS` holds them.
+/// sealing one first), as `CLAWMCP_REQUEST_STATE_KEYS` holds them.
 pub(crate) fn keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, String> {
     list.split(',')
         .map(str::trim)

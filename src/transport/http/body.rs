@@ -133,9 +133,9 @@ struct Events {
 
 /// Where an event stream's messages come from.
 pub(super) enum Feed {
-    /// Messages a router put there (a session's `GET` stream, a request's
+    /// Messages a session's delivery task put there (a session's `GET` stream, a request's
     /// stream in a session).
-    Routed(BoundedReceiver<Vec<u8>>),
+    Delivered(BoundedReceiver<Vec<u8>>),
     /// A request's own session's output (a 2026-07-28 request): the body
     /// is the output's one reader, so dropping it (the client closed the
     /// stream) closes the output, which stops the request's work.
@@ -149,7 +149,7 @@ pub(super) enum Feed {
 impl Feed {
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
         match self {
-            Self::Routed(messages) => messages.poll_recv(cx),
+            Self::Delivered(messages) => messages.poll_recv(cx),
             Self::Output(output) => output.poll_recv(cx).map(|m| m.map(|m| m.bytes)),
             Self::Listen(listener) => listener.poll_next(cx).map(Some),
         }
@@ -160,14 +160,14 @@ impl Feed {
     fn last(&mut self) -> Vec<Vec<u8>> {
         match self {
             Self::Listen(listener) => listener.end(),
-            Self::Routed(_) | Self::Output(_) => Vec::new(),
+            Self::Delivered(_) | Self::Output(_) => Vec::new(),
         }
     }
 }
 
 impl From<BoundedReceiver<Vec<u8>>> for Feed {
     fn from(messages: BoundedReceiver<Vec<u8>>) -> Self {
-        Self::Routed(messages)
+        Self::Delivered(messages)
     }
 }
 

@@ -204,7 +204,7 @@ impl McpService {
             tokio::spawn(session.run_dispatched(dispatched, body.len()));
             return self.respond_from(parts, &id, outbox).await;
         }
-        match alone(self.0.server.detached_2026(), message, caller) {
+        match alone(self.0.server.sessionless_2026(), message, caller) {
             Alone::Answered(Some(reply)) => json(status_of(reply.error), reply.bytes),
             Alone::Answered(None) => json(StatusCode::ACCEPTED, Vec::new()),
             Alone::Forbidden(reply, needed) => self.forbidden(parts, &needed, reply.bytes),

@@ -1,6 +1,6 @@
 //! The Model Context Protocol's sessions over Streamable HTTP
 //! (docs/model-context.md §5): each is a core session fed by the POSTs that carry
-//! its id, and a router that puts every message the session writes on
+//! its id, and a delivery task that puts every message the session writes on
 //! exactly one stream — the reply (and what came before it) on its
 //! request's response, messages of no request on the `GET` stream, or
 //! nowhere. The store bounds how many sessions live at once and ends those
@@ -41,11 +41,11 @@ use crate::tool::CancelReason;
 /// How long a request waits for a session's saved state.
 const LOAD_PATIENCE: Duration = Duration::from_secs(2);
 
-/// Messages waiting for the router before the session's tasks wait.
+/// Messages waiting for the delivery task before the session's tasks wait.
 const OUTBOX: usize = 256;
 /// Inputs waiting for the session's reader before POSTs wait.
-const INBOX: usize = 64;
-/// Events waiting for a stream's client before the router waits (a request's
+const POST_INPUTS: usize = 64;
+/// Events waiting for a stream's client before the delivery task waits (a request's
 /// stream) or drops them (the `GET` stream).
 const STREAM_BACKLOG: usize = 256;
 
@@ -65,7 +65,7 @@ pub(super) enum First {
 }
 
 /// Where a request's messages go.
-enum Route {
+enum Destination {
     /// Nothing sent yet.
     AwaitingFirst(oneshot::Sender<First>),
     /// Its SSE stream is open.
@@ -73,8 +73,8 @@ enum Route {
 }
 
 #[derive(Default)]
-struct Routes {
-    requests: HashMap<RequestId, Route>,
+struct Destinations {
+    requests: HashMap<RequestId, Destination>,
     /// The `GET` stream, when one is open.
     get: Option<BoundedSender<Vec<u8>>>,
 }
@@ -91,7 +91,7 @@ pub(super) struct HttpSession {
     shared: Weak<Shared>,
     /// Cancelled when the core session shuts down.
     stop: Arc<CancellationToken>,
-    routes: Mutex<Routes>,
+    destinations: Mutex<Destinations>,
     last_active: Mutex<Instant>,
     /// Saves the session's state for the other processes (a bus that
     /// shares sessions).
@@ -167,8 +167,10 @@ impl Saver {
 }
 
 impl HttpSession {
-    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    fn destinations(&self) -> std::sync::MutexGuard<'_, Destinations> {
+        self.destinations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn touch(&self) {
@@ -221,7 +223,7 @@ impl HttpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            .is_some_and(|input| input.capacity() == INBOX);
+            .is_some_and(|input| input.capacity() == POST_INPUTS);
         self.shared().filter(|_| reader_idle && !self.stopping())
     }
 
@@ -233,7 +235,7 @@ impl HttpSession {
     /// Forgets request `id`, answered beside the reader with nothing sent
     /// before its reply.
     pub(super) fn answered(&self, id: &RequestId) {
-        self.routes().requests.remove(id);
+        self.destinations().requests.remove(id);
     }
 
     /// Whether `caller` may use this session: the principal that opened it
@@ -268,45 +270,49 @@ impl HttpSession {
     /// Waits for what request `id` produces first; `Err` when a request
     /// with this id is already in flight.
     pub(super) fn expect(&self, id: &RequestId) -> Result<oneshot::Receiver<First>, ()> {
-        let mut routes = self.routes();
-        if routes.requests.contains_key(id) {
+        let mut destinations = self.destinations();
+        if destinations.requests.contains_key(id) {
             return Err(());
         }
         let (first, receiver) = oneshot::channel();
-        routes
+        destinations
             .requests
-            .insert(id.clone(), Route::AwaitingFirst(first));
+            .insert(id.clone(), Destination::AwaitingFirst(first));
         Ok(receiver)
     }
 
     /// Forgets a request whose POST went away before anything came.
     pub(super) fn forget(&self, id: &RequestId) {
-        let mut routes = self.routes();
-        if matches!(routes.requests.get(id), Some(Route::AwaitingFirst(w)) if w.is_closed()) {
-            routes.requests.remove(id);
+        let mut destinations = self.destinations();
+        if matches!(destinations.requests.get(id), Some(Destination::AwaitingFirst(w)) if w.is_closed())
+        {
+            destinations.requests.remove(id);
         }
     }
 
     /// Opens the `GET` stream; `None` when one is open already.
     pub(super) fn open_get(&self) -> Option<BoundedReceiver<Vec<u8>>> {
         self.touch();
-        let mut routes = self.routes();
-        if routes.get.as_ref().is_some_and(|g| !g.is_closed()) {
+        let mut destinations = self.destinations();
+        if destinations.get.as_ref().is_some_and(|g| !g.is_closed()) {
             return None;
         }
         let (sender, receiver) = bounded::channel(STREAM_BACKLOG, self.stream_bytes);
-        routes.get = Some(sender);
+        destinations.get = Some(sender);
         Some(receiver)
     }
 
     /// Ends the `GET` stream, if one is open (its claim was lost).
     fn close_get(&self) {
-        self.routes().get = None;
+        self.destinations().get = None;
     }
 
     /// Whether the `GET` stream is open.
     pub(super) fn get_is_open(&self) -> bool {
-        self.routes().get.as_ref().is_some_and(|g| !g.is_closed())
+        self.destinations()
+            .get
+            .as_ref()
+            .is_some_and(|g| !g.is_closed())
     }
 
     /// Ends the session: its requests in flight are cancelled (they get no
@@ -320,10 +326,10 @@ impl HttpSession {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let mut routes = self.routes();
-        routes.get = None;
-        routes.requests.clear();
-        drop(routes);
+        let mut destinations = self.destinations();
+        destinations.get = None;
+        destinations.requests.clear();
+        drop(destinations);
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -332,9 +338,12 @@ impl HttpSession {
 
     /// Idle: nothing in flight, no `GET` stream, no request since `since`.
     fn idle_since(&self, since: Instant) -> bool {
-        let routes = self.routes();
-        routes.requests.is_empty()
-            && routes.get.as_ref().is_none_or(BoundedSender::is_closed)
+        let destinations = self.destinations();
+        destinations.requests.is_empty()
+            && destinations
+                .get
+                .as_ref()
+                .is_none_or(BoundedSender::is_closed)
             && *self
                 .last_active
                 .lock()
@@ -536,13 +545,13 @@ impl Sessions {
             return None;
         }
         let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
-        let (input, inbox) = mpsc::channel(INBOX);
+        let (input, inputs) = mpsc::channel(POST_INPUTS);
         let stop = Arc::new(stop.child_token());
         let session = Session::resumed_over_http(server.inner(), out, stop.clone(), resumed);
         let http = self.start(id.to_owned(), owner, &session, input, stop, outbox);
         map.insert(http.id.clone(), http.clone());
         drop(map);
-        tokio::spawn(session.run(Inbox(inbox)));
+        tokio::spawn(session.run(PostInputs(inputs)));
         tracing::debug!(session = id, "adopted a session another process created");
         Some(http)
     }
@@ -568,7 +577,7 @@ impl Sessions {
         }
     }
 
-    /// Starts a session of `server` (its core session and its router), or
+    /// Starts a session of `server` (its core session and its delivery task), or
     /// refuses when the store is full.
     pub(super) fn create(
         self: &Arc<Self>,
@@ -587,7 +596,7 @@ impl Sessions {
             .take(CountedAs::of(caller))
             .map_err(|()| Refused::PrincipalFull)?;
         let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
-        let (input, inbox) = mpsc::channel(INBOX);
+        let (input, inputs) = mpsc::channel(POST_INPUTS);
         let stop = Arc::new(stop.child_token());
         let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
         let owner = caller.principal.as_deref().map(Owner::of);
@@ -595,11 +604,11 @@ impl Sessions {
         *http.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
         map.insert(http.id.clone(), http.clone());
         drop(map);
-        tokio::spawn(session.run(Inbox(inbox)));
+        tokio::spawn(session.run(PostInputs(inputs)));
         Ok(http)
     }
 
-    /// The HTTP side of core session `session`: its router started, and
+    /// The HTTP side of core session `session`: its delivery task started, and
     /// (with a bus that shares sessions) its state saved after each change.
     fn start(
         self: &Arc<Self>,
@@ -634,14 +643,14 @@ impl Sessions {
             shared: Arc::downgrade(session.shared()),
             owner,
             stop,
-            routes: Mutex::new(Routes::default()),
+            destinations: Mutex::new(Destinations::default()),
             last_active: Mutex::new(Instant::now()),
             saver,
             held: Mutex::new(None),
             opening_get: tokio::sync::Mutex::new(()),
             stream_bytes: session.shared().server.limits.max_queued_output,
         });
-        tokio::spawn(route(Arc::downgrade(&http), outbox));
+        tokio::spawn(deliver(Arc::downgrade(&http), outbox));
         self.start_sweeper();
         http
     }
@@ -820,9 +829,9 @@ impl SessionEvents for Sessions {
 
 /// The core session's input: the messages POSTs hand over, each with its
 /// POST's caller.
-struct Inbox(mpsc::Receiver<(Input, Caller)>);
+struct PostInputs(mpsc::Receiver<(Input, Caller)>);
 
-impl futures_core::Stream for Inbox {
+impl futures_core::Stream for PostInputs {
     type Item = io::Result<(Input, Caller)>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -832,7 +841,7 @@ impl futures_core::Stream for Inbox {
 
 /// Puts every message the session writes on its stream, until the session
 /// ends (every sender of `outbox` is gone).
-async fn route(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>) {
+async fn deliver(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>) {
     while let Some(message) = outbox.recv().await {
         let Some(session) = session.upgrade() else {
             continue; // ended: messages go nowhere until the core session stops
@@ -840,50 +849,36 @@ async fn route(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>
         let Outgoing { bytes, about } = message;
         match about {
             About::Reply(id, error) => {
-                let route = session.routes().requests.remove(&id);
-                match route {
-                    Some(Route::AwaitingFirst(first)) => {
-                        let _ = first.send(First::Reply(bytes, error));
-                    }
-                    Some(Route::Streaming(stream)) => {
-                        let _ = stream.send(bytes).await;
-                    }
-                    None => tracing::debug!(%id, "a reply whose POST is gone was dropped"),
-                }
+                to_request(&session, &id, bytes, |bytes| First::Reply(bytes, error)).await;
             }
             About::Refused(id, needed) => {
-                let route = session.routes().requests.remove(&id);
-                match route {
-                    Some(Route::AwaitingFirst(first)) => {
-                        let _ = first.send(First::Refused(bytes, needed));
-                    }
-                    Some(Route::Streaming(stream)) => {
-                        let _ = stream.send(bytes).await;
-                    }
-                    None => tracing::debug!(%id, "a reply whose POST is gone was dropped"),
-                }
+                to_request(&session, &id, bytes, |bytes| First::Refused(bytes, needed)).await;
             }
             About::Unanswered(id) => {
-                let route = session.routes().requests.remove(&id);
-                if let Some(Route::AwaitingFirst(first)) = route {
+                let destination = session.destinations().requests.remove(&id);
+                if let Some(Destination::AwaitingFirst(first)) = destination {
                     let _ = first.send(First::Unanswered);
                 }
             }
             About::CausedBy(_) if session.get_is_open() => to_get_stream(&session, bytes),
             About::Related(id) | About::CausedBy(id) => {
                 let stream = {
-                    let mut routes = session.routes();
-                    match routes.requests.remove(&id) {
-                        Some(Route::AwaitingFirst(first)) => {
+                    let mut destinations = session.destinations();
+                    match destinations.requests.remove(&id) {
+                        Some(Destination::AwaitingFirst(first)) => {
                             let (stream, events) =
                                 bounded::channel(STREAM_BACKLOG, session.stream_bytes);
                             if first.send(First::Stream(bytes, events)).is_ok() {
-                                routes.requests.insert(id, Route::Streaming(stream));
+                                destinations
+                                    .requests
+                                    .insert(id, Destination::Streaming(stream));
                             }
                             continue;
                         }
-                        Some(Route::Streaming(stream)) => {
-                            routes.requests.insert(id, Route::Streaming(stream.clone()));
+                        Some(Destination::Streaming(stream)) => {
+                            destinations
+                                .requests
+                                .insert(id, Destination::Streaming(stream.clone()));
                             Some(stream)
                         }
                         None => None,
@@ -901,10 +896,31 @@ async fn route(session: Weak<HttpSession>, mut outbox: BoundedReceiver<Outgoing>
     }
 }
 
+/// Hands a reply to its request's POST: as the first thing it gets (built
+/// by `first`), or last on the stream it answers with; dropped when the
+/// POST is gone.
+async fn to_request(
+    session: &HttpSession,
+    id: &RequestId,
+    bytes: Vec<u8>,
+    first: impl FnOnce(Vec<u8>) -> First,
+) {
+    let destination = session.destinations().requests.remove(id);
+    match destination {
+        Some(Destination::AwaitingFirst(waiting)) => {
+            let _ = waiting.send(first(bytes));
+        }
+        Some(Destination::Streaming(stream)) => {
+            let _ = stream.send(bytes).await;
+        }
+        None => tracing::debug!(%id, "a reply whose POST is gone was dropped"),
+    }
+}
+
 /// Sends a message on the `GET` stream, or drops it when none is open (or
 /// its client reads too slowly).
 fn to_get_stream(session: &HttpSession, bytes: Vec<u8>) {
-    let get = session.routes().get.clone();
+    let get = session.destinations().get.clone();
     match get {
         Some(get) => {
             if get.try_send(bytes).is_err() {
