@@ -9,8 +9,8 @@ use crate::completion::Complete;
 use crate::definition::ServerInfo;
 pub use crate::dialect::Protocols;
 use crate::dialect::{
-    Blueprint, CacheHints, Dialect, Limits, Listings, Providers, Revision2026Settings, ServerInner,
-    StateKeys,
+    Blueprint, CacheHints, Dialect, Limits, Listings, Providers, RequestStateKeys,
+    Revision2026Settings, ServerInner,
 };
 use crate::engine::access::AccessRules;
 use crate::engine::catalog::{self, RegisteredTool};
@@ -791,9 +791,9 @@ impl ServerBuilder {
             resource.bind(&self.handle);
         }
         let keys = if self.request_state_keys.is_empty() {
-            StateKeys::random().map_err(|e| BuildError::RequestStateKeys(e.to_string()))?
+            RequestStateKeys::random().map_err(|e| BuildError::RequestStateKeys(e.to_string()))?
         } else {
-            StateKeys::new(&self.request_state_keys)
+            RequestStateKeys::new(&self.request_state_keys)
                 .ok_or_else(|| BuildError::RequestStateKeys("no key".into()))?
         };
         let server_info = crate::dialect::raw(&info);
@@ -806,7 +806,7 @@ impl ServerBuilder {
             revision_2026: Revision2026Settings {
                 server_info,
                 keys,
-                state_ttl: self.request_state_ttl,
+                request_state_ttl: self.request_state_ttl,
                 cache: self.cache,
             },
             tasks: self.tasks,

@@ -45,7 +45,7 @@ pub(crate) use listing::{Blueprint, Listings};
 /// of it speaks (newest first) over HTTP.
 #[cfg(feature = "http")]
 pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods, supported_over_http};
-pub(crate) use revision_2026::seal::{StateKeys, keys_from_hex};
+pub(crate) use revision_2026::seal::{RequestStateKeys, keys_from_hex};
 #[cfg(feature = "http")]
 pub(crate) use revision_2026::tasks::is_method as is_task_method;
 pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};

@@ -42,7 +42,7 @@ use crate::error::{ErrorCode, RpcError};
 use crate::jsonrpc::{RawText, Reply, RequestId, ToolCall, encode_error_with};
 use crate::principal::{Principal, token_key};
 use crate::round_trip::{Binding, RoundTrip};
-use seal::StateKeys;
+use seal::RequestStateKeys;
 
 /// This revision.
 pub(crate) const VERSION: &str = "2026-07-28";
@@ -88,9 +88,9 @@ pub(crate) struct CacheHints {
 #[derive(Debug)]
 pub(crate) struct Revision2026Settings {
     /// The keys that seal request state.
-    pub(crate) keys: StateKeys,
+    pub(crate) keys: RequestStateKeys,
     /// How long a sealed state may be retried.
-    pub(crate) state_ttl: Duration,
+    pub(crate) request_state_ttl: Duration,
     /// The caching hints of results.
     pub(crate) cache: CacheHints,
     /// The server's name and version, as each result's `_meta` carries
@@ -935,7 +935,7 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Re
     }
     let questions = round.take_questions();
     let sealing = Sealed {
-        exp: now_secs().saturating_add(server.revision_2026.state_ttl.as_secs()),
+        exp: now_secs().saturating_add(server.revision_2026.request_state_ttl.as_secs()),
         answers: std::borrow::Cow::Borrowed(round.answers()),
     };
     let Some(request_state) = serde_json::to_vec(&sealing).ok().and_then(|plain| {

@@ -34,19 +34,19 @@ pub(crate) enum Unsealed {
 }
 
 /// The server's state keys: the first seals, all open.
-pub(crate) struct StateKeys {
+pub(crate) struct RequestStateKeys {
     keys: Vec<Aes256Gcm>,
 }
 
-impl std::fmt::Debug for StateKeys {
+impl std::fmt::Debug for RequestStateKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateKeys")
+        f.debug_struct("RequestStateKeys")
             .field("keys", &self.keys.len())
             .finish()
     }
 }
 
-impl StateKeys {
+impl RequestStateKeys {
     /// Keys from 32-byte secrets, the sealing one first; `None` when there
     /// are none.
     pub(crate) fn new(secrets: &[[u8; 32]]) -> Option<Self> {
@@ -133,8 +133,8 @@ pub(crate) fn keys_from_hex(list: &str) -> Result<Vec<[u8; 32]>, String> {
 mod tests {
     use super::*;
 
-    fn keys(seed: u8) -> StateKeys {
-        StateKeys::new(&[[seed; 32]]).unwrap()
+    fn keys(seed: u8) -> RequestStateKeys {
+        RequestStateKeys::new(&[[seed; 32]]).unwrap()
     }
 
     #[test]
@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn the_first_key_seals_and_every_key_opens() {
         let old = keys(7).seal(b"x", b"old").unwrap();
-        let rotated = StateKeys::new(&[[8; 32], [7; 32]]).unwrap();
+        let rotated = RequestStateKeys::new(&[[8; 32], [7; 32]]).unwrap();
         assert_eq!(rotated.open(b"x", &old).unwrap(), b"old");
         let new = rotated.seal(b"x", b"new").unwrap();
         assert_eq!(keys(8).open(b"x", &new).unwrap(), b"new");
