@@ -373,7 +373,7 @@ pub enum BuildError {
 /// A value the client sent, as an error message quotes it: its first 64
 /// characters, then `…` if it was longer. An error then stays small
 /// whatever the client sent (a forged cursor, a long URI).
-pub(crate) fn quoted(value: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn clipped(value: &str) -> std::borrow::Cow<'_, str> {
     const MOST: usize = 64;
     match value.char_indices().nth(MOST) {
         None => std::borrow::Cow::Borrowed(value),
@@ -382,14 +382,14 @@ pub(crate) fn quoted(value: &str) -> std::borrow::Cow<'_, str> {
 }
 
 #[cfg(test)]
-mod quoted_tests {
+mod clipped_tests {
     #[test]
-    fn a_quoted_value_keeps_its_first_64_characters() {
-        assert_eq!(super::quoted("short"), "short");
+    fn a_clipped_value_keeps_its_first_64_characters() {
+        assert_eq!(super::clipped("short"), "short");
         let long = "é".repeat(100);
-        let quoted = super::quoted(&long);
-        assert_eq!(quoted.chars().count(), 65);
-        assert!(quoted.ends_with('…'));
-        assert_eq!(super::quoted(&"x".repeat(64)), "x".repeat(64));
+        let clipped = super::clipped(&long);
+        assert_eq!(clipped.chars().count(), 65);
+        assert!(clipped.ends_with('…'));
+        assert_eq!(super::clipped(&"x".repeat(64)), "x".repeat(64));
     }
 }

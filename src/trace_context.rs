@@ -228,7 +228,7 @@ pub(crate) fn version(span: &tracing::Span, version: &str) {
 }
 
 /// How a request ended, as its span records it.
-pub(crate) enum Outcome<'a> {
+pub(crate) enum SpanEnd<'a> {
     /// A result.
     Result,
     /// A result the tool marked an error (`isError`), with its text.
@@ -242,16 +242,16 @@ pub(crate) enum Outcome<'a> {
 
 /// Records `outcome` on `span`: an error sets `error.type` (the JSON-RPC
 /// code, or `tool_error`) and the span's status.
-pub(crate) fn ended(span: &tracing::Span, outcome: Outcome<'_>) {
+pub(crate) fn ended(span: &tracing::Span, outcome: SpanEnd<'_>) {
     let (kind, description) = match outcome {
-        Outcome::Result => return,
-        Outcome::ToolError(text) => ("tool_error".to_owned(), text),
-        Outcome::Error(code, message) => {
+        SpanEnd::Result => return,
+        SpanEnd::ToolError(text) => ("tool_error".to_owned(), text),
+        SpanEnd::Error(code, message) => {
             let code = code.to_string();
             span.record("rpc.response.status_code", code.as_str());
             (code, message)
         }
-        Outcome::Failed(kind, text) => (kind.to_owned(), text),
+        SpanEnd::Failed(kind, text) => (kind.to_owned(), text),
     };
     span.record("error.type", kind.as_str());
     span.record("otel.status_code", "ERROR");

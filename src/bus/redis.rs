@@ -161,9 +161,9 @@ impl std::fmt::Debug for RedisBus {
     }
 }
 
-/// A message as it travels.
+/// A message as it travels, stamped with the process it comes from.
 #[derive(Serialize, Deserialize)]
-struct Envelope {
+struct Stamped {
     origin: u64,
     message: BusMessage,
 }
@@ -415,7 +415,7 @@ async fn publish(
         let mut pipe = ::redis::pipe();
         match &next {
             Outbound::Publish(message) => {
-                let Ok(payload) = serde_json::to_string(&Envelope {
+                let Ok(payload) = serde_json::to_string(&Stamped {
                     origin,
                     message: message.clone(),
                 }) else {
@@ -578,7 +578,7 @@ async fn listen(
         let Ok(payload) = message.get_payload::<String>() else {
             continue;
         };
-        match serde_json::from_str::<Envelope>(&payload) {
+        match serde_json::from_str::<Stamped>(&payload) {
             Ok(envelope) if envelope.origin != origin => inbox.deliver(envelope.message),
             Ok(_) => {}
             Err(e) => tracing::warn!("the Redis bus skipped a message it cannot read: {e}"),

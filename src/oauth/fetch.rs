@@ -152,7 +152,10 @@ impl Client {
 }
 
 /// Whether `host` (without brackets) names this machine's loopback
-/// interface.
+/// interface, for a connection about to be made in plain HTTP: stricter
+/// than the HTTP guard's reading of a `Host` header. `localhost.` is
+/// refused (a resolver may ask DNS for an absolute name), and so is an
+/// IPv4-mapped address, which no issuer URL needs.
 fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host

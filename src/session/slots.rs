@@ -24,11 +24,11 @@ pub(crate) struct Slots {
 #[derive(Debug)]
 pub(crate) struct Slot<'a> {
     /// `None` once handed on by [`owned`](Self::owned).
-    slots: Option<Held<'a>>,
+    slots: Option<SlotsRef<'a>>,
 }
 
 #[derive(Debug)]
-enum Held<'a> {
+enum SlotsRef<'a> {
     Lent(&'a Arc<Slots>),
     Owned(Arc<Slots>),
 }
@@ -37,8 +37,8 @@ impl Slot<'_> {
     /// The same slot, free of the borrow (for a task).
     pub(crate) fn owned(mut self) -> Slot<'static> {
         let slots = match self.slots.take() {
-            Some(Held::Lent(slots)) => Some(Held::Owned(slots.clone())),
-            Some(Held::Owned(slots)) => Some(Held::Owned(slots)),
+            Some(SlotsRef::Lent(slots)) => Some(SlotsRef::Owned(slots.clone())),
+            Some(SlotsRef::Owned(slots)) => Some(SlotsRef::Owned(slots)),
             None => None,
         };
         Slot { slots }
@@ -48,8 +48,8 @@ impl Slot<'_> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         let slots: &Slots = match &self.slots {
-            Some(Held::Lent(slots)) => slots,
-            Some(Held::Owned(slots)) => slots,
+            Some(SlotsRef::Lent(slots)) => slots,
+            Some(SlotsRef::Owned(slots)) => slots,
             None => return,
         };
         slots.used.fetch_sub(1, Ordering::SeqCst);
@@ -79,7 +79,7 @@ impl Slots {
             })
             .ok()
             .map(|_| Slot {
-                slots: Some(Held::Lent(self)),
+                slots: Some(SlotsRef::Lent(self)),
             })
     }
 

@@ -179,7 +179,7 @@ struct Call {
 }
 
 /// A task's call, running: its reply (none when it was cancelled).
-type Running = Pin<Box<dyn Future<Output = super::outbox::Handled> + Send>>;
+type RunningTask = Pin<Box<dyn Future<Output = super::outbox::Handled> + Send>>;
 
 /// A task this process runs: its state, the questions its call waits on,
 /// and what its request declared.
@@ -214,7 +214,7 @@ struct Runner {
 impl Runner {
     /// The task's call, as a job on a session state of its own (which
     /// nobody reads), stopped by the runner's cancellation.
-    fn call(self: Arc<Self>, call: Call) -> Running {
+    fn call(self: Arc<Self>, call: Call) -> RunningTask {
         let task_id = self.lock().task_id.clone();
         let id = RequestId::String(task_id.as_str().into());
         let (shared, unread) = Shared::unread(self.server.clone(), Dialect::Revision2026);
@@ -251,7 +251,7 @@ impl Runner {
     /// task's signals meanwhile, and records how it ended.
     async fn run_on(
         self: Arc<Self>,
-        mut running: Running,
+        mut running: RunningTask,
         mut signals: mpsc::UnboundedReceiver<TaskSignal>,
     ) {
         // At shutdown (the handle's, or an HTTP server's) the call gets
@@ -399,20 +399,20 @@ impl Runner {
     /// Records how the task ended on its span (feature `otel`).
     #[cfg(feature = "otel")]
     fn record_end(&self) {
-        use crate::trace_context::{Outcome, ended};
+        use crate::trace_context::{SpanEnd, ended};
         let task = self.lock().clone();
         let message = task.status_message.as_deref().unwrap_or_default();
         let code = (task.error.as_ref())
             .and_then(|e| e.get("code")?.as_i64())
             .and_then(|c| i32::try_from(c).ok());
         let outcome = match (task.status, code) {
-            (TaskStatus::Failed, Some(code)) => Outcome::Error(code, message),
-            (TaskStatus::Failed, None) => Outcome::Failed("_OTHER", message),
-            (TaskStatus::Cancelled, _) => Outcome::Failed("cancelled", "the task was cancelled"),
+            (TaskStatus::Failed, Some(code)) => SpanEnd::Error(code, message),
+            (TaskStatus::Failed, None) => SpanEnd::Failed("_OTHER", message),
+            (TaskStatus::Cancelled, _) => SpanEnd::Failed("cancelled", "the task was cancelled"),
             (TaskStatus::Completed, _) if is_error(task.result.as_ref()) => {
-                Outcome::ToolError(message)
+                SpanEnd::ToolError(message)
             }
-            _ => Outcome::Result,
+            _ => SpanEnd::Result,
         };
         ended(&self.span, outcome);
     }

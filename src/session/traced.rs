@@ -161,7 +161,7 @@ impl Traced {
     /// Ends the span with `reply`'s outcome: its error, or the tool's own
     /// failure in a result (`isError`), or a result.
     pub(crate) fn ended(&self, reply: Option<&Reply>, tool_failure: ToolFailure) {
-        use crate::trace_context::{Outcome, ended};
+        use crate::trace_context::{SpanEnd, ended};
 
         if self.span.is_disabled() {
             return;
@@ -173,10 +173,10 @@ impl Traced {
         ) {
             (Some((code, reply)), _) => {
                 message = error_message(&reply.bytes);
-                Outcome::Error(code, message.as_deref().unwrap_or_default())
+                SpanEnd::Error(code, message.as_deref().unwrap_or_default())
             }
-            (None, Some(text)) => Outcome::ToolError(text),
-            (None, None) => Outcome::Result,
+            (None, Some(text)) => SpanEnd::ToolError(text),
+            (None, None) => SpanEnd::Result,
         };
         ended(&self.span, outcome);
     }

@@ -621,16 +621,16 @@ impl Keyed<'_> {
 fn client_ended(span: &tracing::Span, error: Option<&ClientError>) {
     #[cfg(feature = "otel")]
     if let Some(error) = error {
-        use crate::trace_context::{Outcome, ended};
+        use crate::trace_context::{SpanEnd, ended};
         let text = error.to_string();
         let outcome = match error {
             ClientError::Refused { code, .. } => match i32::try_from(*code) {
-                Ok(code) => Outcome::Error(code, &text),
-                Err(_) => Outcome::Failed("_OTHER", &text),
+                Ok(code) => SpanEnd::Error(code, &text),
+                Err(_) => SpanEnd::Failed("_OTHER", &text),
             },
-            ClientError::TimedOut(_) => Outcome::Failed("timeout", &text),
-            ClientError::Cancelled => Outcome::Failed("cancelled", &text),
-            _ => Outcome::Failed("_OTHER", &text),
+            ClientError::TimedOut(_) => SpanEnd::Failed("timeout", &text),
+            ClientError::Cancelled => SpanEnd::Failed("cancelled", &text),
+            _ => SpanEnd::Failed("_OTHER", &text),
         };
         ended(span, outcome);
     }

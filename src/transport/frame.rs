@@ -41,7 +41,7 @@ pub struct FrameCodec {
 #[derive(Debug)]
 enum State {
     /// Reading a header block.
-    Head(Head),
+    FrameHead(FrameHead),
     /// Waiting for this many body bytes.
     Body(usize),
     /// Discarding this many more bytes of a frame that is not served.
@@ -51,7 +51,7 @@ enum State {
 }
 
 #[derive(Debug, Default)]
-struct Head {
+struct FrameHead {
     /// Bytes of header lines read so far in this block.
     size: usize,
     /// Bytes of the current (unfinished) line already searched for its end.
@@ -76,7 +76,7 @@ impl FrameCodec {
         Self {
             max_message_size,
             max_header_size: DEFAULT_MAX_HEADER_SIZE,
-            state: State::Head(Head::default()),
+            state: State::FrameHead(FrameHead::default()),
         }
     }
 
@@ -98,7 +98,7 @@ impl FrameCodec {
     /// `raw` without its line ending, `len` with it. `Err` means the line
     /// cannot be read.
     fn header_line(&mut self, raw: &[u8], len: usize) -> Result<Option<Input>, String> {
-        let State::Head(head) = &mut self.state else {
+        let State::FrameHead(head) = &mut self.state else {
             return Ok(None);
         };
         let line = parse_line(raw);
@@ -135,7 +135,7 @@ impl FrameCodec {
     }
 
     fn end_of_head(&mut self) -> Option<Input> {
-        let State::Head(head) = std::mem::replace(&mut self.state, State::Resync) else {
+        let State::FrameHead(head) = std::mem::replace(&mut self.state, State::Resync) else {
             return None;
         };
         match (head.content_length, head.bad_content_type) {
@@ -173,7 +173,7 @@ impl Decoder for FrameCodec {
                         return Ok(None);
                     }
                     let body = src.split_to(n).freeze();
-                    self.state = State::Head(Head::default());
+                    self.state = State::FrameHead(FrameHead::default());
                     return Ok(Some(Input::Message(body)));
                 }
                 State::Skip(n) => {
@@ -183,12 +183,12 @@ impl Decoder for FrameCodec {
                     if *n > 0 {
                         return Ok(None);
                     }
-                    self.state = State::Head(Head::default());
+                    self.state = State::FrameHead(FrameHead::default());
                 }
                 State::Resync => match find_content_length(src) {
                     Some(at) => {
                         src.advance(at);
-                        self.state = State::Head(Head::default());
+                        self.state = State::FrameHead(FrameHead::default());
                     }
                     None => {
                         // Keep what could be the start of a split header name.
@@ -197,17 +197,17 @@ impl Decoder for FrameCodec {
                         return Ok(None);
                     }
                 },
-                State::Head(head) => {
+                State::FrameHead(head) => {
                     if head.size == 0
                         && let Some((header_len, n)) = plain_header(src)
                         && header_len <= self.max_header_size
                     {
                         // The common `Content-Length: N\r\n\r\n` alone.
                         src.advance(header_len);
-                        *head = Head {
+                        *head = FrameHead {
                             size: header_len,
                             content_length: Some(n),
-                            ..Head::default()
+                            ..FrameHead::default()
                         };
                         if let Some(item) = self.end_of_head() {
                             return Ok(Some(item));
@@ -242,11 +242,11 @@ impl Decoder for FrameCodec {
                         Ok(item) => {
                             match &self.state {
                                 // A stray blank line between frames: drop it.
-                                State::Head(head) if head.size == end + 1 && blank => {
+                                State::FrameHead(head) if head.size == end + 1 && blank => {
                                     src.advance(end + 1);
-                                    self.state = State::Head(Head::default());
+                                    self.state = State::FrameHead(FrameHead::default());
                                 }
-                                State::Head(_) => {}
+                                State::FrameHead(_) => {}
                                 // A bad block is searched again from its second byte.
                                 State::Resync => src.advance(1),
                                 // A good block is dropped; its body follows.
@@ -271,13 +271,13 @@ impl Decoder for FrameCodec {
                 "input ended {} bytes short of a frame's end",
                 n - src.len()
             )),
-            State::Head(head) if head.size > 0 || !src.iter().all(u8::is_ascii_whitespace) => {
+            State::FrameHead(head) if head.size > 0 || !src.iter().all(u8::is_ascii_whitespace) => {
                 Some("input ended inside a frame header".to_owned())
             }
             _ => None,
         };
         src.clear();
-        self.state = State::Head(Head::default());
+        self.state = State::FrameHead(FrameHead::default());
         Ok(partial.map(Input::Unreadable))
     }
 }

@@ -610,7 +610,7 @@ fn page(
         Some(cursor) => cursor::decode(&cursor, list, pages.len()).ok_or_else(|| {
             RpcError::invalid_params(format!(
                 "{method}: the cursor \"{}\" is not one this server gave",
-                crate::error::quoted(&cursor)
+                crate::error::clipped(&cursor)
             ))
         })?,
     };
@@ -728,7 +728,7 @@ fn complete(
                 .enumerate()
                 .find(|(_, t)| t.template.as_str() == uri)
                 .ok_or_else(|| {
-                    let uri = crate::error::quoted(&uri);
+                    let uri = crate::error::clipped(&uri);
                     RpcError::invalid_params(format!("Unknown resource template: '{uri}'"))
                 })?;
             if !template.template.variables().any(|v| v == argument) {

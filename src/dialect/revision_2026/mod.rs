@@ -139,7 +139,7 @@ pub(super) struct Meta<'a> {
 
 /// The members every request of this revision reads from its params.
 #[derive(Deserialize, Default)]
-struct Envelope<'a> {
+struct Members<'a> {
     #[serde(default, borrow, rename = "_meta")]
     meta: Option<Meta<'a>>,
     #[serde(default, borrow, rename = "inputResponses")]
@@ -189,8 +189,8 @@ fn prepare(
     if !serves(method) {
         return Err(error(Some(id), &RpcError::method_not_found(method)));
     }
-    let envelope = envelope(method, params, call).map_err(|e| error(Some(id), &e))?;
-    let declared = declared(id, envelope.meta.as_ref())?;
+    let members = members(method, params, call).map_err(|e| error(Some(id), &e))?;
+    let declared = declared(id, members.meta.as_ref())?;
     match method {
         methods::DISCOVER => return Ok(Step::Reply(discover(server, listing, id))),
         LISTEN => {
@@ -216,8 +216,8 @@ fn prepare(
         methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
     );
     let (answers, binding) = if round_trips {
-        let binding = binding(method, &envelope, call, principal);
-        let answers = answers(server, &binding, &envelope).map_err(|e| error(Some(id), &e))?;
+        let binding = binding(method, &members, call, principal);
+        let answers = answers(server, &binding, &members).map_err(|e| error(Some(id), &e))?;
         (answers, binding)
     } else {
         (Map::new(), Binding::default())
@@ -469,13 +469,13 @@ fn pushed(id: &RequestId, push: &Push) -> Vec<u8> {
 }
 
 /// The members of a request's params this revision reads.
-fn envelope<'a>(
+fn members<'a>(
     method: &str,
     params: Option<&'a RawValue>,
     call: Option<&'a ToolCall<'a>>,
-) -> Result<Envelope<'a>, RpcError> {
+) -> Result<Members<'a>, RpcError> {
     if let Some(p) = call.filter(|_| method == methods::TOOLS_CALL) {
-        return Ok(Envelope {
+        return Ok(Members {
             meta: p.meta.map(|_| Meta {
                 protocol_version: p.meta(kept_meta::PROTOCOL_VERSION),
                 client_capabilities: p.meta(kept_meta::CLIENT_CAPABILITIES),
@@ -495,7 +495,7 @@ fn envelope<'a>(
         Some(raw) if raw.get() != "null" => Err(RpcError::invalid_params(format!(
             "{method} params must be an object"
         ))),
-        _ => Ok(Envelope::default()),
+        _ => Ok(Members::default()),
     }
 }
 
@@ -598,7 +598,7 @@ fn owner_of(principal: Option<&Principal>) -> String {
 /// part of it, so it cannot stand in for the item).
 fn binding(
     method: &str,
-    envelope: &Envelope<'_>,
+    members: &Members<'_>,
     call: Option<&ToolCall<'_>>,
     principal: Option<&Principal>,
 ) -> Binding {
@@ -609,12 +609,12 @@ fn binding(
         ),
         _ => {
             let item = match method {
-                methods::RESOURCES_READ => envelope.uri.as_deref(),
-                _ => envelope.name.as_deref(),
+                methods::RESOURCES_READ => members.uri.as_deref(),
+                _ => members.name.as_deref(),
             };
             (
                 item.unwrap_or_default(),
-                envelope.arguments.map(RawValue::get).unwrap_or_default(),
+                members.arguments.map(RawValue::get).unwrap_or_default(),
             )
         }
     };
@@ -647,10 +647,10 @@ fn now_secs() -> u64 {
 fn answers(
     server: &ServerInner,
     binding: &Binding,
-    envelope: &Envelope<'_>,
+    members: &Members<'_>,
 ) -> Result<Map<String, Value>, RpcError> {
     let mut answers = Map::new();
-    if let Some(raw) = envelope.request_state {
+    if let Some(raw) = members.request_state {
         let state: String = serde_json::from_str(raw.get())
             .map_err(|_| RpcError::invalid_params("requestState must be a string"))?;
         let plain = server
@@ -667,7 +667,7 @@ fn answers(
         }
         answers = sealed.answers.into_owned();
     }
-    if let Some(raw) = envelope.input_responses {
+    if let Some(raw) = members.input_responses {
         let responses: Map<String, Value> = serde_json::from_str(raw.get()).map_err(|_| {
             RpcError::invalid_params("inputResponses must be an object of results by key")
         })?;
@@ -1028,8 +1028,8 @@ mod tests {
     /// plain reader).
     fn bound(method: &str, params: &Value) -> Vec<u8> {
         let raw = serde_json::value::to_raw_value(params).unwrap();
-        let envelope = envelope(method, Some(&raw), None).unwrap();
-        binding(method, &envelope, None, None).bytes()
+        let members = members(method, Some(&raw), None).unwrap();
+        binding(method, &members, None, None).bytes()
     }
 
     #[test]

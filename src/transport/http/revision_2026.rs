@@ -31,7 +31,7 @@ use super::body::{Feed, McpBody};
 use super::guard::one_of;
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
 use crate::dialect::{Dialect, kept_meta, keys, methods};
-use crate::error::{ErrorCode, RpcError, quoted};
+use crate::error::{ErrorCode, RpcError, clipped};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
 use crate::session::bounded::BoundedReceiver;
@@ -299,9 +299,9 @@ impl McpService {
                 Some(v) if v != body_version => {
                     return Err(format!(
                         "MCP-Protocol-Version header value '{}' does not match _meta[\"{}\"] '{}'",
-                        quoted(v),
+                        clipped(v),
                         keys::PROTOCOL_VERSION,
-                        quoted(&body_version)
+                        clipped(&body_version)
                     ));
                 }
                 Some(_) => {}
@@ -312,8 +312,8 @@ impl McpService {
             Some(v) if v != method => {
                 return Err(format!(
                     "Mcp-Method header value '{}' does not match body method '{}'",
-                    quoted(v),
-                    quoted(method)
+                    clipped(v),
+                    clipped(method)
                 ));
             }
             Some(_) => {}
@@ -331,8 +331,8 @@ impl McpService {
                 Some(v) if v != body_name => {
                     return Err(format!(
                         "Mcp-Name header value '{}' does not match body value '{}'",
-                        quoted(&v),
-                        quoted(body_name)
+                        clipped(&v),
+                        clipped(body_name)
                     ));
                 }
                 Some(_) => {}
@@ -391,7 +391,7 @@ impl McpService {
                 (Some(value), Some(body)) if !same_value(&value, body) => {
                     return Err(format!(
                         "Mcp-Param-{name} header value '{}' does not match argument '{property}'",
-                        quoted(&value)
+                        clipped(&value)
                     ));
                 }
                 (Some(_), Some(_)) => {}
@@ -427,7 +427,7 @@ fn decoded(value: &str) -> Result<String, String> {
         .decode(encoded)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| format!("'{}' is not valid base64 of UTF-8 text", quoted(value)))
+        .ok_or_else(|| format!("'{}' is not valid base64 of UTF-8 text", clipped(value)))
 }
 
 /// Whether a header's value stands for the argument's: the same text, the

@@ -366,7 +366,7 @@ pub(super) struct Sessions {
 }
 
 /// Why a session could not be created.
-pub(super) enum Refused {
+pub(super) enum NotCreated {
     /// The store holds its maximum of sessions.
     Full,
     /// The caller's principal holds its maximum of sessions.
@@ -584,17 +584,17 @@ impl Sessions {
         server: &Server,
         stop: &CancellationToken,
         caller: &Caller,
-    ) -> Result<Arc<HttpSession>, Refused> {
+    ) -> Result<Arc<HttpSession>, NotCreated> {
         self.sweep();
-        let id = session_id().ok_or(Refused::NoRandom)?;
+        let id = session_id().ok_or(NotCreated::NoRandom)?;
         let mut map = self.map();
         if map.len() >= self.max {
-            return Err(Refused::Full);
+            return Err(NotCreated::Full);
         }
         let held = self
             .quota
             .take(CountedAs::of(caller))
-            .map_err(|()| Refused::PrincipalFull)?;
+            .map_err(|()| NotCreated::PrincipalFull)?;
         let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
         let (input, inputs) = mpsc::channel(POST_INPUTS);
         let stop = Arc::new(stop.child_token());

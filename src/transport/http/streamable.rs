@@ -23,7 +23,7 @@ use http::{Response, StatusCode};
 
 use super::body::McpBody;
 use super::guard::one_of;
-use super::sessions::{First, HttpSession, Refused};
+use super::sessions::{First, HttpSession, NotCreated};
 use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
 use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
 use crate::error::RpcError;
@@ -189,14 +189,14 @@ impl McpService {
         }
         let session = match self.0.sessions.create(&self.0.server, &self.0.stop, caller) {
             Ok(session) => session,
-            Err(Refused::Full) => {
+            Err(NotCreated::Full) => {
                 return retry_later(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too many sessions are open; try again later",
                     "5",
                 );
             }
-            Err(Refused::PrincipalFull) => {
+            Err(NotCreated::PrincipalFull) => {
                 return retry_later(
                     StatusCode::TOO_MANY_REQUESTS,
                     "you hold as many sessions as one client may (max_sessions_per_principal): \
@@ -204,7 +204,7 @@ impl McpService {
                     "5",
                 );
             }
-            Err(Refused::NoRandom) => {
+            Err(NotCreated::NoRandom) => {
                 return plain(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "no session id can be issued: the system's random source failed",
