@@ -102,7 +102,11 @@ mod tests {
     /// A principal, by the subject of its token.
     fn principal(subject: u8) -> Option<CountedAs> {
         let subject = Some(subject.to_string());
-        Some(CountedAs::Token("https://as.example".into(), subject, None))
+        Some(CountedAs::Token(crate::principal::TokenId {
+            issuer: "https://as.example".into(),
+            subject,
+            client: None,
+        }))
     }
 
     #[test]

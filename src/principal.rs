@@ -139,10 +139,9 @@ impl Principal {
         &self.claims
     }
 
-    /// Who a session is bound to: the issuer, the subject and the client
-    /// (a session opened by one is refused to any other).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn binding(&self) -> (&str, Option<&str>, Option<&str>) {
+    /// Who the token names: the issuer, the subject and the client, as
+    /// [`TokenId`] holds them.
+    pub(crate) fn identity(&self) -> (&str, Option<&str>, Option<&str>) {
         (&self.issuer, self.subject(), self.client_id())
     }
 
@@ -192,7 +191,7 @@ pub(crate) struct Caller {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum CountedAs {
     /// A verified token's issuer, subject and client.
-    Token(String, Option<String>, Option<String>),
+    Token(TokenId),
     /// The client's address (no token); an IPv6 client by its /64, the
     /// least a host is given, so that it cannot count as many by changing
     /// address.
@@ -242,12 +241,7 @@ impl CountedAs {
 
     /// What a request with `principal`'s token counts as.
     pub(crate) fn token(principal: &Principal) -> Self {
-        let (issuer, subject, client) = principal.binding();
-        Self::Token(
-            issuer.to_owned(),
-            subject.map(str::to_owned),
-            client.map(str::to_owned),
-        )
+        Self::Token(TokenId::of(principal))
     }
 
     /// As a store's key: a token's parts joined by NUL (as a task's owner
@@ -256,11 +250,50 @@ impl CountedAs {
     /// tasks already say).
     pub(crate) fn key(&self) -> String {
         match self {
-            Self::Token(issuer, subject, client) => {
-                token_key(issuer, subject.as_deref(), client.as_deref())
-            }
+            Self::Token(id) => id.key(),
             Self::Address(ip) => format!("peer {ip}"),
         }
+    }
+}
+
+/// Who a verified token names: its issuer, subject and client. A session
+/// opened with one serves no other, and the limits per principal count it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct TokenId {
+    pub(crate) issuer: String,
+    pub(crate) subject: Option<String>,
+    pub(crate) client: Option<String>,
+}
+
+impl TokenId {
+    /// `principal`'s.
+    pub(crate) fn of(principal: &Principal) -> Self {
+        let (issuer, subject, client) = principal.identity();
+        Self {
+            issuer: issuer.to_owned(),
+            subject: subject.map(str::to_owned),
+            client: client.map(str::to_owned),
+        }
+    }
+
+    /// Whether `principal`'s token names the same.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn is(&self, principal: &Principal) -> bool {
+        principal.identity()
+            == (
+                &*self.issuer,
+                self.subject.as_deref(),
+                self.client.as_deref(),
+            )
+    }
+
+    /// As a store's key ([`token_key`]).
+    pub(crate) fn key(&self) -> String {
+        token_key(
+            &self.issuer,
+            self.subject.as_deref(),
+            self.client.as_deref(),
+        )
     }
 }
 

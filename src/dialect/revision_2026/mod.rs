@@ -368,7 +368,7 @@ fn filter(
         prompts: requested.prompts_list_changed && provides.prompts,
         resources_list: requested.resources_list_changed && provides.resources,
         resources,
-        task_owner: owner_of(principal),
+        task_owner: owner_key(principal),
         caller: principal.cloned(),
         tasks,
     })
@@ -585,9 +585,9 @@ pub(crate) fn unsupported_version(id: Option<&RequestId>, requested: &str) -> Re
 
 /// Who a request's state and tasks belong to: the token's issuer, subject
 /// and client; empty without a token.
-fn owner_of(principal: Option<&Principal>) -> String {
+fn owner_key(principal: Option<&Principal>) -> String {
     principal.map_or_else(String::new, |p| {
-        let (issuer, subject, client) = p.binding();
+        let (issuer, subject, client) = p.identity();
         token_key(issuer, subject, client)
     })
 }
@@ -618,7 +618,7 @@ fn binding(
             )
         }
     };
-    let owner = owner_of(principal);
+    let owner = owner_key(principal);
     Binding {
         method: method.to_owned(),
         item: item.to_owned(),

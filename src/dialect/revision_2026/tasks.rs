@@ -128,7 +128,7 @@ pub(super) fn route(
     let work = TaskWork {
         store: Arc::clone(&server.tasks.store),
         task_id: params.task_id,
-        owner: super::owner_of(principal),
+        owner: super::owner_key(principal),
         op,
     };
     Ok(Step::Run {

@@ -152,7 +152,11 @@ mod tests {
     fn each_principal_holds_at_most_its_quota_and_gets_it_back_when_it_lets_go() {
         let quota = Quota::new(2);
         let a = CountedAs::Address("192.0.2.1".parse().unwrap());
-        let b = CountedAs::Token("https://as".into(), Some("u".into()), None);
+        let b = CountedAs::Token(crate::principal::TokenId {
+            issuer: "https://as".into(),
+            subject: Some("u".into()),
+            client: None,
+        });
         let first = quota.take(Some(a.clone())).unwrap();
         let second = quota.take(Some(a.clone())).unwrap();
         assert!(quota.take(Some(a.clone())).is_err(), "a's third is refused");

@@ -31,7 +31,7 @@ use crate::bus::{Bus, BusMessage, SessionRecord, StreamClaim};
 use crate::dialect::{Change, ClientInfo, Dialect};
 use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
-use crate::principal::{Caller, CountedAs, Principal};
+use crate::principal::{Caller, CountedAs, TokenId};
 use crate::server::{Input, Server};
 use crate::session::bounded::{self, BoundedReceiver, BoundedSender};
 use crate::session::outbox;
@@ -86,7 +86,7 @@ pub(super) struct HttpSession {
     input: Mutex<Option<mpsc::Sender<(Input, Caller)>>>,
     /// Who opened it (issuer, subject, client), when its endpoint
     /// verifies tokens: the only principal it serves.
-    owner: Option<Owner>,
+    owner: Option<TokenId>,
     /// The core session's state, while it runs.
     shared: Weak<Shared>,
     /// Cancelled when the core session shuts down.
@@ -599,7 +599,7 @@ impl Sessions {
         let (input, inputs) = mpsc::channel(POST_INPUTS);
         let stop = Arc::new(stop.child_token());
         let session = Session::over_http(server.inner(), Dialect::ModelContext, out, stop.clone());
-        let owner = caller.principal.as_deref().map(Owner::of);
+        let owner = caller.principal.as_deref().map(TokenId::of);
         let http = self.start(id, owner, &session, input, stop, outbox);
         *http.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
         map.insert(http.id.clone(), http.clone());
@@ -613,7 +613,7 @@ impl Sessions {
     fn start(
         self: &Arc<Self>,
         id: String,
-        owner: Option<Owner>,
+        owner: Option<TokenId>,
         session: &Session,
         input: mpsc::Sender<(Input, Caller)>,
         stop: Arc<CancellationToken>,
@@ -625,7 +625,9 @@ impl Sessions {
         let saver = self.shared_by.clone().map(|bus| {
             Arc::new(Saver {
                 id: id.clone(),
-                owner: owner.as_ref().map(Owner::parts),
+                owner: owner
+                    .as_ref()
+                    .map(|o| (o.issuer.clone(), o.subject.clone(), o.client.clone())),
                 bus,
                 ttl: self.idle,
                 saved: Mutex::new(Instant::now()),
@@ -715,49 +717,16 @@ fn session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Who a session belongs to.
-#[derive(Debug, PartialEq, Eq)]
-struct Owner {
-    issuer: String,
-    subject: Option<String>,
-    client: Option<String>,
-}
-
-impl Owner {
-    fn of(principal: &Principal) -> Self {
-        let (issuer, subject, client) = principal.binding();
-        Self {
-            issuer: issuer.to_owned(),
-            subject: subject.map(str::to_owned),
-            client: client.map(str::to_owned),
-        }
-    }
-
-    fn parts(&self) -> (String, Option<String>, Option<String>) {
-        (
-            self.issuer.clone(),
-            self.subject.clone(),
-            self.client.clone(),
-        )
-    }
-
-    fn is(&self, principal: &Principal) -> bool {
-        principal.binding()
-            == (
-                &*self.issuer,
-                self.subject.as_deref(),
-                self.client.as_deref(),
-            )
-    }
-}
-
 /// The owner a saved session names.
-fn owner_of(record: &SessionRecord) -> Option<Owner> {
-    record.owner.clone().map(|(issuer, subject, client)| Owner {
-        issuer,
-        subject,
-        client,
-    })
+fn owner_of(record: &SessionRecord) -> Option<TokenId> {
+    record
+        .owner
+        .clone()
+        .map(|(issuer, subject, client)| TokenId {
+            issuer,
+            subject,
+            client,
+        })
 }
 
 /// Session `id`'s saved state, if it can be read in time.
