@@ -9,17 +9,17 @@
 //!
 //! [`ServerBuilder::max_in_flight_bytes_per_principal`]: crate::ServerBuilder::max_in_flight_bytes_per_principal
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::principal::CountedAs;
+use crate::tally::Tally;
 
 /// The size from which a request is counted: 16 KiB.
 pub(crate) const COUNTED_FROM: usize = 16 << 10;
 
 /// The bytes in flight, by whom they count against.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight(Mutex<HashMap<CountedAs, usize>>);
+pub(crate) struct InFlight(Mutex<Tally<CountedAs>>);
 
 /// Why a request was refused: its `bytes` would take its principal's
 /// requests in flight, which hold `held` bytes, past `most`.
@@ -44,18 +44,14 @@ pub(crate) struct Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut held = self.in_flight.lock();
-        if let Some(bytes) = held.get_mut(&self.key) {
-            *bytes = bytes.saturating_sub(self.bytes);
-            if *bytes == 0 {
-                held.remove(&self.key);
-            }
-        }
+        self.in_flight
+            .lock()
+            .give_back(&self.key, self.bytes as u64);
     }
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CountedAs, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tally<CountedAs>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -76,17 +72,13 @@ impl InFlight {
         let Some(key) = key() else {
             return Ok(None);
         };
-        let mut held = self.lock();
-        let now = held.get(&key).copied().unwrap_or(0);
-        if now > 0 && now.saturating_add(bytes) > most {
-            return Err(OverBudget {
+        self.lock()
+            .take(key.clone(), bytes as u64, most as u64)
+            .map_err(|held| OverBudget {
                 bytes,
-                held: now,
+                held: usize::try_from(held).unwrap_or(usize::MAX),
                 most,
-            });
-        }
-        held.insert(key.clone(), now.saturating_add(bytes));
-        drop(held);
+            })?;
         Ok(Some(Reservation {
             in_flight: self.clone(),
             key,

@@ -87,10 +87,11 @@
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
 //!    objects and their encoding; a hasher for ids; a stream adapter.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
-//!    `in_flight`, `round_trip`, `trace_context`): the shapes items,
-//!    results and client requests have, whoever speaks them, who sent a
-//!    request and what its requests in flight hold, one round of a
-//!    2026-07-28 request, and a request's trace (feature `otel`).
+//!    `tally`, `in_flight`, `round_trip`, `trace_context`): the shapes
+//!    items, results and client requests have, whoever speaks them, who
+//!    sent a request, what each principal holds and what its requests in
+//!    flight hold, one round of a 2026-07-28 request, and a request's trace
+//!    (feature `otel`).
 //! 3. **items** (`tool`, `typed`, `resource`, `app`, `prompt`,
 //!    `template`, `completion`, `bus`, `handle`, `task`): what a server
 //!    author implements or builds — tools and their [`ToolContext`], typed
@@ -154,6 +155,7 @@ mod round_trip;
 pub mod server;
 mod session;
 pub mod state;
+mod tally;
 pub mod task;
 pub mod template;
 #[cfg(test)]

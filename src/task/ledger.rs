@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 
 use super::now_ms;
+use crate::tally::Tally;
 
 /// The tasks this process ran or runs, and the bytes they hold, by whom
 /// they count against ([`TaskState::counts_against`](super::TaskState::counts_against)).
@@ -18,8 +19,8 @@ pub(crate) struct TaskLedger(Mutex<Ledger>);
 
 #[derive(Debug, Default)]
 struct Ledger {
-    /// Bytes held, by principal key; a key holding nothing is absent.
-    held: HashMap<String, u64>,
+    /// Bytes held, by principal key.
+    held: Tally<String>,
     /// Every task counted: whom against, and how many bytes.
     tasks: HashMap<String, Entry>,
     /// When each ended task stops counting, soonest first.
@@ -73,16 +74,7 @@ impl Drop for Reservation {
 impl Ledger {
     fn remove(&mut self, task_id: &str) {
         if let Some(entry) = self.tasks.remove(task_id) {
-            self.take(&entry.key, entry.bytes);
-        }
-    }
-
-    fn take(&mut self, key: &str, bytes: u64) {
-        if let Some(held) = self.held.get_mut(key) {
-            *held = held.saturating_sub(bytes);
-            if *held == 0 {
-                self.held.remove(key);
-            }
+            self.held.give_back(&entry.key, entry.bytes);
         }
     }
 
@@ -114,13 +106,10 @@ impl TaskLedger {
     ) -> Result<Reservation, OverBudget> {
         let mut ledger = self.lock();
         ledger.sweep(now_ms());
-        let held = ledger.held.get(key).copied().unwrap_or(0);
-        if held > 0 && held.saturating_add(bytes) > most {
-            return Err(OverBudget { held, most });
-        }
-        if bytes > 0 {
-            *ledger.held.entry(key.to_owned()).or_default() += bytes;
-        }
+        ledger
+            .held
+            .take(key.to_owned(), bytes, most)
+            .map_err(|held| OverBudget { held, most })?;
         let entry = Entry {
             key: key.to_owned(),
             bytes,
@@ -149,10 +138,8 @@ impl TaskLedger {
         entry.ended = ending;
         let before = std::mem::replace(&mut entry.bytes, bytes);
         let key = entry.key.clone();
-        ledger.take(&key, before);
-        if bytes > 0 {
-            *ledger.held.entry(key).or_default() += bytes;
-        }
+        ledger.held.give_back(&key, before);
+        ledger.held.add(key, bytes);
     }
 
     /// A counted task has ended holding `bytes` (its kept state); it
@@ -172,7 +159,7 @@ impl TaskLedger {
     fn held(&self, key: &str) -> u64 {
         let mut ledger = self.lock();
         ledger.sweep(now_ms());
-        ledger.held.get(key).copied().unwrap_or(0)
+        ledger.held.held(key)
     }
 }
 

@@ -9,19 +9,19 @@
 //! mounted in an app that does not tell the peer) is held to the
 //! endpoint's limits only.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use crate::principal::PeerAddr;
 use crate::principal::{Caller, CountedAs};
+use crate::tally::Tally;
 
 /// How many of one kind of thing each principal holds, within a limit.
 #[derive(Debug)]
 pub(super) struct Quota {
-    most: usize,
-    held: Mutex<HashMap<CountedAs, usize>>,
+    most: u64,
+    held: Mutex<Tally<CountedAs>>,
 }
 
 /// One thing a principal holds, given back when dropped.
@@ -35,7 +35,7 @@ impl Quota {
     /// At most `most` per principal.
     pub(super) fn new(most: usize) -> Arc<Self> {
         Arc::new(Self {
-            most: most.max(1),
+            most: most.max(1) as u64,
             held: Mutex::default(),
         })
     }
@@ -46,12 +46,11 @@ impl Quota {
         let Some(principal) = principal else {
             return Ok(None);
         };
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        let count = held.entry(principal.clone()).or_insert(0);
-        if *count >= self.most {
-            return Err(());
-        }
-        *count += 1;
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(principal.clone(), 1, self.most)
+            .map_err(|_| ())?;
         Ok(Some(Held {
             quota: self.clone(),
             principal,
@@ -60,25 +59,19 @@ impl Quota {
 
     /// How many `principal` holds.
     #[cfg(test)]
-    fn holds(&self, principal: &CountedAs) -> usize {
+    fn holds(&self, principal: &CountedAs) -> u64 {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.get(principal).copied().unwrap_or(0)
+        held.held(principal)
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut held = self
-            .quota
+        self.quota
             .held
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = held.get_mut(&self.principal) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.principal);
-            }
-        }
+            .unwrap_or_else(PoisonError::into_inner)
+            .give_back(&self.principal, 1);
     }
 }
 
