@@ -43,10 +43,7 @@ const FLUSH_WAIT: Duration = Duration::from_millis(250);
 /// is already set changes nothing.
 #[must_use = "dropping the guard at once may lose the last log lines"]
 pub fn init() -> LogGuard {
-    let level = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|l| l.trim().parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
+    let level = level_from_env();
     let (writer, guard) = stderr_writer();
     let installed = tracing_subscriber::fmt()
         .with_writer(writer)
@@ -58,6 +55,15 @@ pub fn init() -> LogGuard {
         tracing::debug!("a global tracing subscriber was already set");
     }
     guard
+}
+
+/// The level `RUST_LOG` names (`error`, `warn`, `info`, `debug` or
+/// `trace`), or `info`.
+pub(crate) fn level_from_env() -> tracing::Level {
+    std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|l| l.trim().parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO)
 }
 
 /// The writer [`init`] uses, for a subscriber of your own: pass the first

@@ -54,7 +54,7 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use crate::logging::{LogGuard, stderr_writer};
+use crate::logging::{LogGuard, level_from_env, stderr_writer};
 
 /// How long [`Telemetry::shutdown`] waits for the last spans to be sent.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
@@ -75,10 +75,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// subscriber is already set changes nothing.
 #[must_use = "dropping it at once ends the export and may lose the last log lines"]
 pub fn init() -> Telemetry {
-    let level = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|l| l.trim().parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
+    let level = level_from_env();
     let (writer, log) = stderr_writer();
     // The log lines leave the requests' spans out: formatting each one's
     // fields would cost more than the request itself. With no exporter,

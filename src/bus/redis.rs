@@ -465,17 +465,14 @@ async fn publish(
             }
         }
         loop {
-            let manager = match &mut connection {
-                Some(manager) => manager,
-                None => match ::redis::aio::ConnectionManager::new(client.clone()).await {
-                    Ok(manager) => connection.insert(manager),
-                    Err(e) => {
-                        tracing::warn!("the Redis bus cannot reach Redis: {e}");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MOST_BACKOFF);
-                        continue;
-                    }
-                },
+            let manager = match connected(&mut connection, &client).await {
+                Ok(manager) => manager,
+                Err(e) => {
+                    tracing::warn!("the Redis bus cannot reach Redis: {e}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MOST_BACKOFF);
+                    continue;
+                }
             };
             match pipe.query_async::<()>(manager).await {
                 Ok(()) => {
@@ -492,6 +489,21 @@ async fn publish(
     }
 }
 
+/// The connection a task keeps in `slot`, made first when it has none
+/// (a connection manager then reconnects by itself).
+async fn connected<'c>(
+    slot: &'c mut Option<::redis::aio::ConnectionManager>,
+    client: &::redis::Client,
+) -> Result<&'c mut ::redis::aio::ConnectionManager, ::redis::RedisError> {
+    match slot {
+        Some(manager) => Ok(manager),
+        None => {
+            let manager = ::redis::aio::ConnectionManager::new(client.clone()).await?;
+            Ok(slot.insert(manager))
+        }
+    }
+}
+
 /// Keeps this process's liveness key alive while its bus lives; deletes
 /// it when the bus is dropped.
 async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>) {
@@ -501,15 +513,12 @@ async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>
     loop {
         beats.tick().await;
         let alive = bus.strong_count() > 0;
-        let manager = match &mut connection {
-            Some(manager) => manager,
-            None => match ::redis::aio::ConnectionManager::new(client.clone()).await {
-                Ok(manager) => connection.insert(manager),
-                Err(e) => {
-                    tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
-                    continue;
-                }
-            },
+        let manager = match connected(&mut connection, &client).await {
+            Ok(manager) => manager,
+            Err(e) => {
+                tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
+                continue;
+            }
         };
         let done = if alive {
             manager.pset_ex::<_, _, ()>(&key, 1, millis(LIVENESS)).await

@@ -119,13 +119,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
                 }
                 meta = Some(map.next_value_seed(MetaSeed(self.meta))?);
             } else if let Some(i) = form.kept.iter().position(|k| *k == key) {
-                let (Some(slot), Some(seen)) = (kept.get_mut(i), seen.get_mut(i)) else {
-                    return Err(A::Error::custom("a kept member past the bound"));
-                };
-                if std::mem::replace(seen, true) {
-                    return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
-                }
-                *slot = map.next_value::<Option<RawText<'de>>>()?;
+                keep(&mut map, &mut kept, &mut seen, i, &key)?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -137,6 +131,25 @@ impl<'de> Visitor<'de> for ParamsSeed {
             meta: meta.flatten(),
         })
     }
+}
+
+/// Reads kept member `i` (named `key`) as text into `kept`; a member
+/// seen before is an error, as serde's derive reads one.
+fn keep<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    kept: &mut [Option<RawText<'de>>],
+    seen: &mut [bool],
+    i: usize,
+    key: &str,
+) -> Result<(), A::Error> {
+    let (Some(slot), Some(seen)) = (kept.get_mut(i), seen.get_mut(i)) else {
+        return Err(A::Error::custom("a kept member past the bound"));
+    };
+    if std::mem::replace(seen, true) {
+        return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+    }
+    *slot = map.next_value::<Option<RawText<'de>>>()?;
+    Ok(())
 }
 
 /// `_meta`: `null`, or an object whose named members are kept as text.
@@ -174,15 +187,7 @@ impl<'de> Visitor<'de> for MetaSeed {
         let mut seen = [false; KEPT_META];
         while let Some(Key(key)) = map.next_key()? {
             match self.0.iter().position(|k| *k == key) {
-                Some(i) => {
-                    let (Some(slot), Some(seen)) = (kept.get_mut(i), seen.get_mut(i)) else {
-                        return Err(A::Error::custom("a kept member past the bound"));
-                    };
-                    if std::mem::replace(seen, true) {
-                        return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
-                    }
-                    *slot = map.next_value::<Option<RawText<'de>>>()?;
-                }
+                Some(i) => keep(&mut map, &mut kept, &mut seen, i, &key)?,
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
