@@ -606,7 +606,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_owner_holds_at_most_the_bound_of_tasks() {
+    async fn a_principal_holds_at_most_the_bound_of_tasks() {
         let store = MemoryTaskStore::new();
         let ttl = Some(Duration::from_secs(60));
         let first = TaskState::new("me".into(), "t".into(), ttl, Duration::from_secs(1)).unwrap();

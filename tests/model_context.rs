@@ -853,6 +853,8 @@ async fn a_null_id_is_an_invalid_request_in_this_protocol() {
     .await;
     assert_eq!(lines[0]["error"]["code"], -32600);
     assert!(lines[0].get("id").is_none());
+    let why = lines[0]["error"]["data"].as_str().unwrap_or_default();
+    assert!(why.contains("a string or an integer"), "{why}");
 }
 
 /// An id must be a string or an integer here (a number with a fraction is

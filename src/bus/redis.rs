@@ -588,7 +588,7 @@ async fn listen(
             continue;
         };
         match serde_json::from_str::<Stamped>(&payload) {
-            Ok(envelope) if envelope.origin != origin => inbox.deliver(envelope.message),
+            Ok(stamped) if stamped.origin != origin => inbox.deliver(stamped.message),
             Ok(_) => {}
             Err(e) => tracing::warn!("the Redis bus skipped a message it cannot read: {e}"),
         }

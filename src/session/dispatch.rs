@@ -88,7 +88,7 @@ pub(crate) fn dispatch(
             id: RequestId::Null,
             ..
         } if !dialect.allows_null_ids() => {
-            let error = RpcError::invalid_request("id must be a string or a number");
+            let error = RpcError::invalid_request("id must be a string or an integer");
             refused(RequestId::Null, dialect.error(None, &error))
         }
         Incoming::Request { id, .. } if caller.is_revoked() => {
