@@ -892,11 +892,11 @@ mod tests {
                 assert_eq!(reply["result"]["output"]["id"], id.to_string(), "{tool}");
             }
         }
-        let exchange = &server.sessionless_v1;
-        assert!(exchange.out.is_closed());
-        assert!(!exchange.trace_on());
+        let sessionless = &server.sessionless_v1;
+        assert!(sessionless.out.is_closed());
+        assert!(!sessionless.trace_on());
         assert_eq!(
-            Arc::strong_count(exchange),
+            Arc::strong_count(sessionless),
             1,
             "a job kept the shared state"
         );
