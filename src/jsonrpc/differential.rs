@@ -42,7 +42,8 @@ pub(crate) fn serde_reading<T: CallTable>(text: &str) -> Option<String> {
     Some(format!("{id:?} {method} {params:?}"))
 }
 
-/// The reference reading: the params into a value, arguments and all. What the plain reader takes must read so too.
+/// The reference reading: the params into a value, arguments and all.
+/// What the plain reader takes must read so too.
 pub(crate) fn value_reading(text: &str) -> bool {
     #[derive(serde::Deserialize)]
     #[allow(dead_code)]

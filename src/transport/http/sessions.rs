@@ -284,8 +284,8 @@ impl HttpSession {
     /// Forgets a request whose POST went away before anything came.
     pub(super) fn forget(&self, id: &RequestId) {
         let mut destinations = self.destinations();
-        if matches!(destinations.requests.get(id), Some(Destination::AwaitingFirst(w)) if w.is_closed())
-        {
+        let waiting = destinations.requests.get(id);
+        if matches!(waiting, Some(Destination::AwaitingFirst(w)) if w.is_closed()) {
             destinations.requests.remove(id);
         }
     }
