@@ -230,7 +230,7 @@ impl McpService {
     /// A request: waits for what it produces first, then answers JSON (its
     /// reply) or SSE (everything up to its reply). The request `message`
     /// read from `body` is served on this task when it can be (see
-    /// [`beside`](crate::session::beside)), else by the session's reader.
+    /// [`beside`]), else by the session's reader.
     /// For `initialize`, a reply that is an error is a 200 without a
     /// session (`opening`).
     async fn request(
