@@ -11,21 +11,26 @@
 //!   the dialects' call forms name).
 //! - [`quick_check`]: a check of valid JSON text against the simple schemas
 //!   most tools have, without building a `Value`.
+//! - [`escape`]: a JSON string written from text, as serde_json writes it,
+//!   a word at a time over the runs that need no escape (a tool's output
+//!   quoted as its text block).
 //! - [`value_end`]: where a JSON value ends in bytes that arrive in pieces
 //!   (streaming sessions, an HTTP body's first value), found without
 //!   parsing it. Framing needs it whatever the feature says: serde_json
 //!   has no incremental splitter that stays linear in the bytes received.
 //!
 //! Each reader only ever agrees with serde_json and jsonschema: where it is
-//! not sure it says "not mine", and the library decides. Differential
-//! proptests hold them to that (`jsonrpc::differential`,
-//! `engine::quick_check_tests`), and each has a fuzz target (`fuzz/`). With
-//! the `fast-path` feature off, the readers are never consulted: serde_json
-//! and jsonschema do all the reading, and the whole test suite runs so in
-//! CI. Nothing here is public.
+//! not sure it says "not mine", and the library decides; the writer writes
+//! what serde_json writes, byte for byte. Differential proptests hold them
+//! to that (`jsonrpc::differential`, `engine::quick_check_tests`, and the
+//! writer's own), and each has a fuzz target (`fuzz/`). With the
+//! `fast-path` feature off, none of them is consulted: serde_json and
+//! jsonschema do all the reading and writing, and the whole test suite
+//! runs so in CI. Nothing here is public.
 
 pub(crate) mod arguments;
 pub(crate) mod cursor;
+pub(crate) mod escape;
 pub(crate) mod plain_call;
 pub(crate) mod quick_check;
 pub(crate) mod value_end;

@@ -1,6 +1,6 @@
 //! Entry points for the fuzz targets in `fuzz/`: each runs one of the fast
-//! path's hand-written readers on an input and panics where it disagrees
-//! with serde_json or jsonschema. Not part of the API: hidden, and only
+//! path's hand-written readers, or its writer, on an input and panics where
+//! it disagrees with serde_json or jsonschema. Not part of the API: hidden, and only
 //! with the `fuzzing` feature.
 
 use serde_json::Value;
@@ -14,6 +14,18 @@ use crate::jsonrpc;
 /// value. Returns whether it took the text.
 pub fn plain_call(text: &str) -> bool {
     jsonrpc::differential::agrees::<crate::dialect::Calls>(text)
+}
+
+/// Writes `text` as a JSON string with the fast path's writer; panics
+/// when that is not, byte for byte, what serde_json writes.
+pub fn escape(text: &str) {
+    let mut fast = Vec::new();
+    crate::fast::escape::write_quoted(&mut fast, text);
+    let serde = serde_json::to_vec(text).unwrap_or_default();
+    assert_eq!(
+        fast, serde,
+        "the fast writer and serde_json differ on {text:?}"
+    );
 }
 
 /// One schema of the quick check's subset, compiled once with its full

@@ -584,9 +584,23 @@ fn is_integer(text: &str) -> bool {
     }
 }
 
-/// Serialises a value that cannot fail to serialise (strings, ids, derived
-/// protocol types).
-/// Writes `value` as JSON (`null`, logged, for a value that cannot be).
+/// `text` as a JSON string, quotes included, byte for byte as serde_json
+/// writes it (with the `fast-path` feature, a long text a word at a time).
+pub(crate) fn quote(text: &str) -> String {
+    if cfg!(feature = "fast-path") && text.len() >= crate::fast::escape::WORTH_FROM {
+        let mut out = Vec::new();
+        crate::fast::escape::write_quoted(&mut out, text);
+        // Escapes are ASCII, written between whole characters.
+        String::from_utf8(out).unwrap_or_default()
+    } else {
+        // (A `str` always serialises.)
+        serde_json::to_string(text).unwrap_or_default()
+    }
+}
+
+/// Writes `value` as JSON: a value that cannot fail to serialise
+/// (strings, ids, derived protocol types), or `null`, logged, for one that
+/// does.
 pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     if let Err(e) = serde_json::to_writer(&mut *out, value) {
         tracing::error!("serialising a protocol value failed: {e}");

@@ -898,9 +898,8 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply
     let structured = output.structured_json();
     // Structured output alone, as the tool serialised it (a typed tool's):
     // written around its text, as serde writes the result below.
-    if let ([], Some(ordered @ StructuredJson::Ordered(json))) = (output.blocks(), structured)
-        && let Ok(quoted) = serde_json::to_string(json)
-    {
+    if let ([], Some(ordered @ StructuredJson::Ordered(json))) = (output.blocks(), structured) {
+        let quoted = crate::jsonrpc::quote(json);
         let parts: &[&str] = if lists_output && ordered.is_object() {
             &[
                 r#"{"content":[{"type":"text","text":"#,
