@@ -708,3 +708,36 @@ impl Drop for DropFlag {
         self.0.store(true, Ordering::SeqCst);
     }
 }
+
+/// A typed output's text block is its JSON text, quoted: at any length
+/// (from 256 bytes the fast path's writer quotes it) and whatever needs an
+/// escape, it reads back as the structured output's text.
+#[tokio::test]
+async fn a_typed_outputs_text_block_reads_back_as_its_json_at_any_length() {
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    struct Echo {
+        message: String,
+    }
+    let tool = typed_tool(
+        "mcp://t/tools/echo:v1",
+        "echo",
+        "Echo.",
+        |args: Echo| async move { Ok::<_, ToolError>(args) },
+    );
+    let server = Server::builder().tool(tool).build().unwrap();
+    let mut client = TestClient::model_context(&server, json!({})).await;
+    let plain = "plain ".repeat(100);
+    let dense = "a\"b\\c\n\u{1}\u{1f}é\u{2028}\u{7f}".repeat(60);
+    for message in ["short", "a\"b", plain.as_str(), dense.as_str()] {
+        let result = client
+            .call_tool("echo", json!({ "message": message }))
+            .await
+            .unwrap();
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert_eq!(
+            text,
+            serde_json::to_string(&json!({ "message": message })).unwrap()
+        );
+        assert_eq!(result["structuredContent"]["message"], message);
+    }
+}
