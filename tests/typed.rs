@@ -530,21 +530,28 @@ async fn arguments_read_as_text_are_answered_as_a_value_would_be() {
     }
 }
 
-/// The same in the Model Context Protocol: arguments a value reading
-/// refuses are refused as invalid params, worded by that reading.
-#[tokio::test]
-async fn tools_call_arguments_a_value_refuses_are_invalid_params_as_before() {
-    #[derive(Deserialize, Serialize, JsonSchema)]
-    struct Echo {
-        message: String,
-    }
+/// The typed echo's arguments and output: a message.
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Echo {
+    message: String,
+}
+
+/// A server with one typed tool, `echo`, that returns its arguments.
+fn echo_server() -> Server {
     let tool = typed_tool(
         "mcp://t/tools/echo:v1",
         "echo",
         "Echo.",
         |args: Echo| async move { Ok::<_, ToolError>(args) },
     );
-    let server = Server::builder().tool(tool).build().unwrap();
+    Server::builder().tool(tool).build().unwrap()
+}
+
+/// The same in the Model Context Protocol: arguments a value reading
+/// refuses are refused as invalid params, worded by that reading.
+#[tokio::test]
+async fn tools_call_arguments_a_value_refuses_are_invalid_params_as_before() {
+    let server = echo_server();
     #[derive(Deserialize)]
     #[allow(dead_code)]
     struct ValueReading {
@@ -714,17 +721,7 @@ impl Drop for DropFlag {
 /// escape, it reads back as the structured output's text.
 #[tokio::test]
 async fn a_typed_outputs_text_block_reads_back_as_its_json_at_any_length() {
-    #[derive(Deserialize, Serialize, JsonSchema)]
-    struct Echo {
-        message: String,
-    }
-    let tool = typed_tool(
-        "mcp://t/tools/echo:v1",
-        "echo",
-        "Echo.",
-        |args: Echo| async move { Ok::<_, ToolError>(args) },
-    );
-    let server = Server::builder().tool(tool).build().unwrap();
+    let server = echo_server();
     let mut client = TestClient::model_context(&server, json!({})).await;
     let plain = "plain ".repeat(100);
     let dense = "a\"b\\c\n\u{1}\u{1f}é\u{2028}\u{7f}".repeat(60);
