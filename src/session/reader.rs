@@ -525,10 +525,35 @@ impl Session {
             }
             Input::Message(body) => {
                 tracing::trace!("<- {}", String::from_utf8_lossy(&body));
-                self.on_parsed(crate::dialect::parse(&body), body.len())
-                    .await;
+                let bytes = body.len();
+                // One message, the usual input, is dispatched here and its
+                // job admitted by this match, not `submit`'s: a message or
+                // a job (about 200 bytes each) passed to a nested `async fn`
+                // is copied into its future's state, twice or more.
+                match crate::dialect::parse(&body) {
+                    Parsed::Single(message) => match self.dispatch(message) {
+                        Dispatched::Run(job) => {
+                            if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
+                                waiting.await;
+                            }
+                        }
+                        dispatched => self.submit(dispatched, bytes).await,
+                    },
+                    parsed => self.on_parsed(parsed, bytes).await,
+                }
             }
         }
+    }
+
+    /// What `message` asks of this session, in its phase.
+    fn dispatch(&self, message: Incoming<'_>) -> Dispatched {
+        dispatch(
+            &self.shared,
+            self.phase,
+            self.draining,
+            message,
+            &self.caller,
+        )
     }
 
     /// Serves one parsed body of `bytes` bytes.
@@ -542,13 +567,7 @@ impl Session {
                     .await;
             }
             Parsed::Single(message) => {
-                let dispatched = dispatch(
-                    &self.shared,
-                    self.phase,
-                    self.draining,
-                    message,
-                    &self.caller,
-                );
+                let dispatched = self.dispatch(message);
                 self.submit(dispatched, bytes).await;
             }
             Parsed::Batch(_) if !dialect.allows_batches(&*self.shared) => {
@@ -581,13 +600,7 @@ impl Session {
                 done.push(refused);
                 continue;
             }
-            match dispatch(
-                &self.shared,
-                self.phase,
-                self.draining,
-                message,
-                &self.caller,
-            ) {
+            match self.dispatch(message) {
                 Dispatched::Nothing => {}
                 Dispatched::Reply(handled) | Dispatched::Forbidden(handled) => {
                     done.push(replies.count(handled));
