@@ -78,9 +78,8 @@ impl<'t> Cursor<'t> {
 
     /// The one string scan: `CHECKED` looks for control characters too.
     /// (Inlined where it is called, as are the two above: most strings in
-    /// a request are short names and values, and a call cost more than
-    /// their scan — about 30 instructions a string, 200 on a 64-byte echo
-    /// call, by callgrind.)
+    /// a request are short names and values, whose scan costs less than a
+    /// call.)
     #[inline(always)]
     fn scan_string<const CHECKED: bool>(&mut self) -> Option<Str<'t>> {
         if self.peek()? != b'"' {
