@@ -37,32 +37,52 @@ pub(crate) struct Question {
 /// state is opened or sealed.
 #[derive(Debug, Default)]
 pub(crate) struct Binding {
-    /// The method.
-    pub(crate) method: String,
-    /// The tool or prompt name, or the resource URI.
-    pub(crate) item: String,
-    /// The arguments' JSON text (empty: none).
-    pub(crate) arguments: String,
-    /// The token's owner (issuer, subject, client), empty without one.
-    pub(crate) owner: String,
+    /// The method, the item (the tool or prompt name, or the resource
+    /// URI), the token's owner (issuer, subject, client; empty without
+    /// one) and the arguments' JSON text (empty: none), one after another:
+    /// one allocation for the four.
+    text: String,
+    /// Where the item, the owner and the arguments begin in `text`.
+    starts: [usize; 3],
 }
 
 impl Binding {
+    /// What a state of a call of `method` on `item` with `arguments` (JSON
+    /// text), made by `owner`, is bound to.
+    pub(crate) fn new(method: &str, item: &str, arguments: &str, owner: &str) -> Self {
+        let mut text =
+            String::with_capacity(method.len() + item.len() + owner.len() + arguments.len());
+        let mut starts = [0; 3];
+        for (start, part) in starts.iter_mut().zip([method, item, owner]) {
+            text.push_str(part);
+            *start = text.len();
+        }
+        text.push_str(arguments);
+        Self { text, starts }
+    }
+
+    /// The token's owner, empty without one.
+    pub(crate) fn owner(&self) -> &str {
+        &self.text[self.starts[1]..self.starts[2]]
+    }
+
     /// The associated data a state is sealed with: the parts, the
     /// arguments as canonical JSON (object keys sorted at every level, no
     /// spaces), so that a retry that writes them otherwise still opens it.
     pub(crate) fn bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.arguments.len());
+        let [item, owner, arguments] = self.starts;
+        let text = self.text.as_bytes();
+        let mut out = Vec::with_capacity(64 + text.len());
         out.extend_from_slice(b"clawmcp-state-v1\0");
-        out.extend_from_slice(self.method.as_bytes());
+        out.extend_from_slice(&text[..item]);
         out.push(0);
-        out.extend_from_slice(self.item.as_bytes());
+        out.extend_from_slice(&text[item..owner]);
         out.push(0);
-        if let Ok(value) = serde_json::from_str::<Value>(&self.arguments) {
+        if let Ok(value) = serde_json::from_str::<Value>(&self.text[arguments..]) {
             canonical(&value, &mut out);
         }
         out.push(0);
-        out.extend_from_slice(self.owner.as_bytes());
+        out.extend_from_slice(self.owner().as_bytes());
         out
     }
 }

@@ -84,7 +84,10 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         .map(|t| t.definition.name.clone())
         .unwrap_or_default();
     let (owner, capabilities) = match &start.round {
-        Some(round) => (round.binding().owner.clone(), round.capabilities().clone()),
+        Some(round) => (
+            round.binding().owner().to_owned(),
+            round.capabilities().clone(),
+        ),
         None => (String::new(), Map::new()),
     };
     let mut task =

@@ -618,13 +618,7 @@ fn binding(
             )
         }
     };
-    let owner = owner_key(principal);
-    Binding {
-        method: method.to_owned(),
-        item: item.to_owned(),
-        arguments: arguments.to_owned(),
-        owner,
-    }
+    Binding::new(method, item, arguments, &owner_key(principal))
 }
 
 /// A sealed state's plaintext (its answers borrowed when it is written).
