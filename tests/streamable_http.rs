@@ -628,6 +628,39 @@ async fn a_call_whose_reply_comes_first_is_answered_as_json() {
     );
 }
 
+/// A body over the message limit is refused with `413` before it is read
+/// whole, with the error the dialect its head names gives a message over
+/// the size limit: the Model Context Protocol's `-32600` (not MCP v1.0's
+/// `-32006`), with id `null`. The server serves the next request.
+#[tokio::test]
+async fn a_body_over_the_message_limit_is_413_with_the_model_context_protocols_error() {
+    let server = McServer::start_with(HttpConfig::default(), |b| b.max_message_size(1024)).await;
+    let session = server.session().await;
+    let big = call(2, "echo", json!({"message": "x".repeat(2000)}));
+    let revision_2026 = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    for (what, request) in [
+        ("in a session", post(Some(&session), &big)),
+        ("2026-07-28", post_with(None, &revision_2026, &big)),
+    ] {
+        let reply = server.exchange(request).await;
+        assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE, "{what}");
+        let body = reply.json();
+        assert_eq!(body["error"]["code"], -32600, "{what}: {body}");
+        assert_eq!(body["id"], Value::Null, "{what}: {body}");
+    }
+    let reply = server
+        .exchange(post(
+            Some(&session),
+            &call(3, "echo", json!({"message": "after"})),
+        ))
+        .await;
+    assert_eq!(assert_json_reply(&reply)["id"], 3);
+}
+
 /// Sends `request` on a connection of its own; its reply is read in a
 /// task.
 async fn in_background(

@@ -122,6 +122,31 @@ pub(crate) enum Post {
 }
 
 #[cfg(feature = "http")]
+impl ByHead {
+    /// The dialect a request is refused in before its body is read (a
+    /// body over the size limit).
+    pub(crate) fn dialect(self) -> Dialect {
+        match self {
+            Self::Revision2026 => Dialect::Revision2026,
+            Self::ModelContext => Dialect::ModelContext,
+            Self::McpV1 => Dialect::McpV1,
+        }
+    }
+}
+
+#[cfg(feature = "http")]
+impl Post {
+    /// The dialect the `POST` is answered in.
+    pub(crate) fn dialect(self) -> Dialect {
+        match self {
+            Self::McpV1 { .. } => Dialect::McpV1,
+            Self::Session { .. } => Dialect::ModelContext,
+            Self::Revision2026 => Dialect::Revision2026,
+        }
+    }
+}
+
+#[cfg(feature = "http")]
 impl Protocols {
     /// What an HTTP request is by its head, for a server speaking these
     /// protocols. MCP v1.0 when the server does not speak the Model

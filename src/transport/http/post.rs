@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
 use super::{Leftover, McpService, json, plain};
-use crate::dialect::{ByHead, HttpHead, Post};
-use crate::error::{ErrorCode, RpcError};
+use crate::dialect::{ByHead, Dialect, HttpHead, Post};
+use crate::error::RpcError;
 use crate::fast::value_end::FirstValue;
 use crate::jsonrpc::{Parsed, RequestId, encode_error};
 use crate::principal::{Caller, Revocation};
@@ -82,7 +82,10 @@ impl McpService {
                 break Some(end);
             }
             if buf.len() > limit {
-                return (too_large(limit), Leftover::Broken);
+                return (
+                    too_large(by_head.dialect(), buf.len(), limit),
+                    Leftover::Broken,
+                );
             }
             if ended {
                 break None;
@@ -106,9 +109,11 @@ impl McpService {
         if decided == Some(Post::McpV1 { streaming: true }) {
             return self.stream(body, buf, ended, caller);
         }
-        // Read whole (not a streaming session): within the message limit.
+        // Read whole (not a streaming session): within the message limit,
+        // refused in the dialect of what is known of it.
+        let dialect = decided.map_or(by_head.dialect(), Post::dialect);
         if buf.len() > limit {
-            return (too_large(limit), Leftover::Broken);
+            return (too_large(dialect, buf.len(), limit), Leftover::Broken);
         }
         while !ended {
             match self.next_chunk(&mut body, deadline).await {
@@ -117,7 +122,7 @@ impl McpService {
                 Err(response) => return (response, Leftover::Broken),
             }
             if buf.len() > limit {
-                return (too_large(limit), Leftover::Broken);
+                return (too_large(dialect, buf.len(), limit), Leftover::Broken);
             }
         }
         let body = buf.freeze();
@@ -333,14 +338,14 @@ fn unreadable(error: &impl std::fmt::Display) -> Response<McpBody> {
     )
 }
 
-fn too_large(limit: usize) -> Response<McpBody> {
-    let error = RpcError::new(
-        ErrorCode::MESSAGE_TOO_LARGE,
-        format!("the body is over the limit of {limit} bytes"),
-    );
+/// `413` for a body of at least `declared` bytes, over the message
+/// `limit`: the error that `dialect` gives a message over the size limit,
+/// with id `null`.
+fn too_large(dialect: Dialect, declared: usize, limit: usize) -> Response<McpBody> {
+    let error = dialect.too_large(declared, limit);
     json(
         StatusCode::PAYLOAD_TOO_LARGE,
-        encode_error(&RequestId::Null, &error).bytes,
+        dialect.error(None, &error).bytes,
     )
 }
 
