@@ -668,6 +668,18 @@ impl Dialect {
         self == Self::ModelContext
     }
 
+    /// The protocol version every request in this dialect speaks, or
+    /// `None` when a session negotiates it (`initialize`'s answer, the
+    /// Model Context Protocol's 2025 revisions). MCP v1.0 names no
+    /// version on the wire: its own is 1.0.
+    pub(crate) fn fixed_version(self) -> Option<&'static str> {
+        match self {
+            Self::McpV1 => Some("1.0"),
+            Self::ModelContext => None,
+            Self::Revision2026 => Some(revision_2026::VERSION),
+        }
+    }
+
     /// Whether `null` is a valid request id (JSON-RPC 2.0, MCP v1.0); the
     /// Model Context Protocol allows only strings and numbers.
     pub(crate) fn allows_null_ids(self) -> bool {

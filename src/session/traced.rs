@@ -97,7 +97,7 @@ impl Traced {
     /// Records what the dialect read: the protocol version the request
     /// speaks, and its target (the tool, prompt or resource it names).
     pub(crate) fn routed(&self, shared: &Shared, method: &str, routed: &Routed) {
-        use crate::dialect::{Change, Dialect, Step};
+        use crate::dialect::{Change, Step};
         use crate::engine::Work;
         use crate::trace_context::{Target, target, version};
 
@@ -105,13 +105,13 @@ impl Traced {
         if self.span.is_disabled() {
             return;
         }
-        let spoken = match (&routed.step, routed.dialect) {
-            (_, Dialect::Revision2026) => Some("2026-07-28"),
-            // (MCP v1.0 names no version: its own, 1.0.)
-            (_, Dialect::McpV1) => Some("1.0"),
-            (Step::Initialized(_, Change::Client(client)), _) => Some(client.version),
-            _ => shared.client.get().map(|c| c.version),
-        };
+        let spoken = routed
+            .dialect
+            .fixed_version()
+            .or_else(|| match &routed.step {
+                Step::Initialized(_, Change::Client(client)) => Some(client.version),
+                _ => shared.client.get().map(|c| c.version),
+            });
         if let Some(spoken) = spoken {
             version(&self.span, spoken);
         }
