@@ -53,11 +53,6 @@ impl RequestId {
             _ => None,
         }
     }
-
-    /// Whether this is the integer `1`, the only id `initialize` may carry.
-    pub(crate) fn is_one(&self) -> bool {
-        matches!(self, Self::Number(n) if &**n == "1")
-    }
 }
 
 impl From<i64> for RequestId {

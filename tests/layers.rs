@@ -626,8 +626,16 @@ fn code_with_strings(text: &str) -> (String, Vec<String>) {
 }
 
 /// Whether a string literal names a protocol: a method (`tools/call`,
-/// `mcp/executeTool`, `$/cancelRequest`) or a `_meta` key of one.
+/// `mcp/executeTool`, `$/cancelRequest`, and the two without a slash,
+/// `initialize` and `ping`), a revision (`2025-11-25`) or a `_meta` key
+/// of one.
 fn names_a_protocol(literal: &str) -> bool {
+    let bare_method = matches!(literal, "initialize" | "ping");
+    let revision = literal.len() == 10
+        && literal.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
     let method = literal.split_once('/').is_some_and(|(a, b)| {
         !a.is_empty()
             && !b.is_empty()
@@ -635,7 +643,7 @@ fn names_a_protocol(literal: &str) -> bool {
             && b.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '_')
     });
-    method || literal.contains("modelcontextprotocol")
+    method || bare_method || revision || literal.contains("modelcontextprotocol")
 }
 
 /// Whether an identifier names a dialect or a revision.
@@ -645,6 +653,35 @@ fn names_a_dialect(word: &str) -> bool {
         || word.ends_with("_v1")
         || word.contains("2026")
         || word.contains("model_context")
+}
+
+/// The check below finds what it is meant to find.
+#[test]
+fn a_protocol_is_named_by_a_method_a_revision_or_a_meta_key() {
+    for named in [
+        "tools/call",
+        "mcp/executeTool",
+        "$/cancelRequest",
+        "initialize",
+        "ping",
+        "2025-11-25",
+        "io.modelcontextprotocol/protocolVersion",
+    ] {
+        assert!(names_a_protocol(named), "{named}");
+    }
+    for plain in [
+        "",
+        "a/",
+        "text/event-stream!",
+        "2025-1-255",
+        "initialized?",
+        "x-y",
+    ] {
+        assert!(!names_a_protocol(plain), "{plain}");
+    }
+    for named in ["McpV1", "v1_output", "Revision2026", "model_context"] {
+        assert!(names_a_dialect(named), "{named}");
+    }
 }
 
 #[test]

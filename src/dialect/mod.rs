@@ -671,7 +671,8 @@ impl Dialect {
     /// The protocol version every request in this dialect speaks, or
     /// `None` when a session negotiates it (`initialize`'s answer, the
     /// Model Context Protocol's 2025 revisions). MCP v1.0 names no
-    /// version on the wire: its own is 1.0.
+    /// version on the wire: its own is 1.0. (Read by the `otel` span.)
+    #[cfg(feature = "otel")]
     pub(crate) fn fixed_version(self) -> Option<&'static str> {
         match self {
             Self::McpV1 => Some("1.0"),

@@ -24,7 +24,7 @@ use crate::tool::{CallFailure, Calling, LazyContext, ToolContext};
 
 /// Async work for one request.
 pub(crate) enum Work {
-    /// MCP v1.0's `mcp/listResources`: every resource with its content.
+    /// Lists every resource the caller may read, each with its content.
     ListResources,
     /// Reads one resource, registered or matched by a template.
     ReadResource { uri: String },

@@ -76,11 +76,16 @@ impl Lists {
     }
 }
 
+/// Whether `id` is the integer `1`, the only id `initialize` may carry.
+fn is_one(id: &RequestId) -> bool {
+    matches!(id, RequestId::Number(n) if &**n == "1")
+}
+
 /// docs/mcp-v1.md §3: before `initialize` (id 1) nothing is served.
 pub(crate) fn admit(phase: Phase, method: &str, id: &RequestId) -> Admission {
     let is_initialize = method == methods::INITIALIZE;
     match phase {
-        Phase::AwaitingInitialize if is_initialize && id.is_one() => Admission::Initialize,
+        Phase::AwaitingInitialize if is_initialize && is_one(id) => Admission::Initialize,
         Phase::AwaitingInitialize if is_initialize => Admission::Reject(RpcError::invalid_request(
             format!("initialize must carry the integer id 1, not {id}"),
         )),
