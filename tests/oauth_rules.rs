@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use clawmcp::completion::{Completion, complete_fn};
 use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
-use clawmcp::oauth::{Audience, OAuth, TokenVerifier, VerifyError};
+use clawmcp::oauth::{AcceptedAudiences, OAuth, TokenVerifier, VerifyError};
 use clawmcp::prompt::{PromptMessage, prompt_fn};
 use clawmcp::resource::{ResourceInfo, resource_fn};
 use clawmcp::template::resource_template;
@@ -26,7 +26,11 @@ struct ScopesAreTokens;
 
 #[async_trait]
 impl TokenVerifier for ScopesAreTokens {
-    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
+    async fn verify(
+        &self,
+        token: &str,
+        audience: &AcceptedAudiences,
+    ) -> Result<Principal, VerifyError> {
         assert!(
             !audience.accepted().is_empty(),
             "a verifier is told its audience"

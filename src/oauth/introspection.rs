@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::discovery::discover;
 use super::issuer::Issuer;
 use super::jwt::principal_of;
-use super::{Audience, TokenVerifier, VerifyError};
+use super::{AcceptedAudiences, TokenVerifier, VerifyError};
 use crate::principal::Principal;
 
 /// How many introspection requests may be under way at once.
@@ -142,7 +142,11 @@ impl IntrospectionVerifier {
 
 #[async_trait]
 impl TokenVerifier for IntrospectionVerifier {
-    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
+    async fn verify(
+        &self,
+        token: &str,
+        audience: &AcceptedAudiences,
+    ) -> Result<Principal, VerifyError> {
         let endpoint = self.endpoint_url().await?;
         let _asking = self
             .asking

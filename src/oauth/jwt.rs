@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::discovery::discover;
 use super::issuer::Issuer;
-use super::{Audience, TokenVerifier, VerifyError};
+use super::{AcceptedAudiences, TokenVerifier, VerifyError};
 use crate::principal::Principal;
 
 /// Verifies JWT access tokens of one issuer against its JWKS.
@@ -252,7 +252,11 @@ impl KeySet {
 
 #[async_trait]
 impl TokenVerifier for JwtVerifier {
-    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
+    async fn verify(
+        &self,
+        token: &str,
+        audience: &AcceptedAudiences,
+    ) -> Result<Principal, VerifyError> {
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| VerifyError::Invalid(format!("not a signed JWT: {e}")))?;
         // RFC 9068 §2.1: an access token says `at+jwt`; many issuers write
@@ -398,7 +402,7 @@ mod tests {
         let key = jsonwebtoken::EncodingKey::from_ed_der(&der);
         let mut header = jsonwebtoken::Header::new(Algorithm::EdDSA);
         header.kid = Some("ed".into());
-        let audience = Audience::new(["https://h/mcp"]);
+        let audience = AcceptedAudiences::new(["https://h/mcp"]);
         for exp in [1u64 << 63, u64::MAX, 1 << 40] {
             let claims =
                 json!({"iss": "https://as", "aud": "https://h/mcp", "sub": "u", "exp": exp});

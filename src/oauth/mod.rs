@@ -87,11 +87,11 @@ pub enum VerifyError {
 /// endpoint's canonical URL, and any added by
 /// [`OAuth::extra_audience`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Audience {
+pub struct AcceptedAudiences {
     accepted: Vec<String>,
 }
 
-impl Audience {
+impl AcceptedAudiences {
     /// Exactly these audiences.
     pub fn new<I, S>(accepted: I) -> Self
     where
@@ -125,14 +125,14 @@ impl Audience {
 /// ```
 /// use async_trait::async_trait;
 /// use clawmcp::Principal;
-/// use clawmcp::oauth::{Audience, TokenVerifier, VerifyError};
+/// use clawmcp::oauth::{AcceptedAudiences, TokenVerifier, VerifyError};
 ///
 /// /// Static API keys, each standing for one principal.
 /// struct ApiKeys;
 ///
 /// #[async_trait]
 /// impl TokenVerifier for ApiKeys {
-///     async fn verify(&self, token: &str, _audience: &Audience) -> Result<Principal, VerifyError> {
+///     async fn verify(&self, token: &str, _audience: &AcceptedAudiences) -> Result<Principal, VerifyError> {
 ///         match token {
 ///             "key-of-alice" => Ok(Principal::new("api-keys").with_subject("alice").with_scopes(["mcp"])),
 ///             _ => Err(VerifyError::Invalid("unknown API key".into())),
@@ -143,7 +143,11 @@ impl Audience {
 #[async_trait]
 pub trait TokenVerifier: Send + Sync + 'static {
     /// The principal of `token`, if it is valid and meant for `audience`.
-    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError>;
+    async fn verify(
+        &self,
+        token: &str,
+        audience: &AcceptedAudiences,
+    ) -> Result<Principal, VerifyError>;
 
     /// How long an answer may be remembered, at most, besides the token's
     /// own expiry (default: until it expires). An introspecting verifier
@@ -157,7 +161,11 @@ pub trait TokenVerifier: Send + Sync + 'static {
 /// [`JwtVerifier`] to read its fetch count).
 #[async_trait]
 impl<T: TokenVerifier> TokenVerifier for Arc<T> {
-    async fn verify(&self, token: &str, audience: &Audience) -> Result<Principal, VerifyError> {
+    async fn verify(
+        &self,
+        token: &str,
+        audience: &AcceptedAudiences,
+    ) -> Result<Principal, VerifyError> {
         (**self).verify(token, audience).await
     }
 
@@ -176,7 +184,7 @@ pub struct OAuth {
     pub(crate) resource: String,
     pub(crate) authorization_servers: Vec<String>,
     pub(crate) verifier: Arc<dyn TokenVerifier>,
-    pub(crate) audience: Audience,
+    pub(crate) audience: AcceptedAudiences,
     pub(crate) required: Vec<String>,
     pub(crate) scopes_supported: Option<Vec<String>>,
     pub(crate) resource_name: Option<String>,
@@ -208,7 +216,7 @@ impl OAuth {
     ) -> Self {
         let resource = canonical_resource(resource.as_ref());
         Self {
-            audience: Audience::new([resource.clone()]),
+            audience: AcceptedAudiences::new([resource.clone()]),
             resource,
             authorization_servers: vec![issuer.into()],
             verifier: Arc::new(verifier),
@@ -384,7 +392,7 @@ mod tests {
 
     #[test]
     fn audiences_match_exactly() {
-        let audience = Audience::new(["https://a.example/mcp"]);
+        let audience = AcceptedAudiences::new(["https://a.example/mcp"]);
         assert!(audience.accepts(["x", "https://a.example/mcp"].into_iter()));
         assert!(!audience.accepts(["https://a.example/mcp/"].into_iter()));
         assert!(!audience.accepts(std::iter::empty()));

@@ -623,7 +623,7 @@ fn binding(
 
 /// A sealed state's plaintext (its answers borrowed when it is written).
 #[derive(Serialize, Deserialize)]
-struct Sealed<'a> {
+struct StatePlaintext<'a> {
     /// When it expires, in seconds since the Unix epoch.
     exp: u64,
     /// Every answer the earlier rounds brought, by key.
@@ -652,7 +652,7 @@ fn answers(
             .keys
             .open(&binding.bytes(), &state)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let sealed: Sealed<'_> = serde_json::from_slice(&plain)
+        let sealed: StatePlaintext<'_> = serde_json::from_slice(&plain)
             .map_err(|_| RpcError::invalid_params(seal::Unsealed::Invalid.to_string()))?;
         if sealed.exp < now_secs() {
             return Err(RpcError::invalid_params(
@@ -928,7 +928,7 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Re
         request_state: &'a str,
     }
     let questions = round.take_questions();
-    let sealing = Sealed {
+    let sealing = StatePlaintext {
         exp: now_secs().saturating_add(server.revision_2026.request_state_ttl.as_secs()),
         answers: std::borrow::Cow::Borrowed(round.answers()),
     };

@@ -44,10 +44,10 @@ use super::guard::{Accepted, Asked, HostRule, Preflights, Refusal, Rules};
 /// # let _ = app;
 /// ```
 #[derive(Debug, Clone)]
-pub struct GuardLayer(Arc<Checks>);
+pub struct GuardLayer(Arc<GuardRules>);
 
 #[derive(Debug)]
-struct Checks {
+struct GuardRules {
     rules: Rules,
     host_rule: HostRule,
     accepted: Accepted,
@@ -61,7 +61,7 @@ impl GuardLayer {
         } else {
             HostRule::Listed
         };
-        Self(Arc::new(Checks {
+        Self(Arc::new(GuardRules {
             rules: config.rules.clone(),
             host_rule,
             accepted: Accepted::default(),
@@ -84,7 +84,7 @@ impl<S> Layer<S> for GuardLayer {
 #[derive(Debug, Clone)]
 pub struct Guard<S> {
     inner: S,
-    checks: Arc<Checks>,
+    checks: Arc<GuardRules>,
 }
 
 impl<S, B, R> Service<Request<B>> for Guard<S>
