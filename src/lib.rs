@@ -6,8 +6,9 @@
 //! framing, JSON-RPC 2.0, the handshake, JSON Schema validation, errors and
 //! notifications. One server speaks two protocols, chosen per connection:
 //! MCP v1.0 (the Machine-to-Clawpedia Protocol) and the Model Context
-//! Protocol (revisions 2025-11-25, 2025-06-18 and 2025-03-26). Tool code
-//! never knows which one called it.
+//! Protocol (revisions 2025-11-25, 2025-06-18 and 2025-03-26 in sessions,
+//! and the sessionless 2026-07-28). Tool code never knows which one called
+//! it.
 //!
 //! ```no_run
 //! use clawmcp::{Server, ToolError, typed_tool};

@@ -4,7 +4,8 @@
 //! numbered without gaps, a step that says it is "as" another step names
 //! the same function, and each trace's totals (functions and files, with
 //! and without the scanner helpers of `src/fast/`) and the table of where
-//! the steps go add up to the steps written.
+//! the steps go add up to the steps written. The list of layers in §1
+//! is `src/lib.rs`'s.
 //!
 //! A step is a line `N. path.rs: `Type::function` — what it does`, or a
 //! range `N–M. path.rs `f`, `g`; other.rs `h` — as a.K–L` whose names are
@@ -419,4 +420,46 @@ fn the_table_of_where_the_steps_go_adds_up() {
         [traces[0].steps.len(), traces[1].steps.len()],
         "the totals are traces a's and b's steps"
     );
+}
+
+/// The layers as a numbered list names them: `N. **layer** (`a`, `b`)`,
+/// each with its modules, in order.
+fn layer_list(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut layers = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(". **") {
+        let numbered = rest[..at]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_digit());
+        rest = &rest[at + 4..];
+        let Some(end) = rest.find("** (") else { break };
+        let name = &rest[..end];
+        let modules = &rest[end + 4..rest[end..].find(')').map_or(rest.len(), |c| end + c)];
+        if numbered && !name.contains(' ') {
+            layers.push((
+                name.to_owned(),
+                backticked(modules).into_iter().map(str::to_owned).collect(),
+            ));
+        }
+    }
+    layers
+}
+
+/// §1's list of layers is `src/lib.rs`'s, which `tests/layers.rs` holds
+/// the code to: the same layers, in order, with the same modules.
+#[test]
+fn the_layers_listed_are_lib_rs_layers() {
+    let lib = fs::read_to_string("src/lib.rs").expect("src/lib.rs is readable");
+    let docs: String = lib
+        .lines()
+        .filter_map(|line| line.strip_prefix("//!"))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let text = document();
+    let section = &text[text.find("## 1.").expect("§1")..text.find("## 2.").expect("§2")];
+    let listed = layer_list(section);
+    assert_eq!(listed.len(), 9, "{listed:?}");
+    assert_eq!(listed, layer_list(&docs));
 }

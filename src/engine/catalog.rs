@@ -467,9 +467,6 @@ fn is_absolute_uri(text: &str) -> bool {
         && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
-/// The quick check of `schema`, with the `fast-path` feature on; without
-/// it every instance takes the full validator (and a typed tool reads its
-/// arguments from a `Value`).
 /// The top-level properties of `schema` marked `x-mcp-header`, with the
 /// header names they are mirrored in.
 fn mirrored(schema: &serde_json::Value) -> Vec<(String, String)> {
@@ -488,6 +485,9 @@ fn mirrored(schema: &serde_json::Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The quick check of `schema`, with the `fast-path` feature on; without
+/// it every instance takes the full validator (and a typed tool reads its
+/// arguments from a `Value`).
 fn quick_check(schema: &serde_json::Value) -> Option<QuickCheck> {
     if cfg!(feature = "fast-path") {
         QuickCheck::compile(schema)
