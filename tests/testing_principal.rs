@@ -1,5 +1,6 @@
 //! `TestClient` as a principal (docs/oauth.md §4): per-item scope rules and
-//! what a tool sees of its caller, tested in-process on both dialects, as
+//! what a tool sees of its caller, tested in-process on both dialects (and a 2026-07-28
+//! request), as
 //! they hold over HTTP behind OAuth.
 
 use clawmcp::definition::ToolDefinition;
@@ -78,4 +79,33 @@ async fn without_a_principal_stdio_is_subject_to_no_scope() {
     let mut client = TestClient::model_context(&server, json!({})).await;
     let result = client.call_tool("whoami", json!({})).await.expect("stdio");
     assert_eq!(result["content"][0]["text"], "- of -");
+}
+
+/// A 2026-07-28 request (its `_meta` names the revision, no handshake) as
+/// a principal: the same scope rule, the same principal seen by the tool.
+#[tokio::test]
+async fn a_2026_07_28_request_as_a_principal_is_held_to_the_items_scopes_and_seen_by_tools() {
+    let call = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "whoami",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }})
+    };
+    let server = server();
+    let mut allowed = TestClient::connect_as(&server, true, ada(&["profile"])).await;
+    allowed.send(&call(1)).await;
+    let reply = allowed.reply(&json!(1)).await;
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "ada of engines",
+        "{reply}"
+    );
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    let mut refused = TestClient::connect_as(&server, true, ada(&[])).await;
+    refused.send(&call(2)).await;
+    let reply = refused.reply(&json!(2)).await;
+    assert_eq!(reply["error"]["code"], -32007, "{reply}");
 }
