@@ -1,7 +1,6 @@
 //! `TestClient` as a principal (docs/oauth.md §4): per-item scope rules and
-//! what a tool sees of its caller, tested in-process on both dialects (and a 2026-07-28
-//! request), as
-//! they hold over HTTP behind OAuth.
+//! what a tool sees of its caller, tested in-process on both dialects (and
+//! in a 2026-07-28 request), as they hold over HTTP behind OAuth.
 
 use clawmcp::definition::ToolDefinition;
 use clawmcp::testing::TestClient;
