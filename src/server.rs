@@ -14,7 +14,7 @@ use crate::dialect::{
 };
 use crate::engine::access::AccessRules;
 use crate::engine::catalog::{self, RegisteredTool};
-use crate::error::BuildError;
+use crate::error::{BuildError, RpcError};
 pub use crate::handle::ServerHandle;
 use crate::principal::Caller;
 use crate::prompt::Prompt;
@@ -63,8 +63,8 @@ pub struct Server {
     /// The state every HTTP single exchange's request served without a
     /// session shares ([`session::alone`]).
     sessionless_v1: Arc<Shared>,
-    /// The same, for the 2026-07-28 requests of Streamable HTTP.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// The same, for the 2026-07-28 requests of Streamable HTTP and
+    /// `serve_message`.
     sessionless_2026: Arc<Shared>,
 }
 
@@ -101,10 +101,19 @@ impl Server {
         self.inner.limits.max_header_size
     }
 
-    /// Serves one message body (an object or a batch) as an implicit,
-    /// already-initialized session — the HTTP single exchange — and returns
-    /// the reply, or `None` when the body held only notifications. For
-    /// transports of your own (a message queue, a WebSocket, …).
+    /// Serves one message body (an object or a batch) without a session,
+    /// and returns the reply, or `None` when the body held only
+    /// notifications. For transports of your own (a message queue, a
+    /// WebSocket, …).
+    ///
+    /// The body is served as an HTTP `POST` without headers would be:
+    /// an MCP v1.0 single exchange (an implicit, already-initialized
+    /// session), or, for a request that claims the 2026-07-28 revision or
+    /// names a method of the Model Context Protocol (and for every body,
+    /// on a server that speaks only that protocol), a 2026-07-28 request,
+    /// that protocol's form without a session. A 2026-07-28 request's
+    /// notifications (progress, log lines) have no stream to go to: only
+    /// its reply is returned, and `subscriptions/listen` is refused.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -113,21 +122,76 @@ impl Server {
     /// let reply = server.serve_message(r#"{"jsonrpc":"2.0","method":"mcp/listPrompts","id":7}"#).await;
     /// assert_eq!(reply.as_deref(), Some(&br#"{"jsonrpc":"2.0","id":7,"result":[]}"#[..]));
     /// assert_eq!(server.serve_message(r#"{"jsonrpc":"2.0","method":"x"}"#).await, None);
+    ///
+    /// // The Model Context Protocol without a session: 2026-07-28.
+    /// let reply = server
+    ///     .serve_message(
+    ///         r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list","params":{"_meta":{
+    ///             "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+    ///             "io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    ///     )
+    ///     .await
+    ///     .unwrap();
+    /// let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+    /// assert_eq!(reply["result"]["prompts"], serde_json::json!([]));
+    /// assert_eq!(reply["result"]["resultType"], "complete");
     /// # }
     /// ```
     pub async fn serve_message(&self, body: impl Into<bytes::Bytes>) -> Option<Vec<u8>> {
         let body = body.into();
         let stop = self.inner.handle.stop_token();
-        self.serve_parsed_until(
-            &body,
-            crate::dialect::parse(&body),
-            stop,
-            &Caller::default(),
-        )
-        .await
-        .reply
+        let parsed = crate::dialect::parse(&body);
+        match self.inner.protocols.for_message(&parsed) {
+            Dialect::Revision2026 => self.serve_2026(&body, parsed, stop).await,
+            _ => {
+                (self.serve_parsed_until(&body, parsed, stop, &Caller::default()))
+                    .await
+                    .reply
+            }
+        }
     }
 
+    /// [`serve_message`](Self::serve_message) for a body in the 2026-07-28
+    /// revision: one request served without a session, or in a session of
+    /// its own when its work waits; its reply alone is returned.
+    async fn serve_2026(
+        &self,
+        body: &[u8],
+        parsed: crate::jsonrpc::Parsed<'_>,
+        stop: &Arc<tokio_util::sync::CancellationToken>,
+    ) -> Option<Vec<u8>> {
+        let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
+        let session = Session::revision_2026(&self.inner, out, stop.clone());
+        match parsed {
+            crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
+                let id = match &message {
+                    crate::jsonrpc::Incoming::Request { id, .. } => Some(id.clone()),
+                    _ => None,
+                };
+                match session::alone(&self.sessionless_2026, message, &Caller::default()) {
+                    Alone::Answered(reply) => return reply.map(|r| r.bytes),
+                    Alone::Forbidden(reply, _) => return Some(reply.bytes),
+                    Alone::Listening(listener) => {
+                        drop(listener);
+                        let error = RpcError::invalid_request(
+                            "subscriptions/listen needs a stream of its own; serve_message \
+                             answers with one reply",
+                        );
+                        return Some(Dialect::Revision2026.error(id.as_ref(), &error).bytes);
+                    }
+                    Alone::Running(job) => {
+                        session
+                            .run_dispatched(Dispatched::Run(job), body.len())
+                            .await;
+                    }
+                }
+            }
+            parsed => {
+                session.run_parsed(body, parsed).await;
+            }
+        }
+        the_reply(replies).await
+    }
     /// [`serve_message`](Self::serve_message) for a body its transport
     /// already parsed, sent by `caller`, in a session that shuts down with
     /// `stop`.
@@ -207,6 +271,20 @@ async fn only_reply(
             bytes = extra.bytes.len(),
             "an implicit session wrote more than one message"
         );
+    }
+    reply
+}
+
+/// The reply among what a session serving one body wrote; what came
+/// before it (progress, log lines) had no stream to go to.
+async fn the_reply(
+    mut written: crate::session::bounded::BoundedReceiver<Outgoing>,
+) -> Option<Vec<u8>> {
+    let mut reply = None;
+    while let Some(message) = written.recv().await {
+        if reply.is_none() && message.is_reply() {
+            reply = Some(message.bytes);
+        }
     }
     reply
 }

@@ -1814,3 +1814,104 @@ async fn one_stdio_connection_serves_a_2026_request_and_then_a_2025_session() {
     assert_eq!(text(&reply), "again");
     assert_server_info(result(&reply));
 }
+
+// --------------------------------------------------------- serve_message --
+
+/// `Server::serve_message` (a transport of one's own) serves the
+/// 2026-07-28 revision, the Model Context Protocol's form without a
+/// session: a request answered at once, one whose work waits, and one
+/// that asks the client (`input_required`). What comes before a reply
+/// (progress) has no stream to go to: the reply alone is returned.
+#[tokio::test]
+async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone() {
+    let waits = rich_tool_fn(
+        def("waits", no_arguments()),
+        |_args: Value, ctx: ToolContext| async move {
+            ctx.progress(1.0, None, Some("started")).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Ok(ToolOutput::text("waited"))
+        },
+    );
+    let server = builder(&Probe::default())
+        .tool(waits)
+        .build()
+        .expect("builds");
+    let serve = |message: Value| {
+        let server = server.clone();
+        async move {
+            let reply = server.serve_message(message.to_string()).await;
+            serde_json::from_slice::<Value>(&reply.expect("a reply")).expect("JSON")
+        }
+    };
+    let reply = serve(call26("echo", json!({"text": "hi"}))).await;
+    assert_eq!(text(&reply), "hi");
+    assert_server_info(result(&reply));
+
+    // Its progress comes first, then it sleeps: the reply alone comes back.
+    let mut waits = call26("waits", json!({}));
+    waits["params"]["_meta"]["progressToken"] = json!("p1");
+    let id = waits["id"].clone();
+    let reply = serve(waits).await;
+    assert_eq!(reply["id"], id, "{reply}");
+    assert_eq!(text(&reply), "waited");
+
+    let reply = serve(call26("two_rounds", json!({}))).await;
+    assert_eq!(asked(&reply), ["first"]);
+}
+
+/// Which protocol a body served alone speaks: with both spoken, a request
+/// that claims 2026-07-28 or names a method of the Model Context Protocol
+/// is that revision's (one without `_meta` is refused by its rules), an
+/// MCP v1.0 method is MCP v1.0's; a server restricted to one protocol
+/// serves every body in it. A listen stream, which needs a stream of its
+/// own, is refused.
+#[tokio::test]
+async fn serve_message_serves_each_body_in_the_protocol_the_server_and_the_body_say() {
+    use clawmcp::server::Protocols;
+    let serve = |server: Server, message: Value| async move {
+        let reply = server.serve_message(message.to_string()).await;
+        serde_json::from_slice::<Value>(&reply.expect("a reply")).expect("JSON")
+    };
+    let probe = Probe::default();
+    let both = server(&probe);
+    let v1_list = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp/listTools"});
+    let reply = serve(both.clone(), v1_list.clone()).await;
+    assert!(reply["result"].is_array(), "MCP v1.0: {reply}");
+    let bare = rpc("tools/list", json!({}));
+    let reply = serve(both.clone(), bare.clone()).await;
+    assert_eq!(code(&reply), -32602, "2026-07-28 needs its _meta: {reply}");
+    assert!(reply["error"]["message"].as_str().is_some(), "{reply}");
+    let reply = serve(both.clone(), rpc26("tools/list", json!({}))).await;
+    assert_eq!(
+        result(&reply)["tools"].as_array().map(Vec::len),
+        Some(TOOLS.len())
+    );
+    let listen = rpc26(
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let reply = serve(both.clone(), listen).await;
+    assert_eq!(code(&reply), -32600, "{reply}");
+    assert!(reply.to_string().contains("stream"), "{reply}");
+
+    let model_context = builder(&probe)
+        .protocols(Protocols::ModelContext)
+        .build()
+        .expect("builds");
+    let reply = serve(model_context, v1_list).await;
+    assert!(
+        reply.get("error").is_some(),
+        "MCP v1.0 is not spoken: {reply}"
+    );
+
+    let v1 = builder(&probe)
+        .protocols(Protocols::McpV1)
+        .build()
+        .expect("builds");
+    let reply = serve(v1, rpc26("tools/list", json!({}))).await;
+    assert_eq!(
+        code(&reply),
+        -32601,
+        "tools/list is no MCP v1.0 method: {reply}"
+    );
+}

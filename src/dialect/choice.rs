@@ -17,7 +17,6 @@ use serde_json::value::RawValue;
 
 use super::{Dialect, Protocols, model_context, revision_2026};
 use crate::jsonrpc::ToolCall;
-#[cfg(feature = "http")]
 use crate::jsonrpc::{Incoming, Parsed};
 
 impl Protocols {
@@ -31,6 +30,29 @@ impl Protocols {
             Self::ModelContext => Dialect::ModelContext,
             Self::Both if matches!(first, Some(b'{' | b'[')) => Dialect::ModelContext,
             Self::Both => Dialect::McpV1,
+        }
+    }
+}
+
+impl Protocols {
+    /// The dialect a body served alone is served in (`Server::serve_message`:
+    /// no transport, so no headers, and no session). A server that speaks
+    /// only MCP v1.0 serves its single exchange; one that speaks only the
+    /// Model Context Protocol serves the 2026-07-28 revision, that
+    /// protocol's one form without a session. A server that speaks both
+    /// serves one message that claims that revision, or names a method of
+    /// the Model Context Protocol, in it; anything else (a batch, an MCP
+    /// v1.0 method) in MCP v1.0.
+    pub(crate) fn for_message(self, parsed: &Parsed<'_>) -> Dialect {
+        match (self, parsed) {
+            (Self::McpV1, _) => Dialect::McpV1,
+            (Self::ModelContext, _) => Dialect::Revision2026,
+            (Self::Both, Parsed::Single(message))
+                if message_claims_revision_2026(message) || is_model_context(message) =>
+            {
+                Dialect::Revision2026
+            }
+            (Self::Both, _) => Dialect::McpV1,
         }
     }
 }
@@ -272,7 +294,6 @@ fn opening(message: &Incoming<'_>) -> Opening {
 }
 
 /// Whether a message is a method of the Model Context Protocol.
-#[cfg(feature = "http")]
 fn is_model_context(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request { method, .. } | Incoming::Notification { method, .. } => {
@@ -283,7 +304,6 @@ fn is_model_context(message: &Incoming<'_>) -> bool {
 }
 
 /// Whether a message says it is the 2026-07-28 revision's.
-#[cfg(feature = "http")]
 fn message_claims_revision_2026(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request {

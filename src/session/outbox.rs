@@ -441,9 +441,17 @@ pub(crate) fn frames(
 #[derive(Debug)]
 pub(crate) struct Outgoing {
     pub(crate) bytes: Vec<u8>,
-    /// Read by Streamable HTTP only.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// Read by Streamable HTTP, and to tell a reply from what came before
+    /// it.
     pub(crate) about: About,
+}
+
+impl Outgoing {
+    /// Whether this is a request's reply (a result, an error or a
+    /// refusal).
+    pub(crate) fn is_reply(&self) -> bool {
+        matches!(self.about, About::Reply(..) | About::Refused(..))
+    }
 }
 
 /// A request's reply as an outgoing message (an empty one, about the

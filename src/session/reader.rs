@@ -207,8 +207,8 @@ impl Session {
     }
 
     /// The session one 2026-07-28 request whose work waits runs in (over
-    /// HTTP): no handshake, its messages written to `out`.
-    #[cfg(feature = "http")]
+    /// HTTP, or served alone by `Server::serve_message`): no handshake, its
+    /// messages written to `out`.
     pub(crate) fn revision_2026(
         server: &Arc<ServerInner>,
         out: impl Into<Outbox>,

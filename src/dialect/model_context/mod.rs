@@ -93,7 +93,6 @@ pub(crate) fn supported_over_http(version: &str) -> bool {
 
 /// Whether the first message of a body is this protocol's, by its method
 /// (docs/model-context.md §1): every name of the table and any `notifications/…`.
-#[cfg(feature = "http")]
 pub(crate) fn is_method(method: &str) -> bool {
     [
         "tools/",
