@@ -141,62 +141,19 @@ impl Server {
         let body = body.into();
         let stop = self.inner.handle.stop_token();
         let parsed = crate::dialect::parse(&body);
-        match self.inner.protocols.for_message(&parsed) {
-            Dialect::Revision2026 => self.serve_2026(&body, parsed, stop).await,
-            _ => {
-                (self.serve_parsed_until(&body, parsed, stop, &Caller::default()))
-                    .await
-                    .reply
-            }
-        }
+        let dialect = self.inner.protocols.for_message(&parsed);
+        (self.serve_parsed_until(dialect, &body, parsed, stop, &Caller::default()))
+            .await
+            .reply
     }
 
-    /// [`serve_message`](Self::serve_message) for a body in the 2026-07-28
-    /// revision: one request served without a session, or in a session of
-    /// its own when its work waits; its reply alone is returned.
-    async fn serve_2026(
-        &self,
-        body: &[u8],
-        parsed: crate::jsonrpc::Parsed<'_>,
-        stop: &Arc<tokio_util::sync::CancellationToken>,
-    ) -> Option<Vec<u8>> {
-        let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
-        let session = Session::revision_2026(&self.inner, out, stop.clone());
-        match parsed {
-            crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                let id = match &message {
-                    crate::jsonrpc::Incoming::Request { id, .. } => Some(id.clone()),
-                    _ => None,
-                };
-                match session::alone(&self.sessionless_2026, message, &Caller::default()) {
-                    Alone::Answered(reply) => return reply.map(|r| r.bytes),
-                    Alone::Forbidden(reply, _) => return Some(reply.bytes),
-                    Alone::Listening(listener) => {
-                        drop(listener);
-                        let error = RpcError::invalid_request(
-                            "subscriptions/listen needs a stream of its own; serve_message \
-                             answers with one reply",
-                        );
-                        return Some(Dialect::Revision2026.error(id.as_ref(), &error).bytes);
-                    }
-                    Alone::Running(job) => {
-                        session
-                            .run_dispatched(Dispatched::Run(job), body.len())
-                            .await;
-                    }
-                }
-            }
-            parsed => {
-                session.run_parsed(body, parsed).await;
-            }
-        }
-        the_reply(replies).await
-    }
     /// [`serve_message`](Self::serve_message) for a body its transport
-    /// already parsed, sent by `caller`, in a session that shuts down with
-    /// `stop`.
+    /// already parsed, in `dialect` (MCP v1.0's single exchange, or a
+    /// 2026-07-28 request), sent by `caller`, in a session that shuts down
+    /// with `stop`.
     pub(crate) async fn serve_parsed_until(
         &self,
+        dialect: Dialect,
         body: &[u8],
         parsed: crate::jsonrpc::Parsed<'_>,
         stop: &Arc<tokio_util::sync::CancellationToken>,
@@ -207,34 +164,44 @@ impl Server {
             not_json: false,
             forbidden: None,
         };
+        let (sessionless, session): (_, fn(&_, _, _) -> Session) = match dialect {
+            Dialect::Revision2026 => (&self.sessionless_2026, Session::revision_2026),
+            _ => (&self.sessionless_v1, Session::implicit),
+        };
         // One message, most often answered at once: no session is built.
         let parsed = match parsed {
             crate::jsonrpc::Parsed::Single(message) if !stop.is_cancelled() => {
-                return match session::alone(&self.sessionless_v1, message, caller) {
+                return match session::alone(sessionless, message, caller) {
                     Alone::Answered(reply) => answered(reply.map(|r| r.bytes)),
                     Alone::Forbidden(reply, needed) => Exchanged {
                         forbidden: Some(needed),
                         ..answered(Some(reply.bytes))
                     },
-                    // (MCP v1.0 has no listen streams: none is dispatched here.)
-                    Alone::Listening(_) => answered(None),
+                    // (Only a 2026-07-28 request listens; MCP v1.0 has no
+                    // listen streams.)
+                    Alone::Listening(listener) => {
+                        let error = RpcError::invalid_request(
+                            "subscriptions/listen needs a stream of its own; a body served \
+                             alone is answered with one reply",
+                        );
+                        answered(Some(dialect.error(Some(listener.id()), &error).bytes))
+                    }
                     Alone::Running(job) => {
-                        let (out, replies) = crate::session::outbox::channel(2, usize::MAX);
-                        Session::implicit(&self.inner, out, stop.clone())
-                            .run_dispatched(Dispatched::Run(job), body.len())
-                            .await;
-                        answered(only_reply(replies).await)
+                        let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
+                        let session = session(&self.inner, out, stop.clone());
+                        let run = session.run_dispatched(Dispatched::Run(job), body.len());
+                        answered(tokio::join!(run, the_reply(replies)).1)
                     }
                 };
             }
             parsed => parsed,
         };
-        let (out, replies) = crate::session::outbox::channel(2, usize::MAX);
-        let session = Session::implicit(&self.inner, out, stop.clone()).with_caller(caller.clone());
-        let not_json = session.run_parsed(body, parsed).await;
+        let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
+        let session = session(&self.inner, out, stop.clone()).with_caller(caller.clone());
+        let (not_json, reply) = tokio::join!(session.run_parsed(body, parsed), the_reply(replies));
         Exchanged {
             not_json,
-            ..answered(only_reply(replies).await)
+            ..answered(reply)
         }
     }
 
@@ -261,29 +228,24 @@ pub(crate) struct Exchanged {
     pub(crate) forbidden: Option<Box<[String]>>,
 }
 
-/// The one message an implicit session wrote, once it is done.
-async fn only_reply(
-    mut replies: crate::session::bounded::BoundedReceiver<Outgoing>,
-) -> Option<Vec<u8>> {
-    let reply = replies.recv().await.map(|m: Outgoing| m.bytes);
-    while let Some(extra) = replies.recv().await {
-        tracing::error!(
-            bytes = extra.bytes.len(),
-            "an implicit session wrote more than one message"
-        );
-    }
-    reply
-}
-
-/// The reply among what a session serving one body wrote; what came
-/// before it (progress, log lines) had no stream to go to.
+/// The answer among what a session serving one body writes, read while it
+/// runs, until it is done: a request's reply, or a batch's replies. What
+/// comes before a reply (progress, log lines) has no stream to go to.
 async fn the_reply(
     mut written: crate::session::bounded::BoundedReceiver<Outgoing>,
 ) -> Option<Vec<u8>> {
     let mut reply = None;
     while let Some(message) = written.recv().await {
-        if reply.is_none() && message.is_reply() {
+        if !message.is_answer() {
+            continue;
+        }
+        if reply.is_none() {
             reply = Some(message.bytes);
+        } else {
+            tracing::error!(
+                bytes = message.bytes.len(),
+                "a session serving one body answered it twice"
+            );
         }
     }
     reply

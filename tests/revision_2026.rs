@@ -1827,8 +1827,9 @@ async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone()
     let waits = rich_tool_fn(
         def("waits", no_arguments()),
         |_args: Value, ctx: ToolContext| async move {
-            ctx.progress(1.0, None, Some("started")).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            ctx.progress(1.0, Some(2.0), Some("started")).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            ctx.progress(2.0, Some(2.0), Some("done")).await;
             Ok(ToolOutput::text("waited"))
         },
     );
@@ -1839,7 +1840,9 @@ async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone()
     let serve = |message: Value| {
         let server = server.clone();
         async move {
-            let reply = server.serve_message(message.to_string()).await;
+            let reply = timeout(PATIENCE, server.serve_message(message.to_string()))
+                .await
+                .expect("answered");
             serde_json::from_slice::<Value>(&reply.expect("a reply")).expect("JSON")
         }
     };
@@ -1847,7 +1850,7 @@ async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone()
     assert_eq!(text(&reply), "hi");
     assert_server_info(result(&reply));
 
-    // Its progress comes first, then it sleeps: the reply alone comes back.
+    // It reports progress around a wait: the reply alone comes back.
     let mut waits = call26("waits", json!({}));
     waits["params"]["_meta"]["progressToken"] = json!("p1");
     let id = waits["id"].clone();

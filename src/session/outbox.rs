@@ -447,10 +447,15 @@ pub(crate) struct Outgoing {
 }
 
 impl Outgoing {
-    /// Whether this is a request's reply (a result, an error or a
-    /// refusal).
-    pub(crate) fn is_reply(&self) -> bool {
-        matches!(self.about, About::Reply(..) | About::Refused(..))
+    /// Whether this answers what was read: a request's reply (a result,
+    /// an error or a refusal), a batch's replies, or the error about
+    /// unreadable input. Not a notification or request sent before a
+    /// reply, nor the empty stand-in for a reply never sent.
+    pub(crate) fn is_answer(&self) -> bool {
+        matches!(
+            self.about,
+            About::Reply(..) | About::Refused(..) | About::Session
+        )
     }
 }
 

@@ -237,7 +237,7 @@ impl McpService {
         let exchanged = self
             .0
             .server
-            .serve_parsed_until(body, parsed, &self.0.stop, caller)
+            .serve_parsed_until(Dialect::McpV1, body, parsed, &self.0.stop, caller)
             .await;
         match exchanged {
             Exchanged {
