@@ -544,6 +544,16 @@ async fn protocol_version_header_must_be_absent_or_a_version_served_over_http() 
         ))
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{bad:?}");
+    // A version this server does not speak: -32022, listing those it does
+    // (2026-07-28's negotiation), whatever else the request lacks.
+    let body = bad.json();
+    assert_eq!(body["error"]["code"], -32022, "{body}");
+    assert_eq!(body["error"]["data"]["requested"], "2099-01-01", "{body}");
+    assert_eq!(
+        body["error"]["data"]["supported"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]),
+        "{body}"
+    );
 
     for (n, version) in ["2025-03-26", "2025-06-18", "2025-11-25"]
         .into_iter()

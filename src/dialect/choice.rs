@@ -143,6 +143,14 @@ pub(crate) enum Post {
     Revision2026,
 }
 
+/// Whether this server speaks protocol version `version` in some form
+/// (a session's, or 2026-07-28): else a request naming it gets the
+/// 2026-07-28 revision's `-32022`, which lists those it speaks.
+#[cfg(feature = "http")]
+pub(crate) fn speaks_version(version: &str) -> bool {
+    revision_2026::SUPPORTED.contains(&version)
+}
+
 #[cfg(feature = "http")]
 impl ByHead {
     /// The dialect a request is refused in before its body is read (a

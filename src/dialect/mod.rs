@@ -38,20 +38,21 @@ use crate::jsonrpc::{CallForm, CallTable, Parsed, Reply, RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 #[cfg(feature = "http")]
-pub(crate) use choice::{ByHead, HttpHead, Post};
+pub(crate) use choice::{ByHead, HttpHead, Post, speaks_version};
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
 /// The Model Context Protocol's method names, and the versions a session
 /// of it speaks (newest first) over HTTP.
 #[cfg(feature = "http")]
-pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods, supported_over_http};
+pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods};
 pub(crate) use revision_2026::seal::{RequestStateKeys, keys_from_hex};
 #[cfg(feature = "http")]
 pub(crate) use revision_2026::tasks::is_method as is_task_method;
 pub(crate) use revision_2026::{CacheHints, Filter, Revision2026Settings};
-/// The 2026-07-28 revision's `_meta` keys and its listen method.
+/// The 2026-07-28 revision's `_meta` keys, its listen method, and its
+/// error for a version this server does not speak.
 #[cfg(feature = "http")]
-pub(crate) use revision_2026::{LISTEN, keys};
+pub(crate) use revision_2026::{LISTEN, keys, unsupported_version};
 
 /// How each dialect writes a tool call, read with its envelope in one pass
 /// ([`parse`]): MCP v1.0's `mcp/executeTool` names its tool by `id` and

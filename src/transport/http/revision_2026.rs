@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::body::{Feed, McpBody};
 use super::guard::one_of;
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::{Dialect, kept_meta, keys, methods};
+use crate::dialect::{Dialect, kept_meta, keys, methods, speaks_version, unsupported_version};
 use crate::error::{ErrorCode, RpcError, clipped};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
@@ -170,6 +170,14 @@ impl McpService {
             }
         };
         tracing::trace!("<- {}", String::from_utf8_lossy(body));
+        // A version this server does not speak at all is refused with the
+        // list of those it does, before its headers are held to its body.
+        if let Ok(Some(version)) = header(parts, &PROTOCOL_VERSION)
+            && !speaks_version(version)
+        {
+            let reply = unsupported_version(Some(&id), version);
+            return json(status_of(reply.error), reply.bytes);
+        }
         let mirrored = Mirrored::of(&message);
         if let Err(mismatch) = self.check_headers(parts, method, &mirrored) {
             let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);

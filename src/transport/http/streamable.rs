@@ -24,8 +24,8 @@ use http::{Response, StatusCode};
 use super::body::McpBody;
 use super::guard::one_of;
 use super::sessions::{First, HttpSession, NotCreated};
-use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
-use crate::dialect::{Dialect, Post, SESSION_VERSIONS, supported_over_http};
+use super::{McpService, json, plain, retry_later, sse};
+use crate::dialect::{Dialect, Post};
 use crate::error::RpcError;
 use crate::jsonrpc::{Incoming, Parsed, RequestId};
 use crate::principal::Caller;
@@ -129,9 +129,6 @@ impl McpService {
                 _ => return unknown_session(),
             },
         };
-        if let Some(refusal) = check_version(parts) {
-            return refusal;
-        }
         match message {
             Incoming::Request { ref id, .. } => {
                 let id = id.clone();
@@ -328,9 +325,6 @@ impl McpService {
                 );
             }
         };
-        if let Some(refusal) = check_version(parts) {
-            return refusal;
-        }
         if self.0.stop.is_cancelled() {
             return plain(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -410,20 +404,6 @@ struct PostInfo<'a> {
 
 /// 400 when `MCP-Protocol-Version` names a version not served over HTTP
 /// (a repeated one was refused before: `McpService::admitted`).
-fn check_version(parts: &Parts) -> Option<Response<McpBody>> {
-    let value = parts.headers.get(PROTOCOL_VERSION)?;
-    let supported = value.to_str().is_ok_and(|v| supported_over_http(v.trim()));
-    (!supported).then(|| {
-        plain(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "unsupported MCP-Protocol-Version {value:?}: this server speaks {}",
-                SESSION_VERSIONS.join(", ")
-            ),
-        )
-    })
-}
-
 fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<McpBody> {
     json(status, Dialect::ModelContext.error(id, error).bytes)
 }
