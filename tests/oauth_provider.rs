@@ -40,15 +40,21 @@ struct Provider {
 impl Provider {
     /// Starts the provider on `port` (0: any) with its keys in `keys`.
     async fn start(port: u16, keys: Option<&Path>, rotate: bool) -> Self {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth/provider/start.sh");
-        let mut command = Command::new(script);
-        command.arg("--port").arg(port.to_string());
+        let mut args = vec!["--port".to_owned(), port.to_string()];
         if let Some(keys) = keys {
-            command.arg("--keys").arg(keys);
+            args.extend(["--keys".to_owned(), keys.display().to_string()]);
         }
         if rotate {
-            command.arg("--rotate");
+            args.push("--rotate".to_owned());
         }
+        Self::start_with(&args).await
+    }
+
+    /// Starts the provider with these arguments (`--port` among them).
+    async fn start_with(args: &[String]) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth/provider/start.sh");
+        let mut command = Command::new(script);
+        command.args(args);
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -992,5 +998,49 @@ async fn protected_resource_metadata_is_served_at_both_urls_and_readable_from_an
         ))
         .await;
     assert_eq!(other.status, 404, "another resource's metadata is not here");
+    provider.stop().await;
+}
+
+/// The test provider issues the scopes it is told to (`--scopes`), so a
+/// server's own scopes can be tried against a real issuer: a client gets
+/// them, `mcp-reader` only the first, and one it is not told of is not
+/// granted; the server sees what the token carries.
+#[tokio::test]
+async fn the_test_provider_issues_the_scopes_it_is_told_to() {
+    let provider = Provider::start_with(&[
+        "--port".to_owned(),
+        "0".to_owned(),
+        "--scopes".to_owned(),
+        "mcp weather:read".to_owned(),
+    ])
+    .await;
+    let server = McpServer::jwt(&provider).await;
+    let token = provider
+        .token("mcp-jwt", "mcp weather:read", &server.resource)
+        .await;
+    let reply = server
+        .v1(Some(&token), &execute(1, "whoami", json!({})))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(
+        reply.json()["result"]["output"]["scopes"],
+        json!(["mcp", "weather:read"]),
+        "{:?}",
+        reply.body
+    );
+    let refused = provider
+        .token_answer("mcp-reader", "mcp weather:read", &server.resource)
+        .await;
+    assert_eq!(refused.status, 400, "mcp-reader gets the first scope only");
+    assert_eq!(refused.json()["error"], "invalid_scope");
+    let unknown = provider
+        .token_answer("mcp-jwt", "files:write", &server.resource)
+        .await;
+    assert_eq!(unknown.status, 200);
+    assert!(
+        unknown.json().get("scope").is_none(),
+        "a scope it was not told of is not granted: {:?}",
+        String::from_utf8_lossy(&unknown.body)
+    );
     provider.stop().await;
 }

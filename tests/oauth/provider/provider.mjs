@@ -2,6 +2,7 @@
 // npm package oidc-provider (see README.md beside this file).
 //
 //   node provider.mjs --port P [--keys FILE] [--rotate] [--issuer URL] [--downscope]
+//                     [--scopes "S1 S2 ..."]
 //
 // --port P      port on 127.0.0.1 (0 = pick a free one; the READY line names it)
 // --keys FILE   private JWKS (JSON). Created with a fresh RS256 key if missing.
@@ -11,6 +12,8 @@
 //               endpoint is then served under that path.
 // --downscope   scopes a client may not have are silently dropped from its token instead
 //               of the token request failing with invalid_scope
+// --scopes "S1 S2 ..."  the scopes tokens may carry (default "mcp files:write"): every
+//               client may get them all, but mcp-reader only the first
 //
 // stdout carries exactly one line, `READY <issuer>`, once the server is listening.
 // Everything else (endpoints, oidc-provider notices, errors) goes to stderr.
@@ -33,12 +36,19 @@ const { values: args } = parseArgs({
     rotate: { type: 'boolean', default: false },
     issuer: { type: 'string' },
     downscope: { type: 'boolean', default: false },
+    scopes: { type: 'string', default: 'mcp files:write' },
   },
   strict: true,
 });
 
 if (args.port === undefined || !/^\d+$/.test(args.port)) {
-  console.error('usage: node provider.mjs --port P [--keys FILE] [--rotate] [--issuer URL] [--downscope]');
+  console.error('usage: node provider.mjs --port P [--keys FILE] [--rotate] [--issuer URL] [--downscope] [--scopes "S1 S2 ..."]');
+  process.exit(2);
+}
+// A scope is a token of RFC 6749 §3.3: visible ASCII but space, `"` and `\`.
+const RESOURCE_SCOPES = args.scopes.split(' ').filter((s) => s !== '');
+if (RESOURCE_SCOPES.length === 0 || !RESOURCE_SCOPES.every((s) => /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))) {
+  console.error(`--scopes ${JSON.stringify(args.scopes)}: one or more scope tokens, separated by spaces`);
   process.exit(2);
 }
 if (args.rotate && !args.keys) {
@@ -84,13 +94,12 @@ function loadJwks() {
 
 // ---------------------------------------------------------------- clients
 
-const RESOURCE_SCOPES = ['mcp', 'files:write'];
 const ALL = RESOURCE_SCOPES.join(' ');
 
 // client_id -> what it may get. Secrets are `<client_id>-secret`.
 const CLIENTS = {
   'mcp-jwt': { scope: ALL, format: 'jwt' },
-  'mcp-reader': { scope: 'mcp', format: 'jwt' },
+  'mcp-reader': { scope: RESOURCE_SCOPES[0], format: 'jwt' },
   'mcp-short': { scope: ALL, format: 'jwt', ttl: 2 },
   'mcp-other': { scope: ALL, format: 'jwt' },
   'mcp-opaque': { scope: ALL, format: 'opaque' },
