@@ -106,14 +106,15 @@ impl Server {
     /// notifications. For transports of your own (a message queue, a
     /// WebSocket, …).
     ///
-    /// The body is served as an HTTP `POST` without headers would be:
-    /// an MCP v1.0 single exchange (an implicit, already-initialized
-    /// session), or, for a request that claims the 2026-07-28 revision or
-    /// names a method of the Model Context Protocol (and for every body,
-    /// on a server that speaks only that protocol), a 2026-07-28 request,
-    /// that protocol's form without a session. A 2026-07-28 request's
-    /// notifications (progress, log lines) have no stream to go to: only
-    /// its reply is returned, and `subscriptions/listen` is refused.
+    /// Its method decides how: one message with a method of the Model
+    /// Context Protocol (`tools/call`, `tasks/get`, …) is a 2026-07-28
+    /// request, that protocol's form without a session, and must carry
+    /// the revision's `_meta`; anything else is an MCP v1.0 single
+    /// exchange (an implicit, already-initialized session). A server that
+    /// speaks one protocol only serves every body in it. A 2026-07-28
+    /// request's notifications (progress, log lines) have no stream to go
+    /// to: only its reply is returned, and `subscriptions/listen` is
+    /// refused.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -164,8 +165,11 @@ impl Server {
             not_json: false,
             forbidden: None,
         };
-        let (sessionless, session): (_, fn(&_, _, _) -> Session) = match dialect {
-            Dialect::Revision2026 => (&self.sessionless_2026, Session::revision_2026),
+        // Where the work finishes should it wait: a session of its own.
+        let (sessionless, new_session): (_, fn(&_, _, _) -> Session) = match dialect {
+            Dialect::Revision2026 => (&self.sessionless_2026, |server, out, stop| {
+                Session::revision_2026(server, out, stop, false)
+            }),
             _ => (&self.sessionless_v1, Session::implicit),
         };
         // One message, most often answered at once: no session is built.
@@ -188,7 +192,7 @@ impl Server {
                     }
                     Alone::Running(job) => {
                         let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
-                        let session = session(&self.inner, out, stop.clone());
+                        let session = new_session(&self.inner, out, stop.clone());
                         let run = session.run_dispatched(Dispatched::Run(job), body.len());
                         answered(tokio::join!(run, the_reply(replies)).1)
                     }
@@ -197,7 +201,7 @@ impl Server {
             parsed => parsed,
         };
         let (out, replies) = crate::session::outbox::channel(8, usize::MAX);
-        let session = session(&self.inner, out, stop.clone()).with_caller(caller.clone());
+        let session = new_session(&self.inner, out, stop.clone()).with_caller(caller.clone());
         let (not_json, reply) = tokio::join!(session.run_parsed(body, parsed), the_reply(replies));
         Exchanged {
             not_json,
@@ -229,8 +233,10 @@ pub(crate) struct Exchanged {
 }
 
 /// The answer among what a session serving one body writes, read while it
-/// runs, until it is done: a request's reply, or a batch's replies. What
-/// comes before a reply (progress, log lines) has no stream to go to.
+/// runs, until it is done: a request's reply, or a batch's replies. A
+/// request served alone sends its notifications (progress, log lines)
+/// through the sessionless state, which has no output: they have no stream
+/// to go to. Anything else the session writes is passed over.
 async fn the_reply(
     mut written: crate::session::bounded::BoundedReceiver<Outgoing>,
 ) -> Option<Vec<u8>> {

@@ -1833,8 +1833,19 @@ async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone()
             Ok(ToolOutput::text("waited"))
         },
     );
+    // A tool that may block is not polled before it is handed to a
+    // session of its own: its reply comes back from there.
+    let blocks = rich_tool_fn(
+        def("blocks", no_arguments()),
+        |_args: Value, ctx: ToolContext| async move {
+            ctx.progress(1.0, Some(1.0), None).await;
+            Ok(ToolOutput::text("blocked"))
+        },
+    )
+    .blocking();
     let server = builder(&Probe::default())
         .tool(waits)
+        .tool(blocks)
         .build()
         .expect("builds");
     let serve = |message: Value| {
@@ -1858,14 +1869,19 @@ async fn serve_message_serves_a_2026_07_28_request_and_returns_its_reply_alone()
     assert_eq!(reply["id"], id, "{reply}");
     assert_eq!(text(&reply), "waited");
 
+    let mut blocks = call26("blocks", json!({}));
+    blocks["params"]["_meta"]["progressToken"] = json!("p2");
+    let reply = serve(blocks).await;
+    assert_eq!(text(&reply), "blocked");
+
     let reply = serve(call26("two_rounds", json!({}))).await;
     assert_eq!(asked(&reply), ["first"]);
 }
 
-/// Which protocol a body served alone speaks: with both spoken, a request
-/// that claims 2026-07-28 or names a method of the Model Context Protocol
-/// is that revision's (one without `_meta` is refused by its rules), an
-/// MCP v1.0 method is MCP v1.0's; a server restricted to one protocol
+/// Which protocol a body served alone speaks: with both spoken, a message
+/// with a method of the Model Context Protocol is a 2026-07-28 request
+/// (one without `_meta` is refused by its rules), one with an MCP v1.0
+/// method is MCP v1.0's whatever its params hold; a server restricted to one protocol
 /// serves every body in it. A listen stream, which needs a stream of its
 /// own, is refused.
 #[tokio::test]
@@ -1880,6 +1896,15 @@ async fn serve_message_serves_each_body_in_the_protocol_the_server_and_the_body_
     let v1_list = json!({"jsonrpc": "2.0", "id": 1, "method": "mcp/listTools"});
     let reply = serve(both.clone(), v1_list.clone()).await;
     assert!(reply["result"].is_array(), "MCP v1.0: {reply}");
+    // Its method decides, not what its params hold.
+    let v1_with_meta = json!({"jsonrpc": "2.0", "id": 2, "method": "mcp/listTools",
+                              "params": {"_meta": meta()}});
+    let reply = serve(both.clone(), v1_with_meta).await;
+    let data = reply["error"]["data"].as_str().unwrap_or_default();
+    assert!(
+        data.contains("mcp/listTools takes no params"),
+        "MCP v1.0's rule: {reply}"
+    );
     let bare = rpc("tools/list", json!({}));
     let reply = serve(both.clone(), bare.clone()).await;
     assert_eq!(code(&reply), -32602, "2026-07-28 needs its _meta: {reply}");

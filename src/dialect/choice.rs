@@ -40,16 +40,20 @@ impl Protocols {
     /// only MCP v1.0 serves its single exchange; one that speaks only the
     /// Model Context Protocol serves the 2026-07-28 revision, that
     /// protocol's one form without a session. A server that speaks both
-    /// serves one message that claims that revision, or names a method of
-    /// the Model Context Protocol, in it; anything else (a batch, an MCP
-    /// v1.0 method) in MCP v1.0.
+    /// serves one message whose method is the Model Context Protocol's
+    /// (the 2026-07-28 tasks extension's among them) in that revision, and
+    /// anything else (a batch, an MCP v1.0 method, whatever its params
+    /// hold) in MCP v1.0.
     pub(crate) fn for_message(self, parsed: &Parsed<'_>) -> Dialect {
+        let model_context = |message: &Incoming<'_>| {
+            is_model_context(message)
+                || matches!(message, Incoming::Request { method, .. }
+                    if revision_2026::tasks::is_method(method))
+        };
         match (self, parsed) {
             (Self::McpV1, _) => Dialect::McpV1,
             (Self::ModelContext, _) => Dialect::Revision2026,
-            (Self::Both, Parsed::Single(message))
-                if message_claims_revision_2026(message) || is_model_context(message) =>
-            {
+            (Self::Both, Parsed::Single(message)) if model_context(message) => {
                 Dialect::Revision2026
             }
             (Self::Both, _) => Dialect::McpV1,
@@ -312,6 +316,7 @@ fn is_model_context(message: &Incoming<'_>) -> bool {
 }
 
 /// Whether a message says it is the 2026-07-28 revision's.
+#[cfg(feature = "http")]
 fn message_claims_revision_2026(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request {

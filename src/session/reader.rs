@@ -213,6 +213,7 @@ impl Session {
         server: &Arc<ServerInner>,
         out: impl Into<Outbox>,
         stop: Arc<CancellationToken>,
+        over_http: bool,
     ) -> Self {
         Self::with_phase(
             server,
@@ -220,7 +221,7 @@ impl Session {
             out,
             stop,
             Phase::Implicit,
-            true,
+            over_http,
         )
     }
 

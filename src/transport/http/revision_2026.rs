@@ -199,8 +199,9 @@ impl McpService {
         let session = || {
             let bytes = self.0.server.inner().limits.max_queued_output;
             let (out, outbox) = outbox::channel(OUTBOX, bytes);
-            let session = Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone())
-                .with_caller(caller.clone());
+            let session =
+                Session::revision_2026(self.0.server.inner(), out, self.0.stop.clone(), true)
+                    .with_caller(caller.clone());
             (session, outbox)
         };
         if streams {
