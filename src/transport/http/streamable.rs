@@ -11,8 +11,9 @@
 //! - `DELETE`: ends the session.
 //!
 //! Checks, in order: Origin and Host (403, shared with MCP v1.0), `Accept`
-//! (406), the session id (400 when missing, 404 when unknown), the
-//! `MCP-Protocol-Version` header (400 when unsupported).
+//! (406), the session id (400 when missing, 404 when unknown). A
+//! `MCP-Protocol-Version` no session speaks never reaches this module:
+//! `dialect::choice` makes such a request a 2026-07-28 one.
 
 use std::sync::Arc;
 
@@ -402,8 +403,7 @@ struct PostInfo<'a> {
     opening: bool,
 }
 
-/// 400 when `MCP-Protocol-Version` names a version not served over HTTP
-/// (a repeated one was refused before: `McpService::admitted`).
+/// An error response in this dialect's table, with `status`.
 fn rpc_error(status: StatusCode, id: Option<&RequestId>, error: &RpcError) -> Response<McpBody> {
     json(status, Dialect::ModelContext.error(id, error).bytes)
 }
