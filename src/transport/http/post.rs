@@ -340,7 +340,8 @@ fn unreadable(error: &impl std::fmt::Display) -> Response<McpBody> {
 
 /// `413` for a body of at least `declared` bytes, over the message
 /// `limit`: the error that `dialect` gives a message over the size limit,
-/// with id `null`.
+/// as it writes an error whose request is unknown (MCP v1.0: id `null`;
+/// the Model Context Protocol: no `id` member).
 fn too_large(dialect: Dialect, declared: usize, limit: usize) -> Response<McpBody> {
     let error = dialect.too_large(declared, limit);
     json(
