@@ -626,11 +626,11 @@ fn code_with_strings(text: &str) -> (String, Vec<String>) {
 }
 
 /// Whether a string literal names a protocol: a method (`tools/call`,
-/// `mcp/executeTool`, `$/cancelRequest`, and the two without a slash,
-/// `initialize` and `ping`), a revision (`2025-11-25`) or a `_meta` key
-/// of one.
+/// `mcp/executeTool`, `$/cancelRequest`, and those without a slash,
+/// `initialize`, `initialized` and `ping`), a revision (`2025-11-25`) or a
+/// `_meta` key of one.
 fn names_a_protocol(literal: &str) -> bool {
-    let bare_method = matches!(literal, "initialize" | "ping");
+    let bare_method = matches!(literal, "initialize" | "initialized" | "ping");
     let revision = literal.len() == 10
         && literal.bytes().enumerate().all(|(i, b)| match i {
             4 | 7 => b == b'-',
@@ -663,6 +663,7 @@ fn a_protocol_is_named_by_a_method_a_revision_or_a_meta_key() {
         "mcp/executeTool",
         "$/cancelRequest",
         "initialize",
+        "initialized",
         "ping",
         "2025-11-25",
         "io.modelcontextprotocol/protocolVersion",
