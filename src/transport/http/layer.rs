@@ -75,7 +75,7 @@ impl<S> Layer<S> for GuardLayer {
     fn layer(&self, inner: S) -> Guard<S> {
         Guard {
             inner,
-            checks: self.0.clone(),
+            guard: self.0.clone(),
         }
     }
 }
@@ -84,7 +84,7 @@ impl<S> Layer<S> for GuardLayer {
 #[derive(Debug, Clone)]
 pub struct Guard<S> {
     inner: S,
-    checks: Arc<GuardRules>,
+    guard: Arc<GuardRules>,
 }
 
 impl<S, B, R> Service<Request<B>> for Guard<S>
@@ -102,16 +102,16 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let checks = &self.checks;
-        let verdict = checks.rules.check(
+        let guard = &self.guard;
+        let verdict = guard.rules.check(
             Asked::of(
                 request.method(),
                 request.headers(),
                 request.uri(),
                 request.version(),
             ),
-            checks.host_rule,
-            &checks.accepted,
+            guard.host_rule,
+            &guard.accepted,
             Preflights::Guarded,
         );
         match verdict {
