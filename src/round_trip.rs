@@ -240,3 +240,32 @@ impl RoundTrip {
         &self.answers
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sealed state opens only where its binding's bytes are the same:
+    /// they are pinned, so that a process of another build in the same
+    /// deployment still opens the states this one sealed.
+    #[test]
+    fn a_bindings_bytes_are_pinned() {
+        let binding = Binding::new(
+            "tools/call",
+            "echo",
+            r#"{ "b": 1, "a": [2, {"d": null, "c": "x"}] }"#,
+            "https://as.example ada client",
+        );
+        assert_eq!(binding.owner(), "https://as.example ada client");
+        assert_eq!(
+            binding.bytes(),
+            b"clawmcp-state-v1\0tools/call\0echo\0{\"a\":[2,{\"c\":\"x\",\"d\":null}],\"b\":1}\0https://as.example ada client"
+        );
+        // No arguments, no owner: the parts still in their places.
+        assert_eq!(
+            Binding::new("prompts/get", "plan", "", "").bytes(),
+            b"clawmcp-state-v1\0prompts/get\0plan\0\0"
+        );
+        assert_eq!(Binding::default().bytes(), b"clawmcp-state-v1\0\0\0\0");
+    }
+}
