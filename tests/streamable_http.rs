@@ -545,15 +545,49 @@ async fn protocol_version_header_must_be_absent_or_a_version_served_over_http() 
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{bad:?}");
     // A version this server does not speak: -32022, listing those it does
-    // (2026-07-28's negotiation), whatever else the request lacks.
+    // (2026-07-28's negotiation), once the session id is known good.
     let body = bad.json();
     assert_eq!(body["error"]["code"], -32022, "{body}");
+    assert_eq!(body["id"], 2, "{body}");
     assert_eq!(body["error"]["data"]["requested"], "2099-01-01", "{body}");
     assert_eq!(
         body["error"]["data"]["supported"],
         json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]),
         "{body}"
     );
+    // The session id is checked first: an unknown one is 404.
+    let unknown = server
+        .exchange(post_with(
+            Some("0123456789abcdef0123456789abcdef"),
+            &[("mcp-protocol-version", "2099-01-01")],
+            &list_tools(3),
+        ))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{unknown:?}");
+    // GET and DELETE of the session: 400, and the session lives on.
+    let bad_version = [("mcp-protocol-version", "2099-01-01")];
+    let mut get = vec![
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    get.extend_from_slice(&bad_version);
+    let reply = server.exchange(build(Method::GET, &get, empty())).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "GET: {reply:?}");
+    assert_eq!(reply.json()["error"]["code"], -32022);
+    let mut delete = vec![("mcp-session-id", session.as_str())];
+    delete.extend_from_slice(&bad_version);
+    let reply = server
+        .exchange(build(Method::DELETE, &delete, empty()))
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "DELETE: {reply:?}");
+    let delete_unknown = [
+        ("mcp-session-id", "0123456789abcdef0123456789abcdef"),
+        bad_version[0],
+    ];
+    let reply = server
+        .exchange(build(Method::DELETE, &delete_unknown, empty()))
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND, "DELETE: {reply:?}");
 
     for (n, version) in ["2025-03-26", "2025-06-18", "2025-11-25"]
         .into_iter()

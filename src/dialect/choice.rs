@@ -187,22 +187,27 @@ impl Protocols {
     /// Context Protocol. Else the 2026-07-28 revision when its
     /// `MCP-Protocol-Version` names a version no session speaks
     /// (2026-07-28, one this server does not know, or bytes that are not
-    /// text). Else Streamable HTTP when the server speaks only the Model
-    /// Context Protocol, or a session id, a protocol version, a method
-    /// header or an `Accept` naming event streams says so; MCP v1.0
-    /// otherwise.
+    /// text), unless it names a session and a version this server does
+    /// not speak at all: that is the session's request, whose id is
+    /// checked before its version. Else Streamable HTTP when the server
+    /// speaks only the Model Context Protocol, or a session id, a protocol
+    /// version, a method header or an `Accept` naming event streams says
+    /// so; MCP v1.0 otherwise.
     pub(crate) fn by_head(self, head: &HttpHead<'_>) -> ByHead {
         if !self.model_context() {
             return ByHead::McpV1;
         }
-        // A version no session speaks: 2026-07-28, or one this server does
-        // not know.
-        let no_session_version = head.version.is_some_and(|version| {
-            !std::str::from_utf8(version)
-                .is_ok_and(|v| model_context::supported_over_http(v.trim()))
-        });
-        if no_session_version {
-            return ByHead::Revision2026;
+        if let Some(version) = head.version {
+            let version = std::str::from_utf8(version).map(str::trim);
+            let session = match version {
+                Ok(v) => {
+                    model_context::supported_over_http(v) || (head.session_id && !speaks_version(v))
+                }
+                Err(_) => false,
+            };
+            if !session {
+                return ByHead::Revision2026;
+            }
         }
         let says_so = head.session_id
             || head.version.is_some()
@@ -442,6 +447,27 @@ mod tests {
             ..HttpHead::default()
         };
         assert_eq!(Protocols::Both.by_head(&unreadable), ByHead::Revision2026);
+        // A version the server does not speak at all: a 2026-07-28 request
+        // (refused with the versions it speaks), unless it names a session,
+        // whose id is checked first; 2026-07-28 itself, session id or not.
+        let unknown = HttpHead {
+            version: Some(b"2099-01-01"),
+            ..HttpHead::default()
+        };
+        assert_eq!(Protocols::Both.by_head(&unknown), ByHead::Revision2026);
+        let in_session = HttpHead {
+            session_id: true,
+            ..unknown
+        };
+        assert_eq!(Protocols::Both.by_head(&in_session), ByHead::ModelContext);
+        let revision_in_session = HttpHead {
+            session_id: true,
+            ..head
+        };
+        assert_eq!(
+            Protocols::Both.by_head(&revision_in_session),
+            ByHead::Revision2026
+        );
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //! - `DELETE`: ends the session.
 //!
 //! Checks, in order: Origin and Host (403, shared with MCP v1.0), `Accept`
-//! (406), the session id (400 when missing, 404 when unknown). A
-//! `MCP-Protocol-Version` no session speaks never reaches this module:
-//! `dialect::choice` makes such a request a 2026-07-28 one.
+//! (406), the session id (400 when missing, 404 when unknown), then an
+//! `MCP-Protocol-Version` this server does not speak at all (400,
+//! `-32022`). A request that names 2026-07-28, or a version but no
+//! session, is a 2026-07-28 one (`dialect::choice`).
 
 use std::sync::Arc;
 
@@ -25,8 +26,8 @@ use http::{Response, StatusCode};
 use super::body::McpBody;
 use super::guard::one_of;
 use super::sessions::{First, HttpSession, NotCreated};
-use super::{McpService, json, plain, retry_later, sse};
-use crate::dialect::{Dialect, Post};
+use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
+use crate::dialect::{Dialect, Post, speaks_version, unsupported_version};
 use crate::error::RpcError;
 use crate::jsonrpc::{Incoming, Parsed, RequestId};
 use crate::principal::Caller;
@@ -130,6 +131,13 @@ impl McpService {
                 _ => return unknown_session(),
             },
         };
+        let request_id = match &message {
+            Incoming::Request { id, .. } => Some(id),
+            _ => None,
+        };
+        if let Some(refusal) = unspoken_version(parts, request_id) {
+            return refusal;
+        }
         match message {
             Incoming::Request { ref id, .. } => {
                 let id = id.clone();
@@ -326,6 +334,9 @@ impl McpService {
                 );
             }
         };
+        if let Some(refusal) = unspoken_version(parts, None) {
+            return refusal;
+        }
         if self.0.stop.is_cancelled() {
             return plain(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -383,6 +394,15 @@ impl McpService {
         parts: &Parts,
         caller: &Caller,
     ) -> Response<McpBody> {
+        if let Ok(Some(id)) = session_header(parts)
+            && let Some(refusal) = unspoken_version(parts, None)
+        {
+            // (The id first: an unknown one is 404 whatever the version.)
+            return match self.find_session(id).await {
+                Some(session) if session.serves(caller) => refusal,
+                _ => unknown_session(),
+            };
+        }
         match session_header(parts) {
             Ok(Some(id)) if self.0.sessions.end_everywhere(id, caller).await => Response::builder()
                 .status(StatusCode::NO_CONTENT)
@@ -401,6 +421,19 @@ struct PostInfo<'a> {
     /// `initialize` opening its session: a reply that is an error is a
     /// 200 without a session.
     opening: bool,
+}
+
+/// `400` with `-32022`, naming the versions this server speaks, when a
+/// session's request names in `MCP-Protocol-Version` a version this
+/// server does not speak at all: checked once its session id is, as the
+/// order of checks says. (`dialect::choice` sends a request that names
+/// 2026-07-28, or a version but no session, to the 2026-07-28 revision.)
+fn unspoken_version(parts: &Parts, id: Option<&RequestId>) -> Option<Response<McpBody>> {
+    let version = parts.headers.get(PROTOCOL_VERSION)?.to_str().ok()?.trim();
+    (!speaks_version(version)).then(|| {
+        let reply = unsupported_version(id, version);
+        json(StatusCode::BAD_REQUEST, reply.bytes)
+    })
 }
 
 /// An error response in this dialect's table, with `status`.
