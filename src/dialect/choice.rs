@@ -5,6 +5,8 @@
 //! - a stdio connection, by its first byte ([`Protocols::for_stdio`]);
 //! - an HTTP request, by its head ([`Protocols::by_head`]), then a `POST`
 //!   by its first message ([`Protocols::for_post`]);
+//! - a body served with no transport (`Server::serve_message`), by its
+//!   message's method ([`Protocols::for_message`]);
 //! - each request of a Model Context Protocol connection, which may be a
 //!   2026-07-28 one ([`Dialect::of_request`]).
 //!
@@ -32,9 +34,7 @@ impl Protocols {
             Self::Both => Dialect::McpV1,
         }
     }
-}
 
-impl Protocols {
     /// The dialect a body served alone is served in (`Server::serve_message`:
     /// no transport, so no headers, and no session). A server that speaks
     /// only MCP v1.0 serves its single exchange; one that speaks only the
