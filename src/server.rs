@@ -60,8 +60,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<ServerInner>,
-    /// The state every HTTP single exchange's request served without a
-    /// session shares ([`session::alone`]).
+    /// The state every MCP v1.0 single exchange's request served without
+    /// a session shares ([`session::alone`]).
     sessionless_v1: Arc<Shared>,
     /// The same, for the 2026-07-28 requests of Streamable HTTP and
     /// `serve_message`.
@@ -220,7 +220,7 @@ impl Server {
     }
 }
 
-/// What a single exchange came to.
+/// What a body served alone came to.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct Exchanged {
     /// The reply, if the body gets one.

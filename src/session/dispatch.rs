@@ -3,8 +3,9 @@
 //! a job then meets — polled once where it was dispatched, unless its tool
 //! may block, else run on in a task. Every transport comes through here:
 //! the session reader (stdio, Streamable HTTP, a streaming MCP v1.0
-//! session), the HTTP single exchange ([`alone`]) and a Streamable HTTP
-//! POST served on its own task ([`beside`]).
+//! session), a message served alone — an HTTP single exchange, a
+//! 2026-07-28 request, `Server::serve_message` ([`alone`]) — and a
+//! Streamable HTTP POST served on its own task ([`beside`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,7 +62,7 @@ pub(crate) enum Effect {
 
 /// The one dispatch: turns a message into a reply, a job, or an effect on
 /// the reader, for every transport — the stdio and Streamable HTTP
-/// readers, the HTTP single exchange ([`alone`]) and a Streamable HTTP
+/// readers, a message served alone ([`alone`]) and a Streamable HTTP
 /// POST served on its own task ([`beside`]). Requests go through the
 /// dialect's handshake rules and method table; notifications become
 /// effects; the client's responses to the server's own requests complete
@@ -385,7 +386,8 @@ fn reserve_in_flight(
     }
 }
 
-/// The one message of an HTTP single exchange, served without a session.
+/// What became of a message served alone (without a session): an MCP
+/// v1.0 single exchange's, or a 2026-07-28 request's.
 pub(crate) enum Alone {
     /// Answered at once: the reply, if the message gets one.
     Answered(Option<Reply>),
@@ -425,9 +427,9 @@ fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
 }
 
 /// Serves the one message of an implicit session without building the
-/// session — its outbox channel, its slots, its state: an MCP v1.0 HTTP
-/// single exchange, or a 2026-07-28 request over HTTP (which has no
-/// session at all). It is [`dispatch`] in the implicit phase, and a job by
+/// session — its outbox channel, its slots, its state: an MCP v1.0
+/// single exchange, or a 2026-07-28 request (which has no session at
+/// all), over HTTP or from `Server::serve_message`. It is [`dispatch`] in the implicit phase, and a job by
 /// the executor policy. Only a job that does not finish on its first poll
 /// (or may block) needs a session to finish in. `shared` is the server's
 /// [`Shared::sessionless`] state for that kind of request, which no request
