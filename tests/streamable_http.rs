@@ -20,7 +20,7 @@ use clawmcp::SharedResource;
 use clawmcp::transport::HttpConfig;
 use http_support::{Client, Reply, ReqBody, empty, full, head};
 use hyper::body::Incoming;
-use hyper::header::HOST;
+use hyper::header::{HOST, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use model_context_support::{PATIENCE, Probe, QUIET, STATUS};
 use serde_json::{Value, json};
@@ -588,6 +588,34 @@ async fn protocol_version_header_must_be_absent_or_a_version_served_over_http() 
         .exchange(build(Method::DELETE, &delete_unknown, empty()))
         .await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND, "DELETE: {reply:?}");
+    // Bytes that are not a visible-ASCII version are no version it speaks:
+    // 400 for each, and the session is not ended.
+    let not_ascii = HeaderValue::from_bytes("2025-11-25\u{e9}".as_bytes()).expect("opaque bytes");
+    for method in [Method::POST, Method::GET, Method::DELETE] {
+        let mut request = match method {
+            Method::POST => post(Some(&session), &list_tools(4)),
+            _ => build(
+                method.clone(),
+                &[
+                    ("accept", "text/event-stream"),
+                    ("mcp-session-id", session.as_str()),
+                ],
+                empty(),
+            ),
+        };
+        request
+            .headers_mut()
+            .insert("mcp-protocol-version", not_ascii.clone());
+        let reply = server.exchange(request).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{method}: {reply:?}");
+        assert_eq!(reply.json()["error"]["code"], -32022, "{method}");
+    }
+    let alive = server.exchange(post(Some(&session), &list_tools(5))).await;
+    let body = assert_json_reply(&alive);
+    assert!(
+        body["result"]["tools"].is_array(),
+        "the session lives on: {body}"
+    );
 
     for (n, version) in ["2025-03-26", "2025-06-18", "2025-11-25"]
         .into_iter()

@@ -188,8 +188,8 @@ impl Protocols {
     /// `MCP-Protocol-Version` names a version no session speaks
     /// (2026-07-28, one this server does not know, or bytes that are not
     /// text), unless it names a session and a version this server does
-    /// not speak at all: that is the session's request, whose id is
-    /// checked before its version. Else Streamable HTTP when the server
+    /// not speak at all (or bytes that are not text): that is the
+    /// session's request, whose id is checked before its version. Else Streamable HTTP when the server
     /// speaks only the Model Context Protocol, or a session id, a protocol
     /// version, a method header or an `Accept` naming event streams says
     /// so; MCP v1.0 otherwise.
@@ -199,13 +199,12 @@ impl Protocols {
         }
         if let Some(version) = head.version {
             let version = std::str::from_utf8(version).map(str::trim);
-            let session = match version {
-                Ok(v) => {
-                    model_context::supported_over_http(v) || (head.session_id && !speaks_version(v))
-                }
-                Err(_) => false,
-            };
-            if !session {
+            let sessions_speak = version.is_ok_and(model_context::supported_over_http);
+            let revision_2026 = !sessions_speak && version.is_ok_and(speaks_version);
+            // With a session id, a version no form speaks (or bytes that
+            // are not text) is the session's request's, refused once its
+            // id is checked.
+            if !sessions_speak && (revision_2026 || !head.session_id) {
                 return ByHead::Revision2026;
             }
         }
@@ -460,6 +459,14 @@ mod tests {
             ..unknown
         };
         assert_eq!(Protocols::Both.by_head(&in_session), ByHead::ModelContext);
+        let unreadable_in_session = HttpHead {
+            session_id: true,
+            ..unreadable
+        };
+        assert_eq!(
+            Protocols::Both.by_head(&unreadable_in_session),
+            ByHead::ModelContext
+        );
         let revision_in_session = HttpHead {
             session_id: true,
             ..head

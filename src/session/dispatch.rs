@@ -429,9 +429,10 @@ fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
 /// Serves the one message of an implicit session without building the
 /// session — its outbox channel, its slots, its state: an MCP v1.0
 /// single exchange, or a 2026-07-28 request (which has no session at
-/// all), over HTTP or from `Server::serve_message`. It is [`dispatch`] in the implicit phase, and a job by
-/// the executor policy. Only a job that does not finish on its first poll
-/// (or may block) needs a session to finish in. `shared` is the server's
+/// all), over HTTP or from `Server::serve_message`. It is [`dispatch`]
+/// in the implicit phase, and a job by the executor policy. Only a job
+/// that does not finish on its first poll (or may block) needs a session
+/// to finish in. `shared` is the server's
 /// [`Shared::sessionless`] state for that kind of request, which no request
 /// changes: effects are not applied (an implicit session that ends after
 /// one message would drop them unseen), and nothing such a request does

@@ -429,7 +429,10 @@ struct PostInfo<'a> {
 /// order of checks says. (`dialect::choice` sends a request that names
 /// 2026-07-28, or a version but no session, to the 2026-07-28 revision.)
 fn unspoken_version(parts: &Parts, id: Option<&RequestId>) -> Option<Response<McpBody>> {
-    let version = parts.headers.get(PROTOCOL_VERSION)?.to_str().ok()?.trim();
+    // (Bytes that are not text are no version it speaks either.)
+    let value = parts.headers.get(PROTOCOL_VERSION)?;
+    let version = String::from_utf8_lossy(value.as_bytes());
+    let version = version.trim();
     (!speaks_version(version)).then(|| {
         let reply = unsupported_version(id, version);
         json(StatusCode::BAD_REQUEST, reply.bytes)
