@@ -517,12 +517,12 @@ pub(crate) async fn beside(
 ) -> Beside {
     // Only a request is taken here, and only while nothing it could
     // overtake waits; the reader serves anything else.
-    if !shared.is_ready() || shared.parked() > 0 || !matches!(message, Incoming::Request { .. }) {
+    if !shared.is_ready() || !matches!(message, Incoming::Request { .. }) {
         return Beside::Not;
     }
     let Some(slot) = shared
         .slots
-        .try_take()
+        .take_in_order(shared.parked())
         .filter(|_| !stopping())
         .map(Slot::owned)
     else {

@@ -492,9 +492,7 @@ impl Session {
     /// that did not fit the outbox at once: await it before reading on.
     #[must_use]
     fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<RoomWait<'_>> {
-        if self.parked.is_empty()
-            && let Some(slot) = self.slots.try_take()
-        {
+        if let Some(slot) = self.slots.take_in_order(self.parked.len()) {
             start(&self.shared, job, to, slot)
         } else {
             self.parked_bytes += bytes;

@@ -73,6 +73,17 @@ impl Slots {
 
     /// A slot, if one is free.
     pub(crate) fn try_take(self: &Arc<Self>) -> Option<Slot<'_>> {
+        self.take_in_order(0)
+    }
+
+    /// A slot for a request that would start now: none while `parked`
+    /// requests wait before it (it would overtake them), nor while every
+    /// slot is taken. The session's reader and a request served beside it
+    /// both start a request by this one rule.
+    pub(crate) fn take_in_order(self: &Arc<Self>, parked: usize) -> Option<Slot<'_>> {
+        if parked > 0 {
+            return None;
+        }
         self.used
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
                 (used < self.max).then_some(used + 1)
@@ -131,6 +142,18 @@ impl Drop for CountedWaiter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request that would overtake a parked one gets no slot, free or
+    /// not; with none parked it gets one while one is free.
+    #[test]
+    fn a_slot_is_taken_in_order() {
+        let slots = Slots::new(1);
+        assert!(slots.take_in_order(1).is_none(), "one is parked before it");
+        let slot = slots.take_in_order(0).expect("nothing parked, a slot free");
+        assert!(slots.take_in_order(0).is_none(), "every slot is taken");
+        drop(slot);
+        assert!(slots.try_take().is_some());
+    }
 
     /// No more than `max` slots are taken at once; a waiter gets the one
     /// freed, and `all_free` completes with the last.
