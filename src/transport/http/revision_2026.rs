@@ -172,14 +172,18 @@ impl McpService {
         tracing::trace!("<- {}", String::from_utf8_lossy(body));
         // A version this server does not speak at all is refused with the
         // list of those it does, before its headers are held to its body.
-        if let Ok(Some(version)) = header(parts, &PROTOCOL_VERSION)
+        // (Read once: the header checks below compare it with the body.)
+        let header_version = header(parts, &PROTOCOL_VERSION);
+        if let Ok(Some(version)) = header_version
             && !speaks_version(version)
         {
             let reply = unsupported_version(Some(&id), version);
             return json(status_of(reply.error), reply.bytes);
         }
         let mirrored = Mirrored::of(&message);
-        if let Err(mismatch) = self.check_headers(parts, method, &mirrored) {
+        let checked = header_version
+            .and_then(|version| self.check_headers(parts, version, method, &mirrored));
+        if let Err(mismatch) = checked {
             let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
             return json(
                 StatusCode::BAD_REQUEST,
@@ -287,16 +291,17 @@ impl McpService {
         ))
     }
 
-    /// The headers of a request of `method` against the values of its
-    /// body they mirror: `Err` says what does not match.
+    /// The headers of a request of `method`, whose `MCP-Protocol-Version`
+    /// is `header_version`, against the values of its body they mirror:
+    /// `Err` says what does not match.
     fn check_headers(
         &self,
         parts: &Parts,
+        header_version: Option<&str>,
         method: &str,
         mirrored: &Mirrored<'_>,
     ) -> Result<(), String> {
         // The version: only a body that names one can be compared.
-        let header_version = header(parts, &PROTOCOL_VERSION)?;
         if let Some(body_version) = mirrored
             .meta
             .as_ref()
