@@ -192,11 +192,13 @@ impl Elicitation {
 
     /// The form as the object schema a client is asked to fill.
     fn requested_schema(&self) -> Value {
-        let mut requested = json!({"type": "object", "properties": self.properties});
+        let mut requested = serde_json::Map::new();
+        requested.insert("type".into(), "object".into());
+        requested.insert("properties".into(), json!(self.properties));
         if !self.required.is_empty() {
-            requested["required"] = json!(self.required);
+            requested.insert("required".into(), json!(self.required));
         }
-        requested
+        Value::Object(requested)
     }
 
     /// Checks an accepted answer's content against the form's schema (the

@@ -46,7 +46,9 @@ impl std::hash::Hasher for IdHash {
         let rest = words.remainder();
         if !rest.is_empty() {
             let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
+            for (to, &byte) in last.iter_mut().zip(rest) {
+                *to = byte;
+            }
             // The length tells `"a"` from `"a\0"`.
             self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
         }

@@ -74,9 +74,10 @@ impl Binding {
         let text = self.text.as_bytes();
         let mut out = Vec::with_capacity(64 + text.len());
         out.extend_from_slice(b"clawmcp-state-v1\0");
-        out.extend_from_slice(&text[..item]);
+        // (`starts` are offsets `new` took in `text`, in order.)
+        out.extend_from_slice(text.get(..item).unwrap_or_default());
         out.push(0);
-        out.extend_from_slice(&text[item..owner]);
+        out.extend_from_slice(text.get(item..owner).unwrap_or_default());
         out.push(0);
         if let Ok(value) = serde_json::from_str::<Value>(&self.text[arguments..]) {
             canonical(&value, &mut out);

@@ -370,10 +370,13 @@ impl Catalog {
             }
             for (kind, indexes) in table.iter_mut().zip(named) {
                 for i in indexes {
-                    let mut all: Vec<String> = kind[i].iter().chain(&scopes).cloned().collect();
+                    let Some(scoped) = kind.get_mut(i) else {
+                        continue;
+                    };
+                    let mut all: Vec<String> = scoped.iter().chain(&scopes).cloned().collect();
                     all.sort();
                     all.dedup();
-                    kind[i] = all.into();
+                    *scoped = all.into();
                 }
             }
         }

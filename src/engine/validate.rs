@@ -111,8 +111,10 @@ fn describe(error: &ValidationError<'_>) -> String {
     let mut path = error.instance_path().as_str().to_owned();
     let reason = match error.kind() {
         ValidationErrorKind::AdditionalProperties { unexpected } if !unexpected.is_empty() => {
-            path.push('/');
-            path.push_str(&unexpected[0].replace('~', "~0").replace('/', "~1"));
+            if let Some(first) = unexpected.first() {
+                path.push('/');
+                path.push_str(&first.replace('~', "~0").replace('/', "~1"));
+            }
             let names: Vec<String> = unexpected.iter().map(|n| format!("'{n}'")).collect();
             format!("property {} is not allowed", names.join(", "))
         }

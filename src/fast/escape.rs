@@ -23,6 +23,8 @@ fn needs_escape(word: u64) -> bool {
 
 /// What each byte is written as: 0 for itself, else the letter after its
 /// `\` (`u` for `\u00xx`).
+// (Built at compile time: an index out of range would not compile.)
+#[allow(clippy::indexing_slicing)]
 static ESCAPE: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut byte = 0;
@@ -49,6 +51,9 @@ pub(crate) const WORTH_FROM: usize = 256;
 /// that need no escape are tested eight bytes at a time and copied in one
 /// run; from a word that needs one, bytes are written one by one until a
 /// whole word needed none.
+// `run ≤ at ≤ stop ≤ bytes.len()` throughout; a byte indexes `ESCAPE`'s
+// 256 entries, a nibble `HEX`'s 16.
+#[allow(clippy::indexing_slicing)]
 pub(crate) fn write_quoted(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();

@@ -271,6 +271,8 @@ impl Checks {
     }
 
     /// The key named `name`, added if new.
+    // `at` is where the key was found, or where it was just pushed.
+    #[allow(clippy::indexing_slicing)]
     fn key(&mut self, name: &str) -> &mut Key {
         let at = match self.keys.iter().position(|k| k.name == name) {
             Some(at) => at,

@@ -40,7 +40,8 @@ impl ValueScanner {
         if !structured {
             // A bare scalar (or garbage) ends at white space.
             let start = self.pos;
-            return match value[start..].iter().position(u8::is_ascii_whitespace) {
+            let unscanned = value.get(start..).unwrap_or_default();
+            return match unscanned.iter().position(u8::is_ascii_whitespace) {
                 Some(i) => {
                     self.pos = start + i;
                     Some(start + i)
@@ -51,11 +52,12 @@ impl ValueScanner {
                 }
             };
         }
-        while self.pos < value.len() {
+        loop {
             if self.in_string && !self.escaped {
                 // Strings are most of a message's bytes: jump to the next
                 // quote or backslash.
-                match memchr::memchr2(b'"', b'\\', &value[self.pos..]) {
+                let unscanned = value.get(self.pos..).unwrap_or_default();
+                match memchr::memchr2(b'"', b'\\', unscanned) {
                     Some(i) => self.pos += i,
                     None => {
                         self.pos = value.len();
@@ -63,7 +65,7 @@ impl ValueScanner {
                     }
                 }
             }
-            let b = value[self.pos];
+            let &b = value.get(self.pos)?;
             self.pos += 1;
             if self.in_string {
                 if self.escaped {
@@ -94,7 +96,6 @@ impl ValueScanner {
                 _ => {}
             }
         }
-        None
     }
 
     /// Forgets the first `n` scanned bytes (they were discarded); the
@@ -145,16 +146,16 @@ impl FirstValue {
     /// The end of the first value of `body` (the whole body so far, of
     /// which earlier calls saw a prefix), once it is complete.
     pub(crate) fn find(&mut self, body: &[u8]) -> Option<usize> {
-        let blanks = body[self.lead..]
+        let blanks = (body.get(self.lead..).unwrap_or_default())
             .iter()
             .take_while(|b| b.is_ascii_whitespace())
             .count();
         self.lead += blanks;
         #[cfg(test)]
         let scanned = self.scanner.pos;
-        let end = match body.len() > self.lead {
-            true => self.scanner.scan(&body[self.lead..]),
-            false => None,
+        let end = match body.get(self.lead..) {
+            Some(value) if !value.is_empty() => self.scanner.scan(value),
+            _ => None,
         };
         #[cfg(test)]
         {

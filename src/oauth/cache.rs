@@ -102,7 +102,9 @@ impl Verified {
     /// The keyed hash of a token's length and last bytes.
     fn hash(&self, token: &[u8]) -> u64 {
         let bytes = token;
-        let tail = &bytes[bytes.len().saturating_sub(HASHED)..];
+        let tail = bytes
+            .get(bytes.len().saturating_sub(HASHED)..)
+            .unwrap_or(bytes);
         self.key.hash_one((bytes.len(), tail))
     }
 

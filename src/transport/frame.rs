@@ -216,9 +216,12 @@ impl Decoder for FrameCodec {
                     }
                     // The block's lines stay in `src` until the block is
                     // read, so that a bad block can be searched again.
+                    // (`size` and `searched` count bytes of `src` that were
+                    // read already, so both slices below are in it.)
                     let start = head.size;
                     let from = start + head.searched;
-                    let Some(end) = memchr::memchr(b'\n', &src[from..]).map(|i| head.searched + i)
+                    let unsearched = src.get(from..).unwrap_or_default();
+                    let Some(end) = memchr::memchr(b'\n', unsearched).map(|i| head.searched + i)
                     else {
                         head.searched = src.len() - start;
                         if src.len() > self.max_header_size {
@@ -229,7 +232,7 @@ impl Decoder for FrameCodec {
                         }
                         return Ok(None);
                     };
-                    let raw = &src[start..start + end];
+                    let raw = src.get(start..start + end).unwrap_or_default();
                     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
                     let blank = raw.is_empty();
                     match self.header_line(raw, end + 1) {
@@ -316,10 +319,11 @@ fn plain_header(src: &[u8]) -> Option<(usize, usize)> {
         .take(16)
         .take_while(|b| b.is_ascii_digit())
         .count();
-    if digits == 0 || digits > 15 || !rest[digits..].starts_with(b"\r\n\r\n") {
+    let (number, after) = rest.split_at_checked(digits)?;
+    if digits == 0 || digits > 15 || !after.starts_with(b"\r\n\r\n") {
         return None;
     }
-    let n = rest[..digits].iter().try_fold(0usize, |n, d| {
+    let n = number.iter().try_fold(0usize, |n, d| {
         n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
     })?;
     Some((NAME.len() + digits + 4, n))
@@ -335,14 +339,14 @@ fn parse_line(raw: &[u8]) -> Line<'_> {
     if raw.is_empty() {
         return Line::Blank;
     }
-    let Some(colon) = raw.iter().position(|&b| b == b':') else {
+    let mut parts = raw.splitn(2, |&b| b == b':');
+    let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
         return Line::Unreadable("a line without a colon".into());
     };
-    let name = &raw[..colon];
     if name.is_empty() || !name.iter().all(|&b| is_token_byte(b)) {
         return Line::Unreadable("a malformed header name".into());
     }
-    let Ok(value) = std::str::from_utf8(&raw[colon + 1..]) else {
+    let Ok(value) = std::str::from_utf8(value) else {
         return Line::Unreadable("a value that is not UTF-8".into());
     };
     let value = value.trim_matches(|c| c == ' ' || c == '\t');

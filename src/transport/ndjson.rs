@@ -66,7 +66,10 @@ impl Decoder for LineCodec {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
         loop {
-            let end = memchr::memchr(b'\n', &src[self.searched..]).map(|i| self.searched + i);
+            // (`searched` is never past the buffer's end: it is reset
+            // whenever the buffer shrinks.)
+            let unsearched = src.get(self.searched..).unwrap_or_default();
+            let end = memchr::memchr(b'\n', unsearched).map(|i| self.searched + i);
             match end {
                 Some(end) if self.skipping => {
                     src.advance(end + 1);

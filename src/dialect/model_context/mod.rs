@@ -818,8 +818,9 @@ pub(crate) fn encode_end_in(
                 },
             ),
             Done::Completion(completion) => {
-                let values = &completion.values
-                    [..completion.values.len().min(crate::completion::MAX_VALUES)];
+                let values = (completion.values)
+                    .get(..crate::completion::MAX_VALUES)
+                    .unwrap_or(&completion.values);
                 encode_result(
                     id,
                     &CompleteResult {

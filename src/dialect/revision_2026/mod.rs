@@ -732,17 +732,13 @@ fn finish_with(
 ) -> Reply {
     // (An error is left as it is; a result's object opens where its
     // encoder said.)
-    if reply.error.is_some() || reply.bytes.get(reply.result_at) != Some(&b'{') {
+    let open = reply.result_at + 1;
+    let split = reply.bytes.split_at_checked(open);
+    let Some((head @ [.., b'{'], rest)) = split.filter(|_| reply.error.is_none()) else {
         return reply;
-    }
-    let Reply {
-        bytes: reply,
-        result_at,
-        ..
-    } = reply;
-    let open = result_at + 1;
-    let mut out = Vec::with_capacity(reply.len() + 160);
-    out.extend_from_slice(&reply[..open]);
+    };
+    let mut out = Vec::with_capacity(head.len() + rest.len() + 160);
+    out.extend_from_slice(head);
     if let Some(result_type) = result_type {
         out.extend_from_slice(br#""resultType":""#);
         out.extend_from_slice(result_type.as_bytes());
@@ -752,14 +748,14 @@ fn finish_with(
         write_cache(&mut out, cache);
     }
     write_meta(&mut out, server, subscription);
-    if reply.get(open) != Some(&b'}') {
+    if rest.first() != Some(&b'}') {
         out.push(b',');
     }
-    out.extend_from_slice(&reply[open..]);
+    out.extend_from_slice(rest);
     Reply {
         bytes: out,
         error: None,
-        result_at,
+        result_at: reply.result_at,
     }
 }
 
@@ -955,14 +951,18 @@ fn input_required(server: &ServerInner, id: &RequestId, round: &RoundTrip) -> Re
     // (after the result's own `resultType`, its first member).
     const TYPE: &[u8] = br#"{"resultType":"input_required","#;
     let end = reply.result_at + TYPE.len();
-    if reply.error.is_some() || reply.bytes.get(reply.result_at..end) != Some(TYPE) {
+    let Some((head, rest)) = reply
+        .bytes
+        .split_at_checked(end)
+        .filter(|(head, _)| reply.error.is_none() && head.get(reply.result_at..) == Some(TYPE))
+    else {
         return reply;
-    }
+    };
     let mut out = Vec::with_capacity(reply.bytes.len() + 96);
-    out.extend_from_slice(&reply.bytes[..end]);
+    out.extend_from_slice(head);
     write_meta(&mut out, server, None);
     out.push(b',');
-    out.extend_from_slice(&reply.bytes[end..]);
+    out.extend_from_slice(rest);
     Reply {
         bytes: out,
         ..reply

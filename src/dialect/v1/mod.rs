@@ -178,7 +178,8 @@ pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
             None => Step::Reply(encode_result(id, &*lists.tool_list)),
             Some(principal) => {
                 let shows = |i: usize| {
-                    catalog.tools[i].by_id && catalog.access.shows(Some(principal), Item::Tool(i))
+                    catalog.tools.get(i).is_some_and(|tool| tool.by_id)
+                        && catalog.access.shows(Some(principal), Item::Tool(i))
                 };
                 let shown = super::visible(&catalog.tools, shows, |t| &t.definition);
                 Step::Reply(encode_result(id, &shown))

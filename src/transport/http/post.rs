@@ -104,8 +104,9 @@ impl McpService {
         // it) can open a streaming session: any other is decided from the
         // whole body's parse.
         let decided = first
-            .filter(|&end| may_initialize(&buf[..end]))
-            .map(|end| protocols.for_post(by_head, &head, &crate::dialect::parse(&buf[..end])));
+            .and_then(|end| buf.get(..end))
+            .filter(|value| may_initialize(value))
+            .map(|value| protocols.for_post(by_head, &head, &crate::dialect::parse(value)));
         if decided == Some(Post::McpV1 { streaming: true }) {
             return self.stream(body, buf, ended, caller);
         }
@@ -201,8 +202,9 @@ impl McpService {
     ) -> Response<McpBody> {
         // One value, as the body scanner found it: the session parses it (and
         // says if it is not JSON). Anything after it is looked at closely.
-        let one_value =
-            first_end.is_some_and(|end| body[end..].iter().all(u8::is_ascii_whitespace));
+        let one_value = first_end
+            .and_then(|end| body.get(end..))
+            .is_some_and(|rest| rest.iter().all(u8::is_ascii_whitespace));
         if !one_value {
             let mut values = serde_json::Deserializer::from_slice(body).into_iter::<IgnoredAny>();
             let error = match (values.next(), values.next()) {

@@ -220,7 +220,10 @@ async fn preface(stream: &TcpStream, wait: Duration) -> Preface {
             Ok(Ok(n)) if n > 0 => n,
             _ => return Preface::Silent,
         };
-        if !HTTP2_PREFACE.starts_with(&buf[..n]) {
+        if !buf
+            .get(..n)
+            .is_some_and(|seen| HTTP2_PREFACE.starts_with(seen))
+        {
             return Preface::Http1;
         }
         if n == buf.len() {
