@@ -58,6 +58,11 @@
 //!   session has at most [`ServerBuilder::max_in_flight`] requests in flight
 //!   and reads no more input past that.
 //! - A tool that panics is answered `-32603`; the session and server live on.
+//!   The crate's own code has no path to a panic from what a client sends:
+//!   it has no `unsafe`, and clippy holds it to no `unwrap`, `expect`,
+//!   `panic!`, `unreachable!` or unchecked indexing outside tests (the few
+//!   indexings left, in the JSON string writer and at build time, state
+//!   their bounds).
 //!
 //! ## Where to go next
 //! - Items: [`Tool`] and [`typed_tool`] (with [`ToolContext`] for
