@@ -377,7 +377,9 @@ pub(crate) fn clipped(value: &str) -> std::borrow::Cow<'_, str> {
     const MOST: usize = 64;
     match value.char_indices().nth(MOST) {
         None => std::borrow::Cow::Borrowed(value),
-        Some((end, _)) => std::borrow::Cow::Owned(format!("{}…", &value[..end])),
+        Some((end, _)) => {
+            std::borrow::Cow::Owned(format!("{}…", value.get(..end).unwrap_or(value)))
+        }
     }
 }
 

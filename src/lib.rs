@@ -58,11 +58,13 @@
 //!   session has at most [`ServerBuilder::max_in_flight`] requests in flight
 //!   and reads no more input past that.
 //! - A tool that panics is answered `-32603`; the session and server live on.
-//!   The crate's own code has no path to a panic from what a client sends:
-//!   it has no `unsafe`, and clippy holds it to no `unwrap`, `expect`,
-//!   `panic!`, `unreachable!` or unchecked indexing outside tests (the few
-//!   indexings left, in the JSON string writer and at build time, state
-//!   their bounds).
+//!   The crate's own code keeps what a client sends away from panics: it
+//!   has no `unsafe`, and clippy (an error in its CI) allows no `unwrap`,
+//!   `expect`, `panic!` or `unreachable!`, and no unchecked indexing or
+//!   slicing of slices and strings, outside tests (the JSON string writer
+//!   and one lookup at build time keep theirs, with their bounds stated).
+//!   What clippy does not see, a buffer's `advance` in the framers, is
+//!   checked against the buffer's length first; the readers are fuzzed.
 //!
 //! ## Where to go next
 //! - Items: [`Tool`] and [`typed_tool`] (with [`ToolContext`] for
@@ -133,7 +135,8 @@
     clippy::unreachable,
     clippy::todo,
     clippy::unimplemented,
-    clippy::indexing_slicing
+    clippy::indexing_slicing,
+    clippy::string_slice
 )]
 #![cfg_attr(
     test,
@@ -142,7 +145,8 @@
         clippy::expect_used,
         clippy::panic,
         clippy::unreachable,
-        clippy::indexing_slicing
+        clippy::indexing_slicing,
+        clippy::string_slice
     )
 )]
 

@@ -356,24 +356,31 @@ impl PromptTemplate {
     fn pieces(&self) -> Result<Vec<Piece<'_>>, String> {
         let mut pieces = Vec::new();
         let mut rest = self.template.as_str();
-        while let Some(i) = rest.find(['{', '}']) {
-            if i > 0 {
-                pieces.push(Piece::Text(rest[..i].into()));
+        while let Some((text, tail)) = rest
+            .find(['{', '}'])
+            .and_then(|at| rest.split_at_checked(at))
+        {
+            if !text.is_empty() {
+                pieces.push(Piece::Text(text.into()));
             }
-            let tail = &rest[i..];
-            if tail.starts_with("{{") || tail.starts_with("}}") {
-                pieces.push(Piece::Text(tail[..1].into()));
-                rest = &tail[2..];
+            if let Some(after) = tail.strip_prefix("{{") {
+                pieces.push(Piece::Text("{".into()));
+                rest = after;
                 continue;
             }
-            if tail.starts_with('}') {
-                return Err("an unmatched '}' (write '}}' for a brace)".into());
+            if let Some(after) = tail.strip_prefix("}}") {
+                pieces.push(Piece::Text("}".into()));
+                rest = after;
+                continue;
             }
-            let Some(end) = tail.find('}') else {
-                return Err("an unmatched '{' (write '{{' for a brace)".into());
+            let Some((name, after)) = tail.strip_prefix('{').and_then(|t| t.split_once('}')) else {
+                return Err(match tail.starts_with('}') {
+                    true => "an unmatched '}' (write '}}' for a brace)".into(),
+                    false => "an unmatched '{' (write '{{' for a brace)".into(),
+                });
             };
-            pieces.push(Piece::Placeholder(&tail[1..end]));
-            rest = &tail[end + 1..];
+            pieces.push(Piece::Placeholder(name));
+            rest = after;
         }
         if !rest.is_empty() {
             pieces.push(Piece::Text(rest.into()));

@@ -63,7 +63,7 @@ impl Binding {
 
     /// The token's owner, empty without one.
     pub(crate) fn owner(&self) -> &str {
-        &self.text[self.starts[1]..self.starts[2]]
+        (self.text.get(self.starts[1]..self.starts[2])).unwrap_or_default()
     }
 
     /// The associated data a state is sealed with: the parts, the
@@ -79,7 +79,8 @@ impl Binding {
         out.push(0);
         out.extend_from_slice(text.get(item..owner).unwrap_or_default());
         out.push(0);
-        if let Ok(value) = serde_json::from_str::<Value>(&self.text[arguments..]) {
+        let arguments = self.text.get(arguments..).unwrap_or_default();
+        if let Ok(value) = serde_json::from_str::<Value>(arguments) {
             canonical(&value, &mut out);
         }
         out.push(0);

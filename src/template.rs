@@ -53,16 +53,14 @@ impl UriTemplate {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut parts = Vec::new();
         let mut rest = text;
-        while let Some(open) = rest.find('{') {
-            if rest[..open].contains('}') {
+        while let Some((literal, after)) = rest.split_once('{') {
+            if literal.contains('}') {
                 return Err("an unmatched '}'".into());
             }
-            if open > 0 {
-                parts.push(Part::Literal(rest[..open].to_owned()));
+            if !literal.is_empty() {
+                parts.push(Part::Literal(literal.to_owned()));
             }
-            let after = &rest[open + 1..];
-            let close = after.find('}').ok_or("an unmatched '{'")?;
-            let name = &after[..close];
+            let (name, after) = after.split_once('}').ok_or("an unmatched '{'")?;
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!(
                     "{{{name}}}: only level-1 variables ({{name}}, letters, digits and _) are supported"
@@ -72,7 +70,7 @@ impl UriTemplate {
                 return Err(format!("{{{name}}} follows another variable directly"));
             }
             parts.push(Part::Variable(name.to_owned()));
-            rest = &after[close + 1..];
+            rest = after;
         }
         if rest.contains('}') {
             return Err("an unmatched '}'".into());
@@ -121,7 +119,7 @@ impl UriTemplate {
                         Some(Part::Literal(next)) => rest.find(next.as_str())?,
                         _ => rest.len(),
                     };
-                    let raw = &rest[..end];
+                    let (raw, after) = rest.split_at_checked(end)?;
                     if raw.contains('/') {
                         return None;
                     }
@@ -130,7 +128,7 @@ impl UriTemplate {
                         return None;
                     }
                     values.push((name.clone(), value));
-                    rest = &rest[end..];
+                    rest = after;
                 }
             }
         }

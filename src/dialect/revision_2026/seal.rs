@@ -93,10 +93,10 @@ impl RequestStateKeys {
             .strip_prefix(PREFIX)
             .and_then(|b64| URL_SAFE_NO_PAD.decode(b64).ok())
             .ok_or(Unsealed::Invalid)?;
-        if bytes.len() < NONCE + 16 {
+        let Some((nonce, sealed)) = bytes.split_at_checked(NONCE).filter(|(_, s)| s.len() >= 16)
+        else {
             return Err(Unsealed::Invalid);
-        }
-        let (nonce, sealed) = bytes.split_at(NONCE);
+        };
         self.keys
             .iter()
             .find_map(|key| {

@@ -304,10 +304,10 @@ fn bearer(parts: &Parts) -> Bearer<'_> {
     if text.eq_ignore_ascii_case(b"bearer") {
         return Bearer::Malformed("the bearer token is missing");
     }
-    let Some(space) = memchr::memchr(b' ', text) else {
+    let Some((scheme, token)) = memchr::memchr(b' ', text).and_then(|at| text.split_at_checked(at))
+    else {
         return Bearer::Missing;
     };
-    let (scheme, token) = text.split_at(space);
     if !scheme.eq_ignore_ascii_case(b"bearer") {
         return Bearer::Missing;
     }

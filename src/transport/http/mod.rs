@@ -941,7 +941,9 @@ fn json(status: StatusCode, body: Vec<u8>) -> Response<McpBody> {
 fn is_json(content_type: Option<&HeaderValue>) -> bool {
     content_type.is_some_and(|value| {
         let value = value.as_bytes();
-        let media = value.split(|&b| b == b';').next().unwrap_or(value);
+        let media = memchr::memchr(b';', value)
+            .and_then(|end| value.get(..end))
+            .unwrap_or(value);
         media.trim_ascii().eq_ignore_ascii_case(b"application/json")
     })
 }
