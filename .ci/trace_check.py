@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -33,14 +34,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "architecture.md")
 
-# Methods the counting rule leaves out without naming them: derived
-# traits, `Deref`, and pin-project's projections.
-UNNAMED_METHODS = {"clone", "eq", "ne", "default", "fmt", "hash", "deref", "project"}
-
-# Modules whose insides §4's preamble leaves out: the scanner helpers'
-# (`src/fast/`; a helper the trace counts must still run) and the maps'
-# hasher.
-HELPERS = ("clawmcp::fast::", "clawmcp::id_hash::")
+# How long the whole check may take (a server that never answers).
+DEADLINE = 900
 
 META26 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {}}
@@ -64,11 +59,11 @@ def instrumented(proc, send):
     """Runs `send` with callgrind's instrumentation on, and nothing else."""
     time.sleep(0.3)
     subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     reply = send()
     time.sleep(0.3)
     subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     return reply
 
 
@@ -156,19 +151,26 @@ def normalised(name):
 
 
 def ran_functions(path):
-    """The crate's functions that had a cost in a callgrind output."""
-    names, ran = {}, set()
+    """The crate's functions that had a cost in a callgrind output, and
+    each one's callers (any function's, normalised)."""
+    names, ran, callers = {}, set(), {}
+    current = callee = None
     with open(path) as f:
         for line in f:
             m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-            if not m:
-                continue
-            if m.group(3):
-                names[m.group(2)] = m.group(3)
-            if m.group(1) == "fn":
-                ran.add(names[m.group(2)])
-    return {normalised(n) for n in ran
+            if m:
+                if m.group(3):
+                    names[m.group(2)] = m.group(3)
+                if m.group(1) == "fn":
+                    current = names[m.group(2)]
+                    ran.add(current)
+                else:
+                    callee = names[m.group(2)]
+            elif line.startswith("calls=") and current and callee:
+                callers.setdefault(normalised(callee), set()).add(normalised(current))
+    ours = {normalised(n) for n in ran
             if "clawmcp::" in n and not n.startswith("core::ptr::drop_in_place")}
+    return ours, callers
 
 
 def sections(text):
@@ -213,14 +215,18 @@ def counted_steps(letter):
             first, last = int(ref.group(2)), int(ref.group(3))
             steps += counted_steps(ref.group(1))[first - 1:last]
             continue
-        file = None
+        file, listed = None, []
         for i, part in enumerate(without_asides(names).split("`")):
             if i % 2 == 1 and file:
-                steps.append((file, part))
+                listed.append((file, part))
             elif i % 2 == 0:
                 paths = [w for w in re.split(r"[ ,;]", part) if w.endswith(".rs")]
                 if paths:
                     file = paths[-1]
+        first, last = int(m.group(1)), int(m.group(2))
+        if len(listed) != last - first + 1:
+            sys.exit(f"trace {letter}: steps {first}–{last} list {len(listed)} functions")
+        steps += listed
     return steps
 
 
@@ -235,11 +241,14 @@ def inline_always(file, function):
                      + re.escape(function) + r"\b", source) is not None
 
 
+STEP = re.compile(r"^(\d+)(?:–(\d+))?\. (.*)$")
+
+
 def units(text):
-    """A text's steps (a line each) and paragraphs."""
+    """A text's steps (a line each), list items and paragraphs."""
     unit = []
     for line in text.splitlines():
-        if re.match(r"^\d+(–\d+)?\. ", line) or not line.strip():
+        if STEP.match(line) or line.startswith("- ") or not line.strip():
             if unit:
                 yield " ".join(unit)
             unit = [line] if line.strip() else []
@@ -250,33 +259,110 @@ def units(text):
 
 
 class Names:
-    """What a text names: each backticked path, and each step's or
-    paragraph's words."""
+    """The (owner, function) pairs a text names, an owner being a type or
+    a module's last segment: `Type::function` or `module::function`;
+    `Type`'s `function`; and, in a step, a bare `function` of its file's
+    module or of its own function's type."""
 
     def __init__(self, text):
-        self.paths, self.lines = set(), []
+        self.pairs = set()
         for unit in units(text):
-            words = set()
+            step = STEP.match(unit)
+            here = set()
+            if step:
+                head = step.group(3).split(" — ")[0]
+                for path in re.findall(r"([\w/]+\.rs)", head):
+                    here.add(module_of(path).split("::")[-1])
+                for token in re.findall(r"`([^`]*)`", head):
+                    if "::" in token:
+                        here.add(token.split("::")[-2])
+            for owner, function in re.findall(r"`(\w+)`'s `(\w+)`", unit):
+                self.pairs.add((owner, function))
             for token in re.findall(r"`([^`]*)`", unit):
                 segments = re.sub(r"\(.*", "", token).split("::")
-                words.update(segments)
-                self.paths.add("::".join(segments[-2:]))
-            self.lines.append(words)
+                if len(segments) >= 2:
+                    self.pairs.add((segments[-2], segments[-1]))
+                else:
+                    self.pairs.update((owner, segments[0]) for owner in here)
 
     def names(self, function):
-        segments = function.split("::")
-        last, owner = segments[-1], segments[-2]
-        if f"{owner}::{last}" in self.paths:
-            return True
-        is_type = owner[:1].isupper() and len(owner) > 1
-        if not is_type:
-            return last in self.paths
-        # `Slot`'s `drop`, (`Work::time_limit`, `may_block`): the type and
-        # the function in one step or paragraph.
-        return any(last in words and owner in words for words in self.lines)
+        owner, name = function.split("::")[-2:]
+        if re.fullmatch(r"[A-Z]", owner):  # a generic type: `F::call_lazily`
+            return any(named == name for _, named in self.pairs)
+        return (owner, name) in self.pairs
 
 
-def check(letter, preamble, ran):
+def hand_written_impls():
+    """(type, trait) of each `impl Trait for Type` of the std traits a
+    derive also writes, in `src/`."""
+    found = set()
+    pattern = re.compile(r"impl(?:<[^>]*>)?\s+(?:[\w:]+::)?"
+                         r"(Clone|PartialEq|Default|Deref|Hash|Debug|Display)"
+                         r"(?:<[^>]*>)?\s+for\s+(\w+)")
+    for folder, _, files in os.walk(os.path.join(ROOT, "src")):
+        for name in files:
+            if name.endswith(".rs"):
+                with open(os.path.join(folder, name)) as f:
+                    found.update((t, trait) for trait, t in pattern.findall(f.read()))
+    return found
+
+
+TRAIT_OF = {"clone": {"Clone"}, "eq": {"PartialEq"}, "ne": {"PartialEq"},
+            "default": {"Default"}, "deref": {"Deref"}, "hash": {"Hash"},
+            "fmt": {"Debug", "Display"}}
+
+
+def derived(function, hand_written):
+    """Whether `function` is a derived impl's method (or pin-project's)."""
+    segments = function.split("::")
+    if segments[-1] == "project":
+        return True
+    traits = TRAIT_OF.get(segments[-1])
+    return bool(traits) and not any((segments[-2], t) in hand_written for t in traits)
+
+
+def inside_helper(function, callers, hosts):
+    """Whether `function` runs only inside a scanner helper (what of the
+    crate called it is in `src/fast/`, or is where a helper is inlined),
+    or is the maps' hasher."""
+    if function.startswith("clawmcp::id_hash::"):
+        return True
+    if not function.startswith("clawmcp::fast::"):
+        return False
+    # (A closure a library function runs, `Option::and_then`'s, has no
+    # caller of the crate's: a library generic's callers are merged.)
+    return all(c.startswith("clawmcp::fast::") or c in hosts
+               for c in callers.get(function, ()) if c.startswith("clawmcp::"))
+
+
+def hosts_of(steps):
+    """Where a counted scanner helper marked `#[inline(always)]` runs: the
+    first step before it that is not inlined (`jsonrpc::parse`)."""
+    hosts = set()
+    for i, (file, name) in enumerate(steps):
+        if not (file.startswith("fast/") and inline_always(file, name.split("::")[-1])):
+            continue
+        j = i - 1
+        while j >= 0 and inline_always(steps[j][0], steps[j][1].split("::")[-1]):
+            j -= 1
+        if j >= 0:
+            hosts.add(f"{module_of(steps[j][0])}::{steps[j][1]}")
+    return hosts
+
+
+def referred_steps(trace):
+    """The step lines of other traces that `trace` refers to (`as a.5–8`)."""
+    lines = []
+    for letter, first, last in re.findall(r"\bas ([a-z])\.(\d+)(?:–(\d+))?", trace):
+        first, last = int(first), int(last or first)
+        for line in TRACES[letter].splitlines():
+            m = STEP.match(line)
+            if m and int(m.group(1)) <= last and int(m.group(2) or m.group(1)) >= first:
+                lines.append(line)
+    return "\n\n".join(lines)
+
+
+def check(letter, preamble, ran, callers, hand_written):
     problems = []
     trace = TRACES[letter]
     steps = counted_steps(letter)
@@ -295,14 +381,11 @@ def check(letter, preamble, ran):
         if inline_always(file, name.split("::")[-1]):
             continue
         problems.append(f"trace {letter} counts {file}: `{name}`, which did not run")
-    referred = set(re.findall(r"\bas ([a-z])\.\d", trace)) - {letter}
-    names = Names(preamble + trace + "".join(TRACES[r] for r in referred))
+    names = Names(preamble + "\n\n" + trace + "\n\n" + referred_steps(trace))
+    hosts = hosts_of(steps)
     for function in sorted(ran):
-        segments = function.split("::")
-        if segments[-1] in UNNAMED_METHODS:
+        if derived(function, hand_written) or inside_helper(function, callers, hosts):
             continue
-        if function.startswith(HELPERS):
-            continue  # inside a scanner helper, or the maps' hasher
         if not names.names(function):
             problems.append(f"trace {letter}: `{function}` ran, and the trace names it nowhere")
     return problems
@@ -318,6 +401,7 @@ def main():
     parser.add_argument("--again", action="store_true",
                         help="check the outputs kept in --keep again, without running")
     args = parser.parse_args()
+    signal.alarm(DEADLINE)  # ends the check (and says so) if a server hangs
     with open(DOC) as f:
         preamble, traces = sections(f.read())
     TRACES.update(traces)
@@ -331,12 +415,13 @@ def main():
             "b": run_http(args.binary, os.path.join(folder, "b.out"), "b"),
             "c": run_http(args.binary, os.path.join(folder, "c.out"), "c"),
         }
+    hand_written = hand_written_impls()
     problems = []
     for letter in "abc":
         if "result" not in replies[letter]:
             problems.append(f"trace {letter}: the request was not answered: {replies[letter]}")
-        ran = ran_functions(os.path.join(folder, f"{letter}.out"))
-        found = check(letter, preamble, ran)
+        ran, callers = ran_functions(os.path.join(folder, f"{letter}.out"))
+        found = check(letter, preamble, ran, callers, hand_written)
         print(f"trace {letter}: {len(ran)} of the crate's functions ran; "
               f"{len(counted_steps(letter))} steps counted; {len(found)} problems")
         problems += found
