@@ -10,13 +10,15 @@ for that request alone, after one like it warmed the server. Then:
 
 - every function a trace counts ran (or is `#[inline(always)]`, which
   callgrind cannot see);
-- every function of the crate that ran is named in the trace (counted or
-  named where it runs), or in §4's preamble, or is of a kind the counting
-  rule leaves out without naming: what the scanner helpers call in
-  `src/fast/`, derived and pin-projection impls (`clone`, `eq`,
-  `default`, `project`...).
+- every function of the crate that ran is named: as `Type::function` or
+  `module::function` (or `Type`'s `function`), or bare in a step of its
+  file or type, in the trace, in §4's preamble, or in a step of another
+  trace that this one runs "as"; or it is of a kind the counting rule
+  leaves out without naming: what only the scanner helpers call in
+  `src/fast/`, the maps' hasher, derived impls (`clone`, `eq`,
+  `default`...; a hand-written one is named) and pin projections.
 
-Usage: trace_check.py REFERENCE_BINARY [--keep DIR]
+Usage: trace_check.py REFERENCE_BINARY [--keep DIR [--again]]
 """
 
 import argparse
