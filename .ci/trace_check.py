@@ -13,7 +13,8 @@ for that request alone, after one like it warmed the server. Then:
 - every function of the crate that ran is named: as `Type::function` or
   `module::function` (or `Type`'s `function`), or bare in a step of its
   file or type, in the trace, in §4's preamble, or in a step of another
-  trace that this one runs "as"; or it is of a kind the counting rule
+  trace that this one runs "as" (not in a quoted aside, `> `, which
+  tells of another path); or it is of a kind the counting rule
   leaves out without naming: what only the scanner helpers call in
   `src/fast/`, the maps' hasher, derived impls (`clone`, `eq`,
   `default`...; a hand-written one is named) and pin projections.
@@ -247,9 +248,12 @@ STEP = re.compile(r"^(\d+)(?:–(\d+))?\. (.*)$")
 
 
 def units(text):
-    """A text's steps (a line each), list items and paragraphs."""
+    """A text's steps (a line each), list items and paragraphs; not its
+    quoted asides (`> `), which tell of other paths."""
     unit = []
     for line in text.splitlines():
+        if line.startswith(">"):
+            continue
         if STEP.match(line) or line.startswith("- ") or not line.strip():
             if unit:
                 yield " ".join(unit)
