@@ -11,8 +11,9 @@ for that request alone, after one like it warmed the server. Then:
 - every function a trace counts ran (or is `#[inline(always)]`, which
   callgrind cannot see);
 - every function of the crate that ran is named: as `Type::function` or
-  `module::function` (or `Type`'s `function`), or bare in a step of its
-  file or type, in the trace, in §4's preamble, or in a step of another
+  `module::function` (or `Type`'s `function`; a module by its last
+  segment), or bare in a step of its file or of the one function's type
+  the step counts, in the trace, in §4's preamble, or in a step of another
   trace that this one runs "as" (not in a quoted aside, `> `, which
   tells of another path); or it is of a kind the counting rule
   leaves out without naming: what only the scanner helpers call in
@@ -64,7 +65,7 @@ def instrumented(proc, send):
     subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     reply = send()
-    time.sleep(0.3)
+    time.sleep(1)  # what runs after the reply (a slot freed, the writer's chunk kept)
     subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     return reply
@@ -265,10 +266,11 @@ def units(text):
 
 
 class Names:
-    """The (owner, function) pairs a text names, an owner being a type or
-    a module's last segment: `Type::function` or `module::function`;
-    `Type`'s `function`; and, in a step, a bare `function` of its file's
-    module or of its own function's type."""
+    """The (owner, function) pairs a text names, an owner being a type, a
+    module's last segment (`Type::function`, `module::function`,
+    `Type`'s `function`), or, for a bare `function` in a step, the whole
+    path of the step's file's module, or the type of the one function the
+    step counts."""
 
     def __init__(self, text):
         self.pairs = set()
@@ -277,11 +279,10 @@ class Names:
             here = set()
             if step:
                 head = step.group(3).split(" — ")[0]
-                for path in re.findall(r"([\w/]+\.rs)", head):
-                    here.add(module_of(path).split("::")[-1])
-                for token in re.findall(r"`([^`]*)`", head):
-                    if "::" in token:
-                        here.add(token.split("::")[-2])
+                here.update(module_of(path) for path in re.findall(r"([\w/]+\.rs)", head))
+                counted = re.findall(r"`([^`]*)`", head)
+                if step.group(2) is None and counted and "::" in counted[0]:
+                    here.add(counted[0].split("::")[-2])
             for owner, function in re.findall(r"`(\w+)`'s `(\w+)`", unit):
                 self.pairs.add((owner, function))
             for token in re.findall(r"`([^`]*)`", unit):
@@ -292,19 +293,19 @@ class Names:
                     self.pairs.update((owner, segments[0]) for owner in here)
 
     def names(self, function):
-        owner, name = function.split("::")[-2:]
+        module, name = function.rsplit("::", 1)
+        owner = module.rsplit("::", 1)[-1]
         if re.fullmatch(r"[A-Z]", owner):  # a generic type: `F::call_lazily`
             return any(named == name for _, named in self.pairs)
-        return (owner, name) in self.pairs
+        return (owner, name) in self.pairs or (module, name) in self.pairs
 
 
 def hand_written_impls():
     """(type, trait) of each `impl Trait for Type` of the std traits a
     derive also writes, in `src/`."""
     found = set()
-    pattern = re.compile(r"impl(?:<[^>]*>)?\s+(?:[\w:]+::)?"
-                         r"(Clone|PartialEq|Default|Deref|Hash|Debug|Display)"
-                         r"(?:<[^>]*>)?\s+for\s+(\w+)")
+    pattern = re.compile(r"\bimpl\b[^{;]*?\b(Clone|PartialEq|Default|Deref|Hash|Debug|Display)\b"
+                         r"[^{;]*?\bfor\s+(?:[\w:]+::)?(\w+)")
     for folder, _, files in os.walk(os.path.join(ROOT, "src")):
         for name in files:
             if name.endswith(".rs"):
@@ -359,7 +360,8 @@ def hosts_of(steps):
 def referred_steps(trace):
     """The step lines of other traces that `trace` refers to (`as a.5–8`)."""
     lines = []
-    for letter, first, last in re.findall(r"\bas ([a-z])\.(\d+)(?:–(\d+))?", trace):
+    said = "\n".join(line for line in trace.splitlines() if not line.startswith(">"))
+    for letter, first, last in re.findall(r"\bas ([a-z])\.(\d+)(?:–(\d+))?", said):
         first, last = int(first), int(last or first)
         for line in TRACES[letter].splitlines():
             m = STEP.match(line)
