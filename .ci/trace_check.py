@@ -85,16 +85,21 @@ def run_stdio(binary, out):
               "params": {"name": "echo", "arguments": {"message": "hi"}}})
         return json.loads(proc.stdout.readline())
 
-    send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "trace_check", "version": "1"}}})
-    proc.stdout.readline()
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    call(6)
-    reply = instrumented(proc, lambda: call(7))
-    proc.stdin.close()
-    proc.wait(timeout=120)
-    return reply
+    try:
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "trace_check", "version": "1"}}})
+        proc.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call(6)
+        reply = instrumented(proc, lambda: call(7))
+        proc.stdin.close()
+        proc.wait(timeout=120)
+        return reply
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def run_http(binary, out, letter):
@@ -132,7 +137,11 @@ def run_http(binary, out, letter):
         return reply
     finally:
         proc.terminate()
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def normalised(name):
@@ -409,7 +418,11 @@ def main():
     parser.add_argument("--again", action="store_true",
                         help="check the outputs kept in --keep again, without running")
     args = parser.parse_args()
-    signal.alarm(DEADLINE)  # ends the check (and says so) if a server hangs
+    def overdue(*_):
+        raise TimeoutError(f"the check took over {DEADLINE} s: a server did not answer")
+
+    signal.signal(signal.SIGALRM, overdue)  # the servers are stopped on the way out
+    signal.alarm(DEADLINE)
     with open(DOC) as f:
         preamble, traces = sections(f.read())
     TRACES.update(traces)
