@@ -11,8 +11,8 @@ for that request alone, after one like it warmed the server. Then:
 - every function a trace counts ran (or is `#[inline(always)]`, which
   callgrind cannot see);
 - every function of the crate that ran is named: as `Type::function` or
-  `module::function` (or `Type`'s `function`; a module by its last
-  segment), or bare in a step of its file or of the one function's type
+  `module::function` (or `Type`'s `function`; a module by as many of its
+  path's last segments as tell it from the crate's other modules), or bare in a step of its file or of the one function's type
   the step counts, in the trace, in §4's preamble, or in a step of another
   trace that this one runs "as" (not in a quoted aside, `> `, which
   tells of another path); or it is of a kind the counting rule
@@ -274,15 +274,30 @@ def units(text):
         yield " ".join(unit)
 
 
-class Names:
-    """The (owner, function) pairs a text names, an owner being a type, a
-    module's last segment (`Type::function`, `module::function`,
-    `Type`'s `function`), or, for a bare `function` in a step, the whole
-    path of the step's file's module, or the type of the one function the
-    step counts."""
+def crate_modules():
+    """Every module of the crate, as `clawmcp::a::b`."""
+    found = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "src")):
+        for file in files:
+            if file.endswith(".rs") and file not in ("lib.rs", "main.rs"):
+                path = os.path.relpath(os.path.join(folder, file), os.path.join(ROOT, "src"))
+                found.add(module_of(path))
+    return found
 
-    def __init__(self, text):
+
+class Names:
+    """What a text names: (owner, function) pairs, an owner being a type
+    (`Type::function`, `Type`'s `function`) or, for a bare `function` in a
+    step, the whole path of the step's file's module, or the type of the
+    one function the step counts; and (module path's last segments,
+    function) for `module::function`, which names a function of the one
+    module of the crate whose path ends so (`revision_2026::serves` names
+    none while two modules are called `revision_2026`)."""
+
+    def __init__(self, text, modules):
         self.pairs = set()
+        self.in_modules = set()
+        self.modules = modules
         for unit in units(text):
             step = STEP.match(unit)
             here = set()
@@ -298,15 +313,33 @@ class Names:
                 segments = re.sub(r"\(.*", "", token).split("::")
                 if len(segments) >= 2:
                     self.pairs.add((segments[-2], segments[-1]))
+                    if re.fullmatch(r"[a-z_0-9]+", segments[-2]):
+                        self.in_modules.add((tuple(segments[:-1]), segments[-1]))
                 else:
                     self.pairs.update((owner, segments[0]) for owner in here)
+
+    def ending(self, suffix):
+        """The crate's modules whose paths end with `suffix`."""
+        return [m for m in self.modules if tuple(m.split("::")[-len(suffix):]) == suffix]
 
     def names(self, function):
         module, name = function.rsplit("::", 1)
         owner = module.rsplit("::", 1)[-1]
         if re.fullmatch(r"[A-Z]", owner):  # a generic type: `F::call_lazily`
             return any(named == name for _, named in self.pairs)
+        if re.fullmatch(r"[a-z_0-9]+", owner):  # a module's function
+            return (module, name) in self.pairs or any(
+                named == name and self.ending(suffix) == [module]
+                for suffix, named in self.in_modules)
         return (owner, name) in self.pairs or (module, name) in self.pairs
+
+    def ambiguous(self, function):
+        """The `module::function` names that would name `function` but for
+        another module of the same name."""
+        module, name = function.rsplit("::", 1)
+        return ["::".join(suffix + (named,)) for suffix, named in sorted(self.in_modules)
+                if named == name and module in self.ending(suffix)
+                and len(self.ending(suffix)) > 1]
 
 
 def hand_written_impls():
@@ -379,7 +412,7 @@ def referred_steps(trace):
     return "\n\n".join(lines)
 
 
-def check(letter, preamble, ran, callers, hand_written):
+def check(letter, preamble, ran, callers, hand_written, modules):
     problems = []
     trace = TRACES[letter]
     steps = counted_steps(letter)
@@ -398,13 +431,15 @@ def check(letter, preamble, ran, callers, hand_written):
         if inline_always(file, name.split("::")[-1]):
             continue
         problems.append(f"trace {letter} counts {file}: `{name}`, which did not run")
-    names = Names(preamble + "\n\n" + trace + "\n\n" + referred_steps(trace))
+    names = Names(preamble + "\n\n" + trace + "\n\n" + referred_steps(trace), modules)
     hosts = hosts_of(steps)
     for function in sorted(ran):
         if derived(function, hand_written) or inside_helper(function, callers, hosts):
             continue
         if not names.names(function):
-            problems.append(f"trace {letter}: `{function}` ran, and the trace names it nowhere")
+            hint = "".join(f"; `{n}` could be more than one module's, write more of its path"
+                           for n in names.ambiguous(function))
+            problems.append(f"trace {letter}: `{function}` ran, and the trace names it nowhere{hint}")
     return problems
 
 
@@ -437,12 +472,13 @@ def main():
             "c": run_http(args.binary, os.path.join(folder, "c.out"), "c"),
         }
     hand_written = hand_written_impls()
+    modules = crate_modules()
     problems = []
     for letter in "abc":
         if "result" not in replies[letter]:
             problems.append(f"trace {letter}: the request was not answered: {replies[letter]}")
         ran, callers = ran_functions(os.path.join(folder, f"{letter}.out"))
-        found = check(letter, preamble, ran, callers, hand_written)
+        found = check(letter, preamble, ran, callers, hand_written, modules)
         print(f"trace {letter}: {len(ran)} of the crate's functions ran; "
               f"{len(counted_steps(letter))} steps counted; {len(found)} problems")
         problems += found
