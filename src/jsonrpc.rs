@@ -218,31 +218,25 @@ pub(crate) fn parse<T: CallTable>(body: &[u8]) -> Parsed<'_> {
             Err(e) => RpcError::parse_error(format!("body is not valid JSON: {e}")),
         });
     }
-    if let Some(call) = read_tool_call::<T>(text) {
+    // A tool call (a request of one of table `T`'s forms) is read in one
+    // pass, its params into a `ToolCall`: the hot path, which the general
+    // reading would walk twice (the envelope, then the params). The plain
+    // reader reads a call written the usual way, serde any other; any
+    // surprise (the method is not the one named in the text, `jsonrpc` is
+    // not `"2.0"`, no usable id, params that are not an object or do not
+    // read) leaves it to the general reading, which then answers.
+    if cfg!(feature = "fast-path")
+        && let Some(call) = plain_call::read::<T>(text)
+    {
+        return Parsed::Single(from_plain(call));
+    }
+    if let Some(call) = read_tool_call_with_serde::<T>(text) {
         return Parsed::Single(call);
     }
     match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(envelope) => Parsed::Single(classify(envelope)),
         Err(e) => Parsed::Error(not_json(text, e)),
     }
-}
-
-/// A tool call (a request of one of table `T`'s forms) read in one pass, its params
-/// into a [`ToolCall`] — the hot path, which the general reading would
-/// walk twice (the envelope, then the params): by the plain reader
-/// (`fast::plain_call`) when the call is written the usual way, else by
-/// serde. Any surprise — the method is not the one named in the text,
-/// `jsonrpc` is not `"2.0"`, no usable id, params that are not an object
-/// or do not read — gives `None`, and the general reading then answers.
-/// Without the `fast-path` feature, serde reads them all.
-#[inline(always)]
-fn read_tool_call<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
-    if cfg!(feature = "fast-path")
-        && let Some(call) = plain_call::read::<T>(text).map(from_plain)
-    {
-        return Some(call);
-    }
-    read_tool_call_with_serde::<T>(text)
 }
 
 /// A call the plain reader read, as the general reading gives it.
@@ -263,8 +257,9 @@ fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
     }
 }
 
-/// [`read_tool_call`] by serde: any tool call the plain reader leaves.
-/// The first form whose method the text holds is the one tried.
+/// A tool call read by serde in one pass: any the plain reader leaves, and
+/// all of them without the `fast-path` feature. The first form whose
+/// method the text holds is the one tried.
 fn read_tool_call_with_serde<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
     let form = T::named_in(text.as_bytes())?;
     let seed = CallSeed(ParamsSeed {
@@ -607,6 +602,16 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 mod tests {
     use super::differential::tests::Forms;
     use super::*;
+
+    /// The one-pass reading of a tool call that `parse` tries first.
+    fn read_tool_call<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
+        let plain = cfg!(feature = "fast-path")
+            .then(|| plain_call::read::<T>(text))
+            .flatten();
+        plain
+            .map(from_plain)
+            .or_else(|| read_tool_call_with_serde::<T>(text))
+    }
 
     /// The general reading of a body (the envelope, then the params).
     fn general(text: &str) -> Incoming<'_> {

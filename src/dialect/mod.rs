@@ -487,7 +487,8 @@ impl Dialect {
         match self {
             Self::McpV1 => v1::admit(phase, method, id),
             Self::ModelContext => model_context::admit(phase, method),
-            Self::Revision2026 => revision_2026::admit(method),
+            // No handshake: its `route` refuses what it does not have.
+            Self::Revision2026 => Admission::Serve,
         }
     }
 

@@ -167,23 +167,23 @@ impl Work {
 }
 
 /// The scopes `work` needs, when `principal` lacks one of them (`None`:
-/// allowed, or no principal to check). Work that names no item
+/// allowed; a request without a principal is not asked). Work that names no item
 /// (completion, MCP v1.0's list of resources, which leaves out what it may
 /// not show) needs none.
 pub(crate) fn refused<'a>(
     catalog: &'a Catalog,
     work: &Work,
-    principal: Option<&Principal>,
+    principal: &Principal,
 ) -> Option<&'a [String]> {
     let item = match work {
         Work::CallTool { tool, .. } => Item::Tool(*tool),
         Work::GetPrompt { prompt, .. } => Item::Prompt(*prompt),
         Work::Complete(completing) => completing.item,
-        Work::ReadResource { uri } => return refused_uri(catalog, uri, principal),
+        Work::ReadResource { uri } => return refused_uri(catalog, uri, Some(principal)),
         // (A task's tool is known once it is read: `task_op` checks.)
         Work::ListResources | Work::Task(_) => return None,
     };
-    refused_item(catalog, item, principal?)
+    refused_item(catalog, item, principal)
 }
 
 /// The scopes the resource `uri` needs (registered, or the first template

@@ -316,7 +316,9 @@ struct Planned {
 /// that making one is inlined here), or its refusal for want of scopes.
 fn run(serving: Serving<'_>, caller: &Caller, planned: Planned) -> Dispatched {
     let catalog = &planned.listing.catalog;
-    if let Some(needed) = operation::refused(catalog, &planned.work, caller.principal.as_deref()) {
+    if let Some(principal) = caller.principal.as_deref()
+        && let Some(needed) = operation::refused(catalog, &planned.work, principal)
+    {
         return serving.forbidden(needed);
     }
     // (A small request is not counted: one comparison on the hot path.)

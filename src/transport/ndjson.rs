@@ -120,14 +120,18 @@ impl Decoder for LineCodec {
     }
 }
 
+/// Appends `body` as one line: the body, then `\n`.
+pub(crate) fn put_line(body: &[u8], dst: &mut BytesMut) {
+    dst.reserve(body.len() + 1);
+    dst.put_slice(body);
+    dst.put_u8(b'\n');
+}
+
 impl<T: AsRef<[u8]>> Encoder<T> for LineCodec {
     type Error = io::Error;
 
     fn encode(&mut self, message: T, dst: &mut BytesMut) -> Result<(), io::Error> {
-        let message = message.as_ref();
-        dst.reserve(message.len() + 1);
-        dst.put_slice(message);
-        dst.put_u8(b'\n');
+        put_line(message.as_ref(), dst);
         Ok(())
     }
 }

@@ -309,16 +309,9 @@ impl Framing {
     fn encoder(self) -> crate::session::outbox::FrameFn {
         match self {
             Self::Frames => super::frame::put_frame,
-            Self::Lines => json_line,
+            Self::Lines => super::ndjson::put_line,
         }
     }
-}
-
-/// Appends `body` as one line.
-fn json_line(body: &[u8], buf: &mut BytesMut) {
-    buf.reserve(body.len() + 1);
-    buf.extend_from_slice(body);
-    buf.extend_from_slice(b"\n");
 }
 
 /// Writes what the session's senders framed, a chunk at a time (a burst
@@ -331,10 +324,11 @@ async fn write_messages<W: AsyncWrite + Unpin>(
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
     tokio::pin!(output_gone);
+    let mut written = None;
     loop {
         let chunk = tokio::select! {
             biased;
-            chunk = frames.next() => chunk,
+            chunk = frames.next(written.take()) => chunk,
             () = &mut output_gone => {
                 tracing::warn!("stdout's reader is gone; the session ends");
                 return Err(io::Error::new(
@@ -345,16 +339,16 @@ async fn write_messages<W: AsyncWrite + Unpin>(
         };
         let Some(chunk) = chunk else { break };
         tracing::trace!(bytes = chunk.len(), "frames written");
-        let written = match writer.write_all(&chunk).await {
+        let wrote = match writer.write_all(&chunk).await {
             Ok(()) => writer.flush().await,
             Err(e) => Err(e),
         };
-        if let Err(e) = written {
+        if let Err(e) = wrote {
             // The peer is gone: dropping the writer's end stops the session.
             drop(frames);
             return Err(e);
         }
-        frames.written(chunk);
+        written = Some(chunk);
     }
     writer.flush().await
 }

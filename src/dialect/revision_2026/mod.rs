@@ -34,7 +34,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::model_context::{self, Revision, methods};
-use super::{Admission, Ended, JobInfo, Request, ServerInner, SessionState, Step};
+use super::{Ended, JobInfo, Request, ServerInner, SessionState, Step};
 use super::{kept_meta, kept_params};
 use crate::client::LogLevel;
 use crate::engine::{Done, Failure};
@@ -61,15 +61,6 @@ pub(crate) mod keys {
 
 /// The method that subscribes to change notifications.
 pub(crate) const LISTEN: &str = "subscriptions/listen";
-
-/// Requests of the 2025-11-25 family this revision removed.
-const REMOVED: [&str; 5] = [
-    methods::INITIALIZE,
-    methods::PING,
-    methods::SET_LEVEL,
-    methods::RESOURCES_SUBSCRIBE,
-    methods::RESOURCES_UNSUBSCRIBE,
-];
 
 /// How long clients may cache what this server lists and reads
 /// ([`ServerBuilder::list_ttl`](crate::ServerBuilder::list_ttl) and the
@@ -99,7 +90,9 @@ pub(crate) struct Revision2026Settings {
 }
 
 /// Whether this revision has a request `method`: discovery, listening,
-/// the tasks extension's and the 2025-11-25 table's but the removed ones.
+/// the tasks extension's and the 2025-11-25 table's but the ones it
+/// removed (`initialize`, `ping`, `logging/setLevel`,
+/// `resources/subscribe` and `resources/unsubscribe`).
 fn serves(method: &str) -> bool {
     matches!(method, methods::DISCOVER | LISTEN)
         || tasks::is_method(method)
@@ -114,15 +107,6 @@ fn serves(method: &str) -> bool {
                 | methods::PROMPTS_GET
                 | methods::COMPLETE
         )
-}
-
-/// Every method but the removed ones goes to the table.
-pub(crate) fn admit(method: &str) -> Admission {
-    if REMOVED.contains(&method) {
-        Admission::Reject(RpcError::method_not_found(method))
-    } else {
-        Admission::Serve
-    }
 }
 
 /// The members of a request's `_meta` this revision reads, each as its
@@ -222,7 +206,6 @@ fn prepare(
     } else {
         (Map::new(), Binding::default())
     };
-    let cache = cache_for(server, listing, method, principal);
     let request = Request {
         id,
         method,
@@ -234,6 +217,7 @@ fn prepare(
     Ok(match step {
         // (The table records nothing and initializes nothing here.)
         Step::Reply(reply) | Step::Record(reply, _) | Step::Initialized(reply, _) => {
+            let cache = cache_for(server, listing, method, principal);
             Step::Reply(finish(server, reply, cache))
         }
         // (The table has no listen.)
@@ -708,21 +692,12 @@ fn cache_for(
 /// `resultType`, the server's identity in `_meta` and, if cacheable, its
 /// caching hint; an error is left as it is.
 fn finish(server: &ServerInner, reply: Reply, cache: Option<Cache>) -> Reply {
-    finish_as(server, reply, cache, None)
+    finish_with(server, reply, cache, None, Some("complete"))
 }
 
-/// [`finish`], its `_meta` naming the subscription stream it ends, if any.
-fn finish_as(
-    server: &ServerInner,
-    reply: Reply,
-    cache: Option<Cache>,
-    subscription: Option<&RequestId>,
-) -> Reply {
-    finish_with(server, reply, cache, subscription, Some("complete"))
-}
-
-/// [`finish_as`], writing `resultType` as `result_type` (`None`: the
-/// result has its own).
+/// [`finish`], its `_meta` naming the subscription stream it ends, if
+/// any, and writing `resultType` as `result_type` (`None`: the result has
+/// its own).
 fn finish_with(
     server: &ServerInner,
     reply: Reply,
@@ -814,7 +789,7 @@ fn discover(server: &ServerInner, listing: &Listing, id: &RequestId) -> Reply {
 /// subscription.
 fn subscription_ended(server: &ServerInner, id: &RequestId) -> Reply {
     let reply = crate::jsonrpc::encode_result(id, &json!({}));
-    finish_as(server, reply, None, Some(id))
+    finish_with(server, reply, None, Some(id), Some("complete"))
 }
 
 /// The reply to a request whose work ended.

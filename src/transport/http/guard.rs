@@ -153,7 +153,10 @@ impl Rules {
         let origin = self.check_origin(asked, host_rule, accepted)?;
         let preflight = asked.is_preflight(origin);
         let exempt = preflight && preflights == Preflights::Answered;
-        if !exempt && !self.authorized(asked.headers) {
+        if !exempt
+            && let Some(token) = &self.bearer_token
+            && !carries_bearer(asked.headers, token)
+        {
             return Err(Refusal::Unauthorized);
         }
         Ok(Passed { origin, preflight })
@@ -251,22 +254,19 @@ impl Rules {
             .iter()
             .any(|allowed| *allowed == serialized || *allowed == name)
     }
+}
 
-    /// Whether the request carries the static bearer token, when one is
-    /// set (one `Authorization` header; read only then).
-    fn authorized(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.bearer_token else {
-            return true;
-        };
-        let given = one_of(headers, &AUTHORIZATION)
-            .ok()
-            .flatten()
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map_or("", |(_, token)| token);
-        constant_time_eq(given.trim().as_bytes(), token.as_bytes())
-    }
+/// Whether `headers` carry bearer `token` (one `Authorization` header),
+/// compared in constant time.
+fn carries_bearer(headers: &HeaderMap, token: &str) -> bool {
+    let given = one_of(headers, &AUTHORIZATION)
+        .ok()
+        .flatten()
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token);
+    constant_time_eq(given.trim().as_bytes(), token.as_bytes())
 }
 
 /// The one value of header `name`: `Err` when it is repeated. The headers
