@@ -347,19 +347,17 @@ impl Drop for FrameWriter {
 }
 
 impl FrameWriter {
-    /// Waits for the oldest chunk of frames; `None` once every sender is
-    /// gone and nothing waits. `written` is the chunk the last call gave,
-    /// written now: it is emptied and kept to be filled again (while few
-    /// are kept), under the lock that takes the next.
-    pub(crate) async fn next(&mut self, written: Option<BytesMut>) -> Option<BytesMut> {
-        let mut written = written;
+    /// Waits for the oldest chunk of frames (hand it back with
+    /// [`written`](Self::written)); `None` once every sender is gone and
+    /// nothing waits.
+    pub(crate) async fn next(&mut self) -> Option<BytesMut> {
         std::future::poll_fn(|cx| {
-            if let Some(next) = self.take(written.take()) {
+            if let Some(next) = self.take() {
                 return Poll::Ready(next);
             }
             self.0.filled.register(cx.waker());
             // Again: a sender may have filled it (or left) meanwhile.
-            match self.take(None) {
+            match self.take() {
                 Some(next) => Poll::Ready(next),
                 None => Poll::Pending,
             }
@@ -367,21 +365,22 @@ impl FrameWriter {
         .await
     }
 
+    /// A written chunk, kept to be filled again (while few are kept).
+    pub(crate) fn written(&mut self, mut chunk: BytesMut) {
+        chunk.clear();
+        let mut waiting = self.0.waiting();
+        if waiting.spare.len() < SPARE_CHUNKS && chunk.capacity() <= self.0.chunk * 2 {
+            waiting.spare.push(chunk);
+        }
+    }
+
     /// `Some(Some(chunk))`: the oldest chunk; `Some(None)`: nothing waits
-    /// and no sender is left; `None`: nothing waits yet. `written` goes to
-    /// the spare chunks first.
-    fn take(&self, written: Option<BytesMut>) -> Option<Option<BytesMut>> {
+    /// and no sender is left; `None`: nothing waits yet.
+    fn take(&self) -> Option<Option<BytesMut>> {
         // Read before the queue: a sender queues before it leaves, so with
         // none left, what it queued is seen below.
         let no_senders = self.0.senders.load(Ordering::Acquire) == 0;
         let mut waiting = self.0.waiting();
-        if let Some(mut chunk) = written
-            && waiting.spare.len() < SPARE_CHUNKS
-            && chunk.capacity() <= self.0.chunk * 2
-        {
-            chunk.clear();
-            waiting.spare.push(chunk);
-        }
         if let Some(chunk) = waiting.chunks.pop_front() {
             let refused = waiting.chunks.is_empty() && std::mem::take(&mut waiting.refused);
             if waiting.chunks.is_empty() {
@@ -560,10 +559,11 @@ mod tests {
         first.try_send(message("a")).unwrap();
         other.send(message("b")).await.unwrap();
         first.try_send(message("")).unwrap(); // nothing to write
-        let chunk = writer.next(None).await.expect("a chunk");
+        let chunk = writer.next().await.expect("a chunk");
         assert_eq!(&chunk[..], b"a\nb\n");
+        writer.written(chunk);
         drop((first, other));
-        assert!(writer.next(Some(chunk)).await.is_none());
+        assert!(writer.next().await.is_none());
     }
 
     /// Past a chunk's size the next message starts another chunk, a larger
@@ -575,14 +575,14 @@ mod tests {
         for text in ["123", "456", "789", "a message over the chunk size", "z"] {
             outbox.try_send(message(text)).unwrap();
         }
-        let (mut seen, mut written) = (Vec::new(), None);
+        let mut written = Vec::new();
         for _ in 0..4 {
-            let chunk = writer.next(written.take()).await.expect("a chunk");
-            seen.push(String::from_utf8(chunk.to_vec()).unwrap());
-            written = Some(chunk);
+            let chunk = writer.next().await.expect("a chunk");
+            written.push(String::from_utf8(chunk.to_vec()).unwrap());
+            writer.written(chunk);
         }
         assert_eq!(
-            seen,
+            written,
             [
                 "123\n456\n",
                 "789\n",
@@ -607,10 +607,10 @@ mod tests {
             let outbox = outbox.clone();
             async move { outbox.send(message("2")).await.is_ok() }
         });
-        let chunk = writer.next(None).await.expect("a chunk");
+        let chunk = writer.next().await.expect("a chunk");
         assert_eq!(&chunk[..], b"1\n");
         assert!(waiting.await.unwrap());
-        let chunk = writer.next(None).await.expect("a chunk");
+        let chunk = writer.next().await.expect("a chunk");
         assert_eq!(&chunk[..], b"2\n");
         assert!(!outbox.is_closed());
         drop(writer);
@@ -655,8 +655,9 @@ mod tests {
             "a weighed message that fits waits behind the large one"
         );
         outbox.try_send(message("9")).unwrap();
-        let first = writer.next(None).await.expect("a chunk");
-        assert_eq!(first.len(), (24 << 10) + 1);
+        let chunk = writer.next().await.expect("a chunk");
+        assert_eq!(chunk.len(), (24 << 10) + 1);
+        writer.written(chunk);
         let passed = tokio::time::timeout(std::time::Duration::from_secs(10), large).await;
         assert!(
             matches!(passed, Ok(Ok(true))),
@@ -669,10 +670,10 @@ mod tests {
             ),
             "it holds the whole bound"
         );
-        let nine = writer.next(Some(first)).await.expect("a chunk");
-        assert_eq!(&nine[..], b"9\n");
-        let chunk = writer.next(Some(nine)).await.expect("a chunk");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"9\n");
+        let chunk = writer.next().await.expect("a chunk");
         assert_eq!(chunk.len(), (50 << 10) + 1);
+        writer.written(chunk);
         outbox.try_send(message(&kib(16, "d"))).unwrap();
     }
 
@@ -690,13 +691,13 @@ mod tests {
         });
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished(), "it waits for a place");
-        assert_eq!(&writer.next(None).await.expect("a chunk")[..], b"1\n");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"1\n");
         assert!(
             matches!(outbox.try_send(message("3")), Err(TrySendError::Full(_))),
             "the freed place is the waiter's"
         );
         assert!(waiter.await.unwrap());
-        assert_eq!(&writer.next(None).await.expect("a chunk")[..], b"2\n");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"2\n");
         // A waiter dropped while it waits is waited for no more.
         outbox.try_send(message("4")).unwrap();
         let dropped = tokio::spawn({
@@ -706,9 +707,9 @@ mod tests {
         tokio::task::yield_now().await;
         dropped.abort();
         assert!(dropped.await.is_err(), "aborted");
-        assert_eq!(&writer.next(None).await.expect("a chunk")[..], b"4\n");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"4\n");
         outbox.try_send(message("5")).unwrap();
-        assert_eq!(&writer.next(None).await.expect("a chunk")[..], b"5\n");
+        assert_eq!(&writer.next().await.expect("a chunk")[..], b"5\n");
     }
 
     /// Small and weighed messages together hold no more than the byte
@@ -751,10 +752,10 @@ mod tests {
                 let outbox = Outbox::Frames(sender);
                 outbox.try_send(message("last")).unwrap();
             });
-            let (mut seen, mut written) = (Vec::new(), None);
-            while let Some(chunk) = writer.next(written.take()).await {
+            let mut seen = Vec::new();
+            while let Some(chunk) = writer.next().await {
                 seen.extend_from_slice(&chunk);
-                written = Some(chunk);
+                writer.written(chunk);
             }
             last.await.unwrap();
             assert_eq!(&seen[..], b"last\n", "round {round}");

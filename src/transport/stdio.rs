@@ -324,11 +324,10 @@ async fn write_messages<W: AsyncWrite + Unpin>(
     output_gone: impl Future<Output = ()>,
 ) -> io::Result<()> {
     tokio::pin!(output_gone);
-    let mut written = None;
     loop {
         let chunk = tokio::select! {
             biased;
-            chunk = frames.next(written.take()) => chunk,
+            chunk = frames.next() => chunk,
             () = &mut output_gone => {
                 tracing::warn!("stdout's reader is gone; the session ends");
                 return Err(io::Error::new(
@@ -348,7 +347,7 @@ async fn write_messages<W: AsyncWrite + Unpin>(
             drop(frames);
             return Err(e);
         }
-        written = Some(chunk);
+        frames.written(chunk);
     }
     writer.flush().await
 }
