@@ -167,9 +167,9 @@ impl Work {
 }
 
 /// The scopes `work` needs, when `principal` lacks one of them (`None`:
-/// allowed; a request without a principal is not asked). Work that names no item
-/// (completion, MCP v1.0's list of resources, which leaves out what it may
-/// not show) needs none.
+/// allowed; a request without a principal is not asked). Work that names
+/// no item (completion, MCP v1.0's list of resources, which leaves out
+/// what it may not show) needs none.
 pub(crate) fn refused<'a>(
     catalog: &'a Catalog,
     work: &Work,

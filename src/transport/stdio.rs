@@ -338,11 +338,11 @@ async fn write_messages<W: AsyncWrite + Unpin>(
         };
         let Some(chunk) = chunk else { break };
         tracing::trace!(bytes = chunk.len(), "frames written");
-        let wrote = match writer.write_all(&chunk).await {
+        let written = match writer.write_all(&chunk).await {
             Ok(()) => writer.flush().await,
             Err(e) => Err(e),
         };
-        if let Err(e) = wrote {
+        if let Err(e) = written {
             // The peer is gone: dropping the writer's end stops the session.
             drop(frames);
             return Err(e);
