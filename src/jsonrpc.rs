@@ -24,7 +24,7 @@ mod tool_call;
 
 pub(crate) use crate::fast::arguments::ArgumentsText;
 pub(crate) use tool_call::{CallForm, CallTable, RawText, ToolCall, finders_of, read_params};
-use tool_call::{Key, ParamsSeed};
+use tool_call::{MemberName, ParamsSeed};
 
 /// The id of a request: a string, an integer or `null`.
 ///
@@ -314,7 +314,7 @@ impl<'de> serde::de::Visitor<'de> for CallSeed {
         // `result` and `error` are read only so that a repeated one is
         // refused as the general reading refuses it.
         let (mut result, mut error) = (false, false);
-        while let Some(Key(key)) = map.next_key()? {
+        while let Some(MemberName(key)) = map.next_key()? {
             let repeated = match &*key {
                 "jsonrpc" => jsonrpc.replace(map.next_value::<&'de str>()?).is_some(),
                 "method" => method.replace(map.next_value::<&'de str>()?).is_some(),

@@ -96,27 +96,28 @@ pub fn stderr_writer() -> (StderrWriter, LogGuard) {
 /// writer thread (see [`stderr_writer`]).
 #[derive(Debug, Clone)]
 pub struct StderrWriter {
-    lines: SyncSender<Message>,
+    lines: SyncSender<Queued>,
     dropped: Arc<AtomicU64>,
 }
 
 /// Waits briefly, when dropped, for queued log lines to be written.
 #[derive(Debug)]
 pub struct LogGuard {
-    lines: SyncSender<Message>,
+    lines: SyncSender<Queued>,
 }
 
 impl Drop for LogGuard {
     fn drop(&mut self) {
         let (done, flushed) = std::sync::mpsc::channel();
-        if self.lines.try_send(Message::Flush(done)).is_ok() {
+        if self.lines.try_send(Queued::Flush(done)).is_ok() {
             let _ = flushed.recv_timeout(FLUSH_WAIT);
         }
     }
 }
 
+/// What the log writer's queue carries: a line, or a request to flush.
 #[derive(Debug)]
-enum Message {
+enum Queued {
     Line(Vec<u8>),
     Flush(std::sync::mpsc::Sender<()>),
 }
@@ -156,7 +157,7 @@ impl Drop for LineWriter<'_> {
             return;
         }
         let line = std::mem::take(&mut self.line);
-        match self.writer.lines.try_send(Message::Line(line)) {
+        match self.writer.lines.try_send(Queued::Line(line)) {
             Ok(()) | Err(TrySendError::Disconnected(_)) => {}
             Err(TrySendError::Full(_)) => {
                 self.writer.dropped.fetch_add(1, Ordering::Relaxed);
@@ -167,12 +168,12 @@ impl Drop for LineWriter<'_> {
 
 /// The writer thread: writes each line to stderr; after a failed write
 /// (stderr closed) it drops lines until the process ends.
-fn write_lines(queue: &Receiver<Message>, dropped: &AtomicU64) {
+fn write_lines(queue: &Receiver<Queued>, dropped: &AtomicU64) {
     let mut stderr = std::io::stderr();
     let mut broken = false;
     for message in queue {
         match message {
-            Message::Line(line) if !broken => {
+            Queued::Line(line) if !broken => {
                 let lost = dropped.swap(0, Ordering::Relaxed);
                 if lost > 0 {
                     let note = format!(
@@ -182,8 +183,8 @@ fn write_lines(queue: &Receiver<Message>, dropped: &AtomicU64) {
                 }
                 broken = broken || stderr.write_all(&line).is_err();
             }
-            Message::Line(_) => {}
-            Message::Flush(done) => {
+            Queued::Line(_) => {}
+            Queued::Flush(done) => {
                 let _ = stderr.flush();
                 let _ = done.send(());
             }

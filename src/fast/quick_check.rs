@@ -117,7 +117,7 @@ struct Checks {
     /// The `type`s allowed (every one when there is no `type`).
     types: u8,
     /// Each property named in `properties` or `required`.
-    keys: Vec<Key>,
+    keys: Vec<Member>,
     /// The bits of the required keys.
     required: u64,
     /// `additionalProperties` (`Any` when absent).
@@ -130,8 +130,10 @@ struct Checks {
     bounds: Vec<Bound>,
 }
 
+/// A member of an object the schema describes: by name, its schema and
+/// its bit if required.
 #[derive(Debug)]
-struct Key {
+struct Member {
     name: String,
     /// Its schema in `properties`; `None` when only `required` names it
     /// (its value is then checked by `additionalProperties`).
@@ -273,11 +275,11 @@ impl Checks {
     /// The key named `name`, added if new.
     // `at` is where the key was found, or where it was just pushed.
     #[allow(clippy::indexing_slicing)]
-    fn key(&mut self, name: &str) -> &mut Key {
+    fn key(&mut self, name: &str) -> &mut Member {
         let at = match self.keys.iter().position(|k| k.name == name) {
             Some(at) => at,
             None => {
-                self.keys.push(Key {
+                self.keys.push(Member {
                     name: name.to_owned(),
                     node: None,
                     bit: 0,

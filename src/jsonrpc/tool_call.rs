@@ -98,7 +98,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
         let mut meta: Option<Option<[Option<RawText<'de>>; KEPT_META]>> = None;
         let mut kept = [None; KEPT];
         let mut seen = [false; KEPT];
-        while let Some(Key(key)) = map.next_key()? {
+        while let Some(MemberName(key)) = map.next_key()? {
             if key == form.tool {
                 if tool.is_some() {
                     return Err(A::Error::duplicate_field(form.tool));
@@ -185,7 +185,7 @@ impl<'de> Visitor<'de> for MetaSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kept = [None; KEPT_META];
         let mut seen = [false; KEPT_META];
-        while let Some(Key(key)) = map.next_key()? {
+        while let Some(MemberName(key)) = map.next_key()? {
             match self.0.iter().position(|k| *k == key) {
                 Some(i) => keep(&mut map, &mut kept, &mut seen, i, &key)?,
                 None => {
@@ -198,9 +198,9 @@ impl<'de> Visitor<'de> for MetaSeed {
 }
 
 /// A member's name, borrowed when it has no escapes.
-pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
+pub(crate) struct MemberName<'de>(pub(crate) Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
+impl<'de> Deserialize<'de> for MemberName<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Borrowed::deserialize(deserializer).map(|b| Self(b.0))
     }

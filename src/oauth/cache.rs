@@ -31,11 +31,12 @@ pub(crate) struct Verified {
     key: RandomState,
     /// By the token's keyed hash: the tokens with that hash (one, but for
     /// a collision).
-    entries: Mutex<HashMap<u64, Vec<Entry>>>,
+    entries: Mutex<HashMap<u64, Vec<VerifiedToken>>>,
 }
 
+/// A token verified before, its principal, and until when it is trusted.
 #[derive(Debug)]
-struct Entry {
+struct VerifiedToken {
     token: Box<[u8]>,
     principal: Arc<Principal>,
     until: Instant,
@@ -92,7 +93,7 @@ impl Verified {
         }
         let tokens = entries.entry(hash).or_default();
         tokens.retain(|entry| !same(&entry.token, token) && entry.until > now);
-        tokens.push(Entry {
+        tokens.push(VerifiedToken {
             token: token.into(),
             principal: principal.clone(),
             until: now + life,

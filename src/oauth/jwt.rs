@@ -69,10 +69,11 @@ struct Refresh {
 /// The keys of the last fetched set that can verify signatures.
 #[derive(Default)]
 struct KeySet {
-    keys: Vec<Key>,
+    keys: Vec<Jwk>,
 }
 
-struct Key {
+/// One key of the issuer's key set (a JWK), ready to verify with.
+struct Jwk {
     kid: Option<String>,
     algorithms: Vec<Algorithm>,
     decoding: DecodingKey,
@@ -222,7 +223,7 @@ impl KeySet {
                     },
                 };
                 let decoding = DecodingKey::from_jwk(jwk).ok()?;
-                Some(Key {
+                Some(Jwk {
                     kid: jwk.common.key_id.clone(),
                     algorithms,
                     decoding,
@@ -234,7 +235,7 @@ impl KeySet {
 
     /// The key for a token's header: by `kid`, or, for a token without
     /// one, the only key that allows its algorithm.
-    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<&Key> {
+    fn find(&self, kid: Option<&str>, alg: Algorithm) -> Option<&Jwk> {
         match kid {
             Some(kid) => self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)),
             None => {

@@ -22,13 +22,14 @@ struct Ledger {
     /// Bytes held, by principal key.
     held: Tally<String>,
     /// Every task counted: whom against, and how many bytes.
-    tasks: HashMap<String, Entry>,
+    tasks: HashMap<String, CountedTask>,
     /// When each ended task stops counting, soonest first.
     expiries: BTreeSet<(u64, String)>,
 }
 
+/// A task the ledger counts: its principal's key and its bytes.
 #[derive(Debug)]
-struct Entry {
+struct CountedTask {
     key: String,
     bytes: u64,
     /// Its end is counted: a save of an earlier state no longer resizes
@@ -110,7 +111,7 @@ impl TaskLedger {
             .held
             .take(key.to_owned(), bytes, most)
             .map_err(|held| OverBudget { held, most })?;
-        let entry = Entry {
+        let entry = CountedTask {
             key: key.to_owned(),
             bytes,
             ended: false,

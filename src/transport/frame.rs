@@ -35,11 +35,12 @@ use crate::server::Input;
 pub struct FrameCodec {
     max_message_size: usize,
     max_header_size: usize,
-    state: State,
+    state: Reading,
 }
 
+/// What the decoder is reading now.
 #[derive(Debug)]
-enum State {
+enum Reading {
     /// Reading a header block.
     FrameHead(FrameHead),
     /// Waiting for this many body bytes.
@@ -76,7 +77,7 @@ impl FrameCodec {
         Self {
             max_message_size,
             max_header_size: DEFAULT_MAX_HEADER_SIZE,
-            state: State::FrameHead(FrameHead::default()),
+            state: Reading::FrameHead(FrameHead::default()),
         }
     }
 
@@ -90,7 +91,7 @@ impl FrameCodec {
 
     /// Moves to resynchronisation and reports why.
     fn unreadable(&mut self, why: String) -> Option<Input> {
-        self.state = State::Resync;
+        self.state = Reading::Resync;
         Some(Input::Unreadable(why))
     }
 
@@ -98,7 +99,7 @@ impl FrameCodec {
     /// `raw` without its line ending, `len` with it. `Err` means the line
     /// cannot be read.
     fn header_line(&mut self, raw: &[u8], len: usize) -> Result<Option<Input>, String> {
-        let State::FrameHead(head) = &mut self.state else {
+        let Reading::FrameHead(head) = &mut self.state else {
             return Ok(None);
         };
         let line = parse_line(raw);
@@ -135,24 +136,24 @@ impl FrameCodec {
     }
 
     fn end_of_head(&mut self) -> Option<Input> {
-        let State::FrameHead(head) = std::mem::replace(&mut self.state, State::Resync) else {
+        let Reading::FrameHead(head) = std::mem::replace(&mut self.state, Reading::Resync) else {
             return None;
         };
         match (head.content_length, head.bad_content_type) {
             (None, _) => self.unreadable("frame header block has no Content-Length".into()),
             (Some(n), _) if n > self.max_message_size => {
-                self.state = State::Skip(n);
+                self.state = Reading::Skip(n);
                 Some(Input::TooLarge { declared: n })
             }
             (Some(n), Some(ctype)) => {
-                self.state = State::Skip(n);
+                self.state = Reading::Skip(n);
                 Some(Input::Unreadable(format!(
                     "unsupported Content-Type {ctype:?}: expected application/json or \
                      application/vscode-jsonrpc with charset=utf-8; the frame was skipped"
                 )))
             }
             (Some(n), None) => {
-                self.state = State::Body(n);
+                self.state = Reading::Body(n);
                 None
             }
         }
@@ -166,29 +167,29 @@ impl Decoder for FrameCodec {
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Input>, io::Error> {
         loop {
             match &mut self.state {
-                State::Body(n) => {
+                Reading::Body(n) => {
                     let n = *n;
                     if src.len() < n {
                         src.reserve(n - src.len());
                         return Ok(None);
                     }
                     let body = src.split_to(n).freeze();
-                    self.state = State::FrameHead(FrameHead::default());
+                    self.state = Reading::FrameHead(FrameHead::default());
                     return Ok(Some(Input::Message(body)));
                 }
-                State::Skip(n) => {
+                Reading::Skip(n) => {
                     let k = (*n).min(src.len());
                     src.advance(k);
                     *n -= k;
                     if *n > 0 {
                         return Ok(None);
                     }
-                    self.state = State::FrameHead(FrameHead::default());
+                    self.state = Reading::FrameHead(FrameHead::default());
                 }
-                State::Resync => match find_content_length(src) {
+                Reading::Resync => match find_content_length(src) {
                     Some(at) => {
                         src.advance(at);
-                        self.state = State::FrameHead(FrameHead::default());
+                        self.state = Reading::FrameHead(FrameHead::default());
                     }
                     None => {
                         // Keep what could be the start of a split header name.
@@ -197,7 +198,7 @@ impl Decoder for FrameCodec {
                         return Ok(None);
                     }
                 },
-                State::FrameHead(head) => {
+                Reading::FrameHead(head) => {
                     if head.size == 0
                         && let Some((header_len, n)) = plain_header(src)
                         && header_len <= self.max_header_size
@@ -245,15 +246,15 @@ impl Decoder for FrameCodec {
                         Ok(item) => {
                             match &self.state {
                                 // A stray blank line between frames: drop it.
-                                State::FrameHead(head) if head.size == end + 1 && blank => {
+                                Reading::FrameHead(head) if head.size == end + 1 && blank => {
                                     src.advance(end + 1);
-                                    self.state = State::FrameHead(FrameHead::default());
+                                    self.state = Reading::FrameHead(FrameHead::default());
                                 }
-                                State::FrameHead(_) => {}
+                                Reading::FrameHead(_) => {}
                                 // A bad block is searched again from its second byte.
-                                State::Resync => src.advance(1),
+                                Reading::Resync => src.advance(1),
                                 // A good block is dropped; its body follows.
-                                State::Body(_) | State::Skip(_) => src.advance(start + end + 1),
+                                Reading::Body(_) | Reading::Skip(_) => src.advance(start + end + 1),
                             }
                             if item.is_some() {
                                 return Ok(item);
@@ -270,17 +271,19 @@ impl Decoder for FrameCodec {
             return Ok(Some(item));
         }
         let partial = match &self.state {
-            State::Body(n) => Some(format!(
+            Reading::Body(n) => Some(format!(
                 "input ended {} bytes short of a frame's end",
                 n - src.len()
             )),
-            State::FrameHead(head) if head.size > 0 || !src.iter().all(u8::is_ascii_whitespace) => {
+            Reading::FrameHead(head)
+                if head.size > 0 || !src.iter().all(u8::is_ascii_whitespace) =>
+            {
                 Some("input ended inside a frame header".to_owned())
             }
             _ => None,
         };
         src.clear();
-        self.state = State::FrameHead(FrameHead::default());
+        self.state = Reading::FrameHead(FrameHead::default());
         Ok(partial.map(Input::Unreadable))
     }
 }
