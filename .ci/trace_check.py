@@ -12,8 +12,10 @@ for that request alone, after one like it warmed the server. Then:
   callgrind cannot see);
 - every function of the crate that ran is named: as `Type::function` or
   `module::function` (or `Type`'s `function`; a module by as many of its
-  path's last segments as tell it from the crate's other modules), or bare in a step of its file or of the one function's type
-  the step counts, in the trace, in §4's preamble, or in a step of another
+  path's last segments as tell it from the crate's other modules, a type
+  by as many as tell it from another type of its name whose function ran
+  too), or bare in a step of its file or of the one function's type the
+  step counts, in the trace, in §4's preamble, or in a step of another
   trace that this one runs "as" (not in a quoted aside, `> `, which
   tells of another path); or it is of a kind the counting rule
   leaves out without naming: what only the scanner helpers call in
@@ -275,7 +277,8 @@ def units(text):
 
 
 def crate_modules():
-    """Every module of the crate, as `clawmcp::a::b`."""
+    """The crate's modules that are files (`src/a/b.rs`, `src/a/b/mod.rs`),
+    as `clawmcp::a::b`; not the crate's root, nor a `mod` written inline."""
     found = set()
     for folder, _, files in os.walk(os.path.join(ROOT, "src")):
         for file in files:
@@ -297,6 +300,7 @@ class Names:
     def __init__(self, text, modules):
         self.pairs = set()
         self.in_modules = set()
+        self.paths = set()  # every `a::B::c` token with three segments or more
         self.modules = modules
         for unit in units(text):
             step = STEP.match(unit)
@@ -311,6 +315,8 @@ class Names:
                 self.pairs.add((owner, function))
             for token in re.findall(r"`([^`]*)`", unit):
                 segments = re.sub(r"\(.*", "", token).split("::")
+                if len(segments) >= 3:
+                    self.paths.add(tuple(segments))
                 if len(segments) >= 2:
                     self.pairs.add((segments[-2], segments[-1]))
                     if re.fullmatch(r"[a-z_0-9]+", segments[-2]):
@@ -322,16 +328,25 @@ class Names:
         """The crate's modules whose paths end with `suffix`."""
         return [m for m in self.modules if tuple(m.split("::")[-len(suffix):]) == suffix]
 
-    def names(self, function):
+    def names(self, function, ran):
+        """Whether the text names `function`. A `Type::function` names it
+        while no function of another type of that name ran too; then only
+        a longer path (`session::shared::Shared::offer`, or the step's
+        own file) does."""
         module, name = function.rsplit("::", 1)
         owner = module.rsplit("::", 1)[-1]
         if re.fullmatch(r"[A-Z]", owner):  # a generic type: `F::call_lazily`
             return any(named == name for _, named in self.pairs)
-        if re.fullmatch(r"[a-z_0-9]+", owner):  # a module's function
-            return (module, name) in self.pairs or any(
-                named == name and self.ending(suffix) == [module]
-                for suffix, named in self.in_modules)
-        return (owner, name) in self.pairs or (module, name) in self.pairs
+        if (module, name) in self.pairs:
+            return True
+        if re.fullmatch(r"[a-z_0-9]+", owner) and module in self.modules:
+            return any(named == name and self.ending(suffix) == [module]
+                       for suffix, named in self.in_modules)
+        if (owner, name) not in self.pairs:
+            return False
+        twins = [r for r in ran if r != function and r.endswith(f"::{owner}::{name}")]
+        return not twins or any(
+            tuple(function.split("::")[-len(path):]) == path for path in self.paths)
 
     def ambiguous(self, function):
         """The `module::function` names that would name `function` but for
@@ -436,7 +451,7 @@ def check(letter, preamble, ran, callers, hand_written, modules):
     for function in sorted(ran):
         if derived(function, hand_written) or inside_helper(function, callers, hosts):
             continue
-        if not names.names(function):
+        if not names.names(function, ran):
             hint = "".join(f"; `{n}` could be more than one module's, write more of its path"
                            for n in names.ambiguous(function))
             problems.append(f"trace {letter}: `{function}` ran, and the trace names it nowhere{hint}")

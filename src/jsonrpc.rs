@@ -603,16 +603,6 @@ mod tests {
     use super::differential::tests::Forms;
     use super::*;
 
-    /// The one-pass reading of a tool call that `parse` tries first.
-    fn read_tool_call<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
-        let plain = cfg!(feature = "fast-path")
-            .then(|| plain_call::read::<T>(text))
-            .flatten();
-        plain
-            .map(from_plain)
-            .or_else(|| read_tool_call_with_serde::<T>(text))
-    }
-
     /// The general reading of a body (the envelope, then the params).
     fn general(text: &str) -> Incoming<'_> {
         classify(serde_json::from_str::<Envelope<'_>>(text).unwrap())
@@ -629,12 +619,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"echo"}}"#,
         ];
         for text in read_alike {
-            let Some(Incoming::Request {
+            // Read in one pass: the call, and no params left to read.
+            let Parsed::Single(Incoming::Request {
                 id,
                 method,
                 call: Some(call),
                 params: None,
-            }) = read_tool_call::<Forms>(text)
+            }) = parse::<Forms>(text.as_bytes())
             else {
                 panic!("not read in one pass: {text}");
             };
@@ -670,7 +661,10 @@ mod tests {
         ];
         for text in left {
             assert!(
-                read_tool_call::<Forms>(text).is_none(),
+                !matches!(
+                    parse::<Forms>(text.as_bytes()),
+                    Parsed::Single(Incoming::Request { call: Some(_), .. })
+                ),
                 "read in one pass: {text}"
             );
         }

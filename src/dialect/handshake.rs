@@ -1,6 +1,6 @@
 //! The session state machine of docs/mcp-v1.md §3 (and its twin in the Model
 //! Context Protocol), pure: no I/O, no clock. Which requests each phase
-//! lets through is the dialect's rule (`dialect::*::admit`).
+//! lets through is the dialect's rule (`Dialect::admit`).
 
 /// Where a session stands in its handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
