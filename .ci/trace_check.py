@@ -295,7 +295,9 @@ class Names:
     one function the step counts; and (module path's last segments,
     function) for `module::function`, which names a function of the one
     module of the crate whose path ends so (`revision_2026::serves` names
-    none while two modules are called `revision_2026`)."""
+    none while two modules are called `revision_2026`); and every path of
+    three segments or more, which tells a type's function from a twin's
+    (`shared::Shared::offer`)."""
 
     def __init__(self, text, modules):
         self.pairs = set()
@@ -348,13 +350,18 @@ class Names:
         return not twins or any(
             tuple(function.split("::")[-len(path):]) == path for path in self.paths)
 
-    def ambiguous(self, function):
-        """The `module::function` names that would name `function` but for
-        another module of the same name."""
+    def ambiguous(self, function, ran):
+        """The names that would name `function` but for another module or
+        type of the same name."""
         module, name = function.rsplit("::", 1)
-        return ["::".join(suffix + (named,)) for suffix, named in sorted(self.in_modules)
-                if named == name and module in self.ending(suffix)
-                and len(self.ending(suffix)) > 1]
+        owner = module.rsplit("::", 1)[-1]
+        found = ["::".join(suffix + (named,)) for suffix, named in sorted(self.in_modules)
+                 if named == name and module in self.ending(suffix)
+                 and len(self.ending(suffix)) > 1]
+        if (owner, name) in self.pairs and any(
+                r != function and r.endswith(f"::{owner}::{name}") for r in ran):
+            found.append(f"{owner}::{name}")
+        return found
 
 
 def hand_written_impls():
@@ -452,8 +459,8 @@ def check(letter, preamble, ran, callers, hand_written, modules):
         if derived(function, hand_written) or inside_helper(function, callers, hosts):
             continue
         if not names.names(function, ran):
-            hint = "".join(f"; `{n}` could be more than one module's, write more of its path"
-                           for n in names.ambiguous(function))
+            hint = "".join(f"; `{n}` could be more than one's, write more of its path"
+                           for n in names.ambiguous(function, ran))
             problems.append(f"trace {letter}: `{function}` ran, and the trace names it nowhere{hint}")
     return problems
 
