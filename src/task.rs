@@ -34,7 +34,29 @@ pub(crate) use ledger::{TaskLedger, json_size};
 /// The extension's name, as capabilities declare it.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// Whether a tool may run as a task.
+/// Whether a tool may run as a task: a long build, a crawl, a human's
+/// approval. Set by the tool's `with_task_support` (or its own
+/// [`Tool::task_support`](crate::Tool::task_support)).
+///
+/// ```
+/// use clawmcp::task::TaskSupport;
+/// use clawmcp::{ToolError, typed_tool};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Build { target: String }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Built { artifact: String }
+///
+/// async fn build(args: Build) -> Result<Built, ToolError> {
+///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+///     Ok(Built { artifact: format!("{}.tar.gz", args.target) })
+/// }
+///
+/// let tool = typed_tool("mcp://ci/tools/build:v1", "build", "Builds a target.", build)
+///     .with_task_support(TaskSupport::Optional);
+/// # let _ = clawmcp::Server::builder().tool(tool).build().unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskSupport {
     /// Never: every call is answered in its request. The default.

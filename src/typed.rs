@@ -60,7 +60,9 @@ use crate::definition::{ToolDefinition, ToolMetadata};
 use crate::error::{ErrorCode, ToolError};
 use crate::handle::ServerHandle;
 use crate::state::{State, StateType};
-use crate::tool::{CallFailure, Calling, LazyContext, Tool, ToolContext};
+use crate::tool::{
+    CallFailure, Calling, LazyContext, Tool, ToolContext, ToolOptions, tool_options_setters,
+};
 
 pub(crate) use sealed::Sealed;
 
@@ -247,10 +249,7 @@ type Signature<A, O, E, M> = fn(A, M) -> (O, E);
 /// A tool made of a typed async function; see the [module docs](self).
 pub struct TypedTool {
     definition: ToolDefinition,
-    metadata: ToolMetadata,
-    time_limit: Option<Duration>,
-    may_block: bool,
-    task_support: crate::task::TaskSupport,
+    options: ToolOptions,
     /// The function, its argument and output types erased.
     function: Box<dyn TypedCall>,
 }
@@ -312,10 +311,7 @@ where
             input_schema: schema_of::<A>(),
             output_schema: schema_of::<O>(),
         },
-        metadata: ToolMetadata::default(),
-        time_limit: None,
-        may_block: false,
-        task_support: crate::task::TaskSupport::Never,
+        options: ToolOptions::default(),
         function: Box::new(Typed {
             handler,
             _types: PhantomData,
@@ -324,55 +320,7 @@ where
 }
 
 impl TypedTool {
-    /// This tool's time limit, instead of the server's.
-    #[must_use]
-    pub fn with_time_limit(mut self, limit: Duration) -> Self {
-        self.time_limit = Some(limit);
-        self
-    }
-
-    /// Declares that the tool may hold its thread ([`Tool::may_block`]).
-    #[must_use]
-    pub fn blocking(mut self) -> Self {
-        self.may_block = true;
-        self
-    }
-
-    /// Sets how a host may present the tool ([`Tool::metadata`]): its
-    /// title, behaviour hints and icons.
-    #[must_use]
-    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
-        self.metadata = metadata;
-        self
-    }
-
-    /// Sets whether a call may run as a task ([`Tool::task_support`]):
-    /// a long build, a crawl, a human's approval.
-    ///
-    /// ```
-    /// use clawmcp::task::TaskSupport;
-    /// use clawmcp::{ToolError, typed_tool};
-    ///
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Build { target: String }
-    ///
-    /// #[derive(serde::Serialize, schemars::JsonSchema)]
-    /// struct Built { artifact: String }
-    ///
-    /// async fn build(args: Build) -> Result<Built, ToolError> {
-    ///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    ///     Ok(Built { artifact: format!("{}.tar.gz", args.target) })
-    /// }
-    ///
-    /// let tool = typed_tool("mcp://ci/tools/build:v1", "build", "Builds a target.", build)
-    ///     .with_task_support(TaskSupport::Optional);
-    /// # let _ = clawmcp::Server::builder().tool(tool).build().unwrap();
-    /// ```
-    #[must_use]
-    pub fn with_task_support(mut self, support: crate::task::TaskSupport) -> Self {
-        self.task_support = support;
-        self
-    }
+    tool_options_setters!();
 
     /// The definition as it will be listed, e.g. to adjust a derived schema.
     pub fn definition_mut(&mut self) -> &mut ToolDefinition {
@@ -394,9 +342,7 @@ impl std::fmt::Debug for TypedTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TypedTool")
             .field("definition", &self.definition)
-            .field("time_limit", &self.time_limit)
-            .field("may_block", &self.may_block)
-            .field("task_support", &self.task_support)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
@@ -408,7 +354,7 @@ impl Tool for TypedTool {
     }
 
     fn metadata(&self) -> ToolMetadata {
-        self.metadata.clone()
+        self.options.metadata.clone()
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -418,15 +364,15 @@ impl Tool for TypedTool {
     }
 
     fn time_limit(&self) -> Option<Duration> {
-        self.time_limit
+        self.options.time_limit
     }
 
     fn may_block(&self) -> bool {
-        self.may_block
+        self.options.may_block
     }
 
     fn task_support(&self) -> crate::task::TaskSupport {
-        self.task_support
+        self.options.task_support
     }
 
     fn needs_state(&self) -> Vec<StateType> {

@@ -101,6 +101,38 @@ async fn tool_time_limit_is_32004_and_other_sessions_go_on() {
     echo_works(&mut slow).await;
 }
 
+/// A tool's own time limit takes the place of the server's, for a closure
+/// tool (`FnTool::with_time_limit`) as for a typed one (tests/typed.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closure_tools_own_time_limit_is_32004_before_the_servers() {
+    let nap = clawmcp::tool_fn(
+        clawmcp::definition::ToolDefinition {
+            mcp_id: "mcp://t/tools/nap:v1".into(),
+            name: "nap".into(),
+            description: "Sleeps 30 s.".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({}),
+        },
+        |_, _| async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok::<_, clawmcp::ToolError>(json!({}))
+        },
+    )
+    .with_time_limit(Duration::from_millis(100));
+    let server = builder(&Probe::default())
+        .tool(nap)
+        .tool_time_limit(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let mut client = TestClient::initialized(&server).await;
+    client
+        .send(&execute(json!(21), "mcp://t/tools/nap:v1", json!({})))
+        .await;
+    let reply = client.reply(&json!(21)).await;
+    assert_error(&reply, &json!(21), -32004);
+    echo_works(&mut client).await;
+}
+
 #[tokio::test]
 async fn a_batch_over_the_element_limit_is_one_invalid_request() {
     let server = builder(&Probe::default()).build().unwrap();

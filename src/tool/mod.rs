@@ -192,50 +192,105 @@ where
     FnTool::new(definition, function)
 }
 
+/// What a built tool answers for [`Tool`]'s provided methods, as
+/// [`FnTool`] and `typed::TypedTool` let their caller set it
+/// ([`tool_options_setters`]). The default is each method's default: no
+/// metadata, the server's time limit, never blocking, never a task.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolOptions {
+    /// [`Tool::metadata`].
+    pub(crate) metadata: ToolMetadata,
+    /// [`Tool::time_limit`].
+    pub(crate) time_limit: Option<Duration>,
+    /// [`Tool::may_block`].
+    pub(crate) may_block: bool,
+    /// [`Tool::task_support`].
+    pub(crate) task_support: crate::task::TaskSupport,
+}
+
+/// The builder setters of a tool type with an `options: ToolOptions`
+/// field: the same four, with the same meaning, on every tool the crate
+/// builds.
+macro_rules! tool_options_setters {
+    () => {
+        /// Sets how a host may present the tool ([`Tool::metadata`]): its
+        /// title, behaviour hints and icons.
+        #[must_use]
+        pub fn with_metadata(mut self, metadata: $crate::definition::ToolMetadata) -> Self {
+            self.options.metadata = metadata;
+            self
+        }
+
+        /// This tool's time limit, instead of the server's
+        /// ([`Tool::time_limit`]).
+        #[must_use]
+        pub fn with_time_limit(mut self, limit: std::time::Duration) -> Self {
+            self.options.time_limit = Some(limit);
+            self
+        }
+
+        /// Declares that the tool may hold its thread ([`Tool::may_block`]).
+        #[must_use]
+        pub fn blocking(mut self) -> Self {
+            self.options.may_block = true;
+            self
+        }
+
+        /// Sets whether a call may run as a task ([`Tool::task_support`]):
+        /// a long build, a crawl, a human's approval.
+        #[must_use]
+        pub fn with_task_support(mut self, support: $crate::task::TaskSupport) -> Self {
+            self.options.task_support = support;
+            self
+        }
+    };
+}
+
+#[cfg(feature = "schemars")]
+pub(crate) use tool_options_setters;
+
 /// The tool [`tool_fn`] and [`rich_tool_fn`] return.
+///
+/// ```
+/// use clawmcp::tool::tool_fn;
+/// use clawmcp::definition::ToolDefinition;
+/// use clawmcp::ToolContext;
+/// use serde_json::{json, Value};
+/// use std::time::Duration;
+///
+/// let crawl = tool_fn(
+///     ToolDefinition {
+///         mcp_id: "mcp://example/tools/crawl:v1".into(),
+///         name: "crawl".into(),
+///         description: "Crawls a site.".into(),
+///         input_schema: json!({"type": "object"}),
+///         output_schema: json!({}),
+///     },
+///     |_args: Value, _ctx: ToolContext| async move { Ok(json!({})) },
+/// )
+/// .with_time_limit(Duration::from_secs(600))
+/// .blocking();
+/// # let _ = clawmcp::Server::builder().tool(crawl).build().unwrap();
+/// ```
 pub struct FnTool<F, Fut> {
     definition: ToolDefinition,
-    metadata: ToolMetadata,
+    options: ToolOptions,
     function: F,
-    may_block: bool,
-    task_support: crate::task::TaskSupport,
     _future: PhantomData<fn() -> Fut>,
 }
 
 impl<F, Fut> FnTool<F, Fut> {
-    /// The tool with its defaults: it does not block, has no metadata and
-    /// never runs as a task.
+    /// The tool with its defaults ([`ToolOptions::default`]).
     fn new(definition: ToolDefinition, function: F) -> Self {
         Self {
             definition,
-            metadata: ToolMetadata::default(),
+            options: ToolOptions::default(),
             function,
-            may_block: false,
-            task_support: crate::task::TaskSupport::Never,
             _future: PhantomData,
         }
     }
 
-    /// Declares that the tool may hold its thread ([`Tool::may_block`]).
-    #[must_use]
-    pub fn blocking(mut self) -> Self {
-        self.may_block = true;
-        self
-    }
-
-    /// Sets how a host may present the tool ([`Tool::metadata`]).
-    #[must_use]
-    pub fn with_metadata(mut self, metadata: ToolMetadata) -> Self {
-        self.metadata = metadata;
-        self
-    }
-
-    /// Sets whether a call may run as a task ([`Tool::task_support`]).
-    #[must_use]
-    pub fn with_task_support(mut self, support: crate::task::TaskSupport) -> Self {
-        self.task_support = support;
-        self
-    }
+    tool_options_setters!();
 }
 
 #[async_trait]
@@ -250,18 +305,22 @@ where
     }
 
     fn metadata(&self) -> ToolMetadata {
-        self.metadata.clone()
+        self.options.metadata.clone()
     }
 
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         (self.function)(arguments, ctx).await.map(Into::into)
     }
 
+    fn time_limit(&self) -> Option<Duration> {
+        self.options.time_limit
+    }
+
     fn may_block(&self) -> bool {
-        self.may_block
+        self.options.may_block
     }
 
     fn task_support(&self) -> crate::task::TaskSupport {
-        self.task_support
+        self.options.task_support
     }
 }
