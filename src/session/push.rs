@@ -1,8 +1,10 @@
 //! The forwarder of a ready session's change queue: each change the
 //! [`ServerHandle`](crate::ServerHandle) announced is encoded in the
-//! session's dialect — `mcp/resourceDidChange` in MCP v1.0,
-//! `notifications/resources/updated` (to sessions that subscribed to the
-//! resource) in the Model Context Protocol — and sent on its output.
+//! session's dialect — a resource's change as `mcp/resourceDidChange` in
+//! MCP v1.0 and `notifications/resources/updated` (to sessions that
+//! subscribed to the resource) in the Model Context Protocol, a list's as
+//! the Model Context Protocol's `notifications/…/list_changed` — and sent
+//! on its output.
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
-//! Test helpers shared by the codecs' tests: feeding bytes in awkward
-//! chunks, as STYLE.md asks of every codec test.
+//! Test helpers shared by the codecs' tests: every codec test feeds its
+//! bytes in awkward chunks (one byte, a split inside a header or a
+//! character, the whole at once), as a socket may deliver them.
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;

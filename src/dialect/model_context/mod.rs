@@ -389,15 +389,13 @@ impl<T: Serialize> Serialize for Page<'_, T> {
 }
 
 /// Before `initialize` only `ping` is served (docs/model-context.md §2).
+/// (`server/discover` never comes here: it is always the 2026-07-28
+/// revision's request, `Dialect::of_request`.)
 pub(crate) fn admit(phase: Phase, method: &str) -> Admission {
     let is_initialize = method == methods::INITIALIZE;
     match phase {
         Phase::AwaitingInitialize if is_initialize => Admission::Initialize,
-        // `server/discover` goes to the table, which does not have it: `-32601`,
-        // so that a client probing for 2026-07-28 falls back to initialize.
-        Phase::AwaitingInitialize if matches!(method, methods::PING | methods::DISCOVER) => {
-            Admission::Serve
-        }
+        Phase::AwaitingInitialize if method == methods::PING => Admission::Serve,
         Phase::AwaitingInitialize => Admission::Reject(RpcError::invalid_request(format!(
             "the session is not initialized: '{method}' must wait for initialize"
         ))),
@@ -994,7 +992,8 @@ pub(crate) fn allows_batches(session: &impl SessionState) -> bool {
     session.client().is_some_and(|c| c.version == BATCH_VERSION)
 }
 
-/// `notifications/resources/updated`, to a session subscribed to `uri`.
+/// `notifications/resources/updated`, to a session subscribed to `uri`;
+/// a list's `notifications/…/list_changed`, to every session.
 pub(crate) fn pushed(subscriptions: &Subscriptions, push: &Push) -> Option<Vec<u8>> {
     match push {
         Push::Updated(uri) => subscriptions

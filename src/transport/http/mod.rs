@@ -9,7 +9,8 @@
 //! `dialect::choice` decides, from the facts `sniff` reads.
 //!
 //! - `guard`: `Host`, `Origin` and bearer-token checks, and `layer`, the
-//!   same checks as a tower layer for an app's own routes;
+//!   same checks as a tower layer for an app's own routes; `cors`, the
+//!   CORS headers of a response to a request with an `Origin`;
 //! - `auth`: OAuth (feature `oauth`): the protected-resource metadata, the
 //!   token every request carries, the challenges; `oauth_layer`, the same
 //!   gate as a tower layer for an app's own routes;
