@@ -173,7 +173,9 @@ impl fmt::Display for RpcError {
 impl std::error::Error for RpcError {}
 
 /// What a tool returns when it fails: answered `-32000 Tool execution failed`
-/// with the error's text as `data`.
+/// with the error's text as `data` in MCP v1.0, and as a result with
+/// `isError: true` and that text in the Model Context Protocol (see
+/// [`Tool::call`](crate::Tool::call) for other codes).
 ///
 /// Any error type converts into it with `?`, so a tool body can use the
 /// errors of the libraries it calls directly:
@@ -204,7 +206,9 @@ impl ToolError {
     }
 
     /// A failure answered with another code, e.g. `-32602` for arguments
-    /// that passed the schema but that the tool still cannot accept.
+    /// that passed the schema but that the tool still cannot accept (in
+    /// the Model Context Protocol, `-32000` and `-32602` are both an
+    /// `isError` result; any other code is a JSON-RPC error).
     pub fn with_code(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -212,7 +216,8 @@ impl ToolError {
         }
     }
 
-    /// The code the request is answered with.
+    /// The code the request is answered with (in MCP v1.0 always; in the
+    /// Model Context Protocol unless it is `-32000` or `-32602`).
     pub fn code(&self) -> ErrorCode {
         self.code
     }

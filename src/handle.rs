@@ -182,11 +182,12 @@ impl ServerHandle {
     }
 
     /// Begins shutting down every session of the server, on every transport:
-    /// requests that arrive from now on are answered `-32005`, requests in
-    /// flight get the grace period
+    /// requests that arrive from now on are refused (`-32005` in MCP v1.0,
+    /// `-32603` "server shutting down" in the Model Context Protocol),
+    /// requests in flight get the grace period
     /// ([`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
-    /// to finish (then they are stopped and answered `-32005` too), and each
-    /// session ends once every reply is written.
+    /// to finish (then they are stopped and answered the same way), and
+    /// each session ends once every reply is written.
     pub fn shutdown(&self) {
         self.0.stop.cancel();
     }
@@ -270,7 +271,8 @@ impl ServerHandle {
         true
     }
 
-    /// How many sessions currently receive notifications.
+    /// How many sessions currently receive notifications, counting each
+    /// open 2026-07-28 `subscriptions/listen` stream as one.
     pub fn ready_sessions(&self) -> usize {
         self.0.registry.session_count()
     }

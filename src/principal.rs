@@ -146,10 +146,12 @@ impl Principal {
     }
 
     /// The principal of the request whose work is running on this task —
-    /// for resource and prompt handlers, which take no context (a tool has
+    /// for resource and completion handlers and prompts without a context,
+    /// which have no other way to it (a tool, and a prompt's
+    /// [`messages_with`](crate::prompt::Prompt::messages_with), have
     /// [`ToolContext::principal`](crate::ToolContext::principal)). `None`
-    /// outside a request, over stdio, and for requests no verifier
-    /// checked.
+    /// inside a tool's call, outside a request, over stdio, and for
+    /// requests no verifier checked.
     ///
     /// ```
     /// assert!(clawmcp::Principal::current().is_none());

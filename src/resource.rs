@@ -70,7 +70,8 @@ pub trait Resource: Send + Sync + 'static {
     /// The current body for `resources/read` (Model Context Protocol):
     /// by default [`content`](Self::content) as text. A binary resource
     /// returns [`ResourceBody::Blob`] (see [`BinaryResource`]). An `Err`
-    /// fails the read with `-32603 Internal error`.
+    /// fails the read with `-32603 Internal error`, or with `-32602` when
+    /// that is [its code](ToolError::code).
     async fn read(&self) -> Result<ResourceBody, ToolError> {
         self.content().await.map(ResourceBody::Text)
     }

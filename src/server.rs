@@ -38,7 +38,8 @@ pub const DEFAULT_MAX_IN_FLIGHT_BYTES: usize = 64 << 20;
 /// The default number of bytes of a session's output that may wait for its
 /// client to read them, on stdio and over HTTP: 8 MiB.
 pub const DEFAULT_MAX_QUEUED_OUTPUT: usize = 8 * 1024 * 1024;
-/// The default time limit of one tool execution: 5 minutes (`-32004` past it).
+/// The default time limit of one tool execution: 5 minutes
+/// ([`ServerBuilder::tool_time_limit`] says what a tool past it gets).
 pub const DEFAULT_TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// The default time requests in flight get to finish once shutdown begins: 10 s.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -555,7 +556,9 @@ impl ServerBuilder {
     }
 
     /// The size limit of one message in bytes (default 4 MiB). A larger
-    /// message is skipped unread and answered `-32006`.
+    /// message is skipped unread and answered `-32006` in MCP v1.0,
+    /// `-32600` in the Model Context Protocol (over HTTP, a body past it
+    /// gets `413`).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.limits.max_message_size = bytes;
         self
@@ -569,8 +572,11 @@ impl ServerBuilder {
     }
 
     /// How many requests one session may have in flight (default 64, from
-    /// 1 to 65,536). Past it the session reads no more input until one
-    /// finishes.
+    /// 1 to 65,536). Past it a request waits, in order, until one finishes;
+    /// the session reads on (so that a cancellation takes effect) while
+    /// fewer than 64 requests wait and they hold less than one
+    /// [message limit](Self::max_message_size) of bytes, then reads nothing
+    /// more until one starts.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.limits.max_in_flight = requests.clamp(1, 1 << 16);
         self
@@ -688,7 +694,8 @@ impl ServerBuilder {
 
     /// How long one tool execution may run (default 5 minutes; `None`: no
     /// limit). A tool past it is stopped (its future dropped, its context's
-    /// cancellation fired) and answered `-32004`. A tool's own
+    /// cancellation fired) and answered `-32004` in MCP v1.0, a result with
+    /// `isError: true` in the Model Context Protocol. A tool's own
     /// [`Tool::time_limit`] takes precedence.
     pub fn tool_time_limit(mut self, limit: impl Into<Option<Duration>>) -> Self {
         self.limits.tool_time_limit = limit.into();
@@ -696,7 +703,9 @@ impl ServerBuilder {
     }
 
     /// How long requests in flight may take to finish once shutdown begins
-    /// (default 10 s); past it they are stopped and answered `-32005`.
+    /// (default 10 s); past it they are stopped and answered as requests
+    /// that arrive after shutdown began are: `-32005` in MCP v1.0, `-32603`
+    /// ("server shutting down") in the Model Context Protocol.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.limits.shutdown_grace = grace;
         self

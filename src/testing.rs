@@ -110,9 +110,9 @@ impl TestClient {
     /// a handshake: every request is served as if a verified token named it,
     /// as over HTTP with OAuth — the items' scope rules
     /// ([`ServerBuilder::require_scopes`](crate::ServerBuilder::require_scopes))
-    /// hold (`-32007` naming the scopes a refused request needs), and tools
-    /// see it ([`ToolContext::principal`](crate::ToolContext::principal),
-    /// [`Principal::current`]).
+    /// hold (`-32007` naming the scopes a refused request needs), tools see
+    /// it ([`ToolContext::principal`](crate::ToolContext::principal)), and
+    /// so do resource and completion handlers ([`Principal::current`]).
     ///
     /// ```
     /// use clawmcp::definition::ToolDefinition;
@@ -545,8 +545,9 @@ impl TestClient {
     /// `tools/call` (Model Context Protocol) with typed arguments, the
     /// result's `structuredContent` (or, for a tool without one, the JSON
     /// of its first text block) deserialised as `O`. A result with
-    /// `isError` is [`CallError::Tool`] with its text; a protocol error
-    /// (unknown tool, invalid arguments) is [`CallError::Rpc`]. See
+    /// `isError` is [`CallError::Tool`] with its text (a tool's error, or
+    /// arguments its input schema refuses); a protocol error (an unknown
+    /// tool, arguments that are not an object) is [`CallError::Rpc`]. See
     /// [`execute_as`](Self::execute_as) for an example.
     pub async fn call_tool_as<O: DeserializeOwned>(
         &mut self,

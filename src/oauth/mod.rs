@@ -355,7 +355,8 @@ pub(crate) fn metadata_document(
 }
 
 /// RFC 8707 §2: an absolute URI without a fragment; scheme and host
-/// lowercase; no trailing `/` (unless it is the whole path).
+/// lowercase; no trailing `/`, even where `/` is the whole path
+/// (`https://mcp.example.com/` is `https://mcp.example.com`).
 pub fn canonical_resource(url: &str) -> String {
     match url::Url::parse(url.trim()) {
         Ok(mut parsed) => {

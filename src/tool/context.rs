@@ -279,7 +279,8 @@ impl ToolContext {
 
     /// The HTTP request's headers, when the request came over HTTP (for a
     /// Streamable HTTP session, the headers of the POST that carried this
-    /// request), but for `Authorization`: the token stays with the
+    /// request), but for `Authorization` and `Proxy-Authorization`: the
+    /// credentials stay with the
     /// transport, so that no tool can forward it (docs/oauth.md §6); the
     /// [`principal`](Self::principal) says whose it was.
     #[cfg(feature = "http")]
@@ -295,9 +296,10 @@ impl ToolContext {
         &self.caller
     }
 
-    /// The tracing span of this execution (`tool` at debug level, with the
-    /// request id and the tool's mcpId). The tool's future already runs inside it; enter it
-    /// in work the tool hands to other tasks.
+    /// The tracing span of this execution: `tool` at debug level, with the
+    /// request id and the tool's mcpId, or, with feature `otel`, the
+    /// request's own span. The tool's future already runs inside it; enter
+    /// it in work the tool hands to other tasks.
     pub fn span(&self) -> &tracing::Span {
         &self.span
     }
@@ -316,9 +318,11 @@ impl ToolContext {
 
     /// Completes when the request is stopped (see
     /// [`is_cancelled`](Self::is_cancelled)). The request is then answered
-    /// (`-32003`, `-32004` or `-32005`) at once and the tool's future is
-    /// dropped at its next `.await`; work the tool spawned elsewhere can
-    /// watch this (or
+    /// at once (in MCP v1.0 `-32003`, `-32004` or `-32005`; in the Model
+    /// Context Protocol nothing for a client's cancellation, a result with
+    /// `isError: true` for the time limit, `-32603` at shutdown) and the
+    /// tool's future is dropped at its next `.await`; work the tool
+    /// spawned elsewhere can watch this (or
     /// [`cancellation_token`](Self::cancellation_token)) to stop early.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await

@@ -71,13 +71,15 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs the tool. `arguments` is a JSON object that matches
     /// `inputSchema`. An `Err` is answered `-32000 Tool execution failed`
     /// (or the error's own [code](ToolError::with_code)) with the error's
-    /// text as `data` in MCP v1.0, and as a result with `isError: true` in
-    /// the Model Context Protocol; a panic is answered `-32603`.
+    /// text as `data` in MCP v1.0. In the Model Context Protocol an error
+    /// of code `-32000` or `-32602` is a result with `isError: true` and
+    /// its text, which the model reads; any other code is a JSON-RPC error
+    /// of that code. A panic is answered `-32603`.
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 
-    /// How long one execution may run before it is stopped and answered
-    /// `-32004`; `None` (the default) means the server's limit
-    /// ([`ServerBuilder::tool_time_limit`](crate::ServerBuilder::tool_time_limit)).
+    /// How long one execution may run before it is stopped (and answered
+    /// as [`ServerBuilder::tool_time_limit`](crate::ServerBuilder::tool_time_limit)
+    /// says); `None` (the default) means the server's limit.
     fn time_limit(&self) -> Option<Duration> {
         None
     }

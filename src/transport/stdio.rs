@@ -88,9 +88,10 @@ impl Server {
 
     /// [`serve_stdio`](Self::serve_stdio) until `shutdown` completes (or the
     /// server's [`ServerHandle::shutdown`](crate::ServerHandle::shutdown)).
-    /// Then requests that arrive are answered `-32005`, requests in flight
-    /// get the grace period to finish, every reply is flushed, and the call
-    /// returns.
+    /// Then requests that arrive are refused (as
+    /// [`ServerHandle::shutdown`](crate::ServerHandle::shutdown) says),
+    /// requests in flight get the grace period to finish, every reply is
+    /// flushed, and the call returns.
     ///
     /// # Errors
     /// Writing to stdout failed.

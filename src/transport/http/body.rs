@@ -104,8 +104,9 @@ where
     }
 }
 
-/// The response body of the MCP endpoint: one JSON value, or a stream of
-/// JSON lines for a streaming session.
+/// The response body of the MCP endpoint: one JSON value, a stream of
+/// JSON lines (an MCP v1.0 streaming session), a server-sent event stream
+/// (Streamable HTTP, 2026-07-28 streams), or a short text or empty body.
 pub struct McpBody {
     kind: BodyKind,
 }
