@@ -27,7 +27,8 @@
 //! `OAUTH_CLIENT_SECRET`. The OAuth flags need `--http`: on stdio they are
 //! a usage error (stdio is never subject to OAuth).
 //! The server stops on SIGINT or SIGTERM (or, on stdio, at the end of
-//! stdin): it takes no new requests (late ones are answered `-32005`),
+//! stdin): it takes no new requests (late ones are refused: `-32005` in
+//! MCP v1.0, `-32603` in the Model Context Protocol),
 //! finishes the requests in flight (10 s grace), writes every reply and
 //! exits 0. When the client closes the server's stdout (even while the
 //! server is idle) it stops within a moment and exits 3; bad arguments exit
@@ -557,8 +558,9 @@ fn build(
             "about",
             "What this server is.",
             "text/plain",
-            "The clawmcp reference server: five tools, three resources and two prompts, \
-             served over MCP v1.0.\n",
+            "The clawmcp reference server: five tools, three resources and two prompts \
+             in both protocols, and for the Model Context Protocol a sixth tool (ask) \
+             and an app page.\n",
         ))
         .resource(TextResource::new(
             format!("{BASE}/resources/config.json"),

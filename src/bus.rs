@@ -17,8 +17,11 @@
 //!
 //! A server without a bus ([`LocalBus`], the default) is one process.
 //! [`RedisBus`] (feature `redis`) connects the processes through Redis
-//! pub/sub. A [`Bus`] never makes a request wait: publishing hands the
-//! message over and returns.
+//! pub/sub. Publishing never makes a request wait: it hands the message
+//! over and returns. A request waits for the bus in two places only, each
+//! for a bounded time: a request naming a Streamable HTTP session this
+//! process does not have ([`Bus::load_session`]), and a `GET` stream's
+//! claim ([`Bus::claim_stream`]).
 
 #[cfg(feature = "redis")]
 mod redis;
@@ -250,8 +253,8 @@ pub trait Bus: Send + Sync + 'static {
     fn release_stream(&self, _id: &str, _claim: &str) {}
 
     /// Session `id`'s state, if the deployment keeps it: read when a
-    /// request names a session this process does not have (the one place
-    /// a request waits for the bus).
+    /// request names a session this process does not have (one of the two
+    /// places a request waits for the bus, with [`claim_stream`](Self::claim_stream)).
     fn load_session<'a>(
         &'a self,
         _id: &'a str,

@@ -187,7 +187,8 @@ impl Variables {
 #[async_trait]
 pub trait ReadTemplate: Send + Sync + 'static {
     /// The body of the resource `uri`, whose variables are `variables`.
-    /// An `Err` fails `resources/read` with `-32603`.
+    /// An `Err` fails `resources/read` with `-32603`, or with `-32602` when
+    /// that is [its code](ToolError::code).
     async fn read(&self, uri: &str, variables: &Variables) -> Result<ResourceBody, ToolError>;
 }
 

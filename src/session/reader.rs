@@ -48,7 +48,9 @@ pub const MAX_PARKED: usize = 64;
 pub enum Input {
     /// A whole message body (one JSON value: an object or a batch).
     Message(Bytes),
-    /// A message over the size limit, skipped unread: answered `-32006`.
+    /// A message over the size limit, skipped unread: answered by the
+    /// dialect's `too_large` (`-32006` in MCP v1.0, `-32600` in the Model
+    /// Context Protocol).
     TooLarge {
         /// The size the message announced (stdio), or the bytes of it seen
         /// before it crossed the limit (HTTP streaming).
