@@ -342,7 +342,7 @@ pub(crate) fn sees_task(
 }
 
 fn not_found(task_id: &str) -> RpcError {
-    // (The id is the client's: at most a task id's length of it is said.)
+    // (The id is the client's: at most its first 64 characters are said.)
     let shown = crate::error::clipped(task_id);
     RpcError::invalid_params(format!(
         "Failed to retrieve task: Task not found: {shown} (unknown, expired, or not yours)"

@@ -67,7 +67,8 @@ pub(crate) enum Effect {
 /// dialect's handshake rules and method table; notifications become
 /// effects; the client's responses to the server's own requests complete
 /// them here. `phase` is the session's handshake phase; `draining` says
-/// whether shutdown began (requests are then answered `-32005`); `caller`
+/// whether shutdown began (requests are then refused, as the dialect
+/// refuses them at shutdown: `Dialect::shutting_down`); `caller`
 /// is who sent it (its work is refused when the caller's token lacks the
 /// scopes its item needs, and its context carries it).
 pub(crate) fn dispatch(

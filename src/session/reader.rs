@@ -131,7 +131,8 @@ pub(crate) struct Session {
     stop: Arc<CancellationToken>,
     /// The one input of an implicit session was not JSON (`-32700`).
     not_json: bool,
-    /// Shutdown began: requests are answered `-32005` instead of run.
+    /// Shutdown began: requests are refused (`Dialect::shutting_down`)
+    /// instead of run.
     draining: bool,
     /// Requests waiting for a slot, in the order they were read.
     parked: VecDeque<Parked>,
@@ -295,8 +296,10 @@ impl Session {
             }
             self.start_parked().await;
             let may_read = self.may_read();
-            // Input first: while it flows, the other futures are not polled
-            // (the closed output is caught above); they wake an idle reader.
+            // A stop first (a flag check until its waker fires), then
+            // input: while input flows, the branches after it are not
+            // polled (the closed output is caught above); they wake an
+            // idle reader.
             let item = tokio::select! {
                 biased;
                 () = &mut stopped => break,
@@ -414,9 +417,10 @@ impl Session {
     }
 
     /// Shutdown: requests that arrive from now on, and those still parked,
-    /// are answered `-32005`; requests in flight get the grace period to
-    /// finish, then are stopped and answered `-32005`; returns once none is
-    /// left.
+    /// are refused (`Dialect::shutting_down`: `-32005` in MCP v1.0,
+    /// `-32603` in the Model Context Protocol); requests in flight get the
+    /// grace period to finish, then are stopped and answered the same way;
+    /// returns once none is left.
     async fn drain<S, I>(&mut self, mut input: Option<&mut S>)
     where
         S: Stream<Item = io::Result<I>> + Unpin,

@@ -636,8 +636,8 @@ impl McpService {
         );
         let guard::Passed { origin, preflight } = match checked {
             Ok(passed) => passed,
-            // The connection's fate is `respond`'s: the body is drained or
-            // the connection closed.
+            // The connection's fate is `respond_to`'s: the body is drained
+            // or the connection closed.
             Err(refusal) => return (layer::refused(&refusal, false), Leftover::Unread(body)),
         };
         let (mut response, leftover) = match origin {

@@ -237,7 +237,7 @@ impl McpService {
     /// reply) or SSE (everything up to its reply). The request `message`
     /// read from `body` is served on this task when it can be (see
     /// [`beside`]), else by the session's reader.
-    /// For `initialize`, a reply that is an error is a 200 without a
+    /// For `initialize`, a reply that is an error is a 400 without a
     /// session (`opening`).
     async fn request(
         &self,
@@ -419,7 +419,7 @@ struct PostInfo<'a> {
     parts: &'a Parts,
     caller: &'a Caller,
     /// `initialize` opening its session: a reply that is an error is a
-    /// 200 without a session.
+    /// 400 without a session.
     opening: bool,
 }
 
