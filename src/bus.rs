@@ -16,7 +16,7 @@
 //! where the tool waits, whichever process it was posted to.
 //!
 //! A server without a bus ([`LocalBus`], the default) is one process.
-//! [`RedisBus`] (feature `redis`) connects the processes through Redis
+//! `RedisBus` (feature `redis`) connects the processes through Redis
 //! pub/sub. Publishing never makes a request wait: it hands the message
 //! over and returns. A request waits for the bus in two places only, each
 //! for a bounded time: a request naming a Streamable HTTP session this

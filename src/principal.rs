@@ -321,7 +321,7 @@ pub(crate) fn token_key(issuer: &str, subject: Option<&str>, client: Option<&str
 /// ([`HttpConfig::trust_proxy`](crate::transport::HttpConfig::trust_proxy),
 /// which reads `X-Forwarded-For` from it, and from the address a
 /// `PeerAddr` gives too), or verify tokens
-/// ([`HttpConfig::oauth`](crate::transport::HttpConfig::oauth)).
+/// (`HttpConfig::oauth`, feature `oauth`).
 ///
 /// [`Server::serve_http`]: crate::Server::serve_http
 ///

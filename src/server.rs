@@ -713,10 +713,11 @@ impl ServerBuilder {
 
     /// The bus that carries this server's announcements (resource
     /// updates, shared content, list changes) to the other processes of
-    /// its deployment, and theirs to it (default: [`LocalBus`](crate::bus::LocalBus),
-    /// one process). With [`RedisBus`](crate::bus::RedisBus) (feature
-    /// `redis`), a change made on any process reaches every stream on
-    /// every process; see the README's "Running several processes".
+    /// its deployment, and theirs to it (default:
+    /// [`LocalBus`](crate::bus::LocalBus), one process). With
+    /// `bus::RedisBus` (feature `redis`), a change made on any process
+    /// reaches every stream on every process; see the README's "Running
+    /// several processes".
     pub fn bus(self, bus: impl crate::bus::Bus) -> Self {
         self.handle.set_bus(Arc::new(bus));
         self

@@ -56,7 +56,9 @@ impl Server {
     /// allowed by [`HttpConfig::allow_host`]).
     ///
     /// # Errors
-    /// None today; the signature leaves room for listener failures.
+    /// None: a failed `accept` (out of file descriptors, say) is logged
+    /// and tried again after 50 ms. The result mirrors
+    /// [`serve_http`](Self::serve_http)'s.
     pub async fn serve_http_on(
         &self,
         listener: TcpListener,
