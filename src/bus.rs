@@ -254,7 +254,8 @@ pub trait Bus: Send + Sync + 'static {
 
     /// Session `id`'s state, if the deployment keeps it: read when a
     /// request names a session this process does not have (one of the two
-    /// places a request waits for the bus, with [`claim_stream`](Self::claim_stream)).
+    /// places a request waits for the bus, with
+    /// [`claim_stream`](Self::claim_stream)).
     fn load_session<'a>(
         &'a self,
         _id: &'a str,

@@ -280,9 +280,9 @@ impl ToolContext {
     /// The HTTP request's headers, when the request came over HTTP (for a
     /// Streamable HTTP session, the headers of the POST that carried this
     /// request), but for `Authorization` and `Proxy-Authorization`: the
-    /// credentials stay with the
-    /// transport, so that no tool can forward it (docs/oauth.md §6); the
-    /// [`principal`](Self::principal) says whose it was.
+    /// credentials stay with the transport, so that no tool can forward
+    /// them (docs/oauth.md §6); the [`principal`](Self::principal) says
+    /// whose the token was.
     #[cfg(feature = "http")]
     pub fn http_headers(&self) -> Option<RequestHeaders<'_>> {
         self.caller
