@@ -18,10 +18,10 @@
 //! A server without a bus ([`LocalBus`], the default) is one process.
 //! `RedisBus` (feature `redis`) connects the processes through Redis
 //! pub/sub. Publishing never makes a request wait: it hands the message
-//! over and returns. A request waits for the bus in two places only, each
-//! for a bounded time: a request naming a Streamable HTTP session this
-//! process does not have ([`Bus::load_session`]), and a `GET` stream's
-//! claim ([`Bus::claim_stream`]).
+//! over and returns. A request waits for the bus in two places: a request
+//! naming a Streamable HTTP session this process does not have
+//! ([`Bus::load_session`], at most 2 s a try, four tries), and a `GET`
+//! stream's claim ([`Bus::claim_stream`], which the bus itself bounds).
 
 #[cfg(feature = "redis")]
 mod redis;

@@ -183,7 +183,8 @@ impl ServerHandle {
 
     /// Begins shutting down every session of the server, on every transport:
     /// requests that arrive from now on are refused (`-32005` in MCP v1.0,
-    /// `-32603` "server shutting down" in the Model Context Protocol),
+    /// `-32603` with `data` "server shutting down" in the Model Context
+    /// Protocol),
     /// requests in flight get the grace period
     /// ([`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
     /// to finish (then they are stopped and answered the same way), and

@@ -60,9 +60,11 @@ pub enum RedisBusError {
 /// A [`Bus`] through Redis (feature `redis`): pub/sub for announcements,
 /// a hash for shared contents, a key per Streamable HTTP session (so that
 /// any process serves any session). Make it inside the tokio runtime the
-/// server runs on; it connects, and reconnects, by itself. A request waits
-/// for Redis only to load a session another process made, or to claim a
-/// session's `GET` stream, each for at most 2 s; announcements never wait.
+/// server runs on; it connects, and reconnects, by itself. Announcements
+/// never wait for Redis. A request does to load a session another process
+/// made (at most 2 s a try), to claim a session's `GET` stream (at most
+/// 2 s), and, for a task, to read or write the task's record (its
+/// [`task_store`](Self::task_store)).
 /// While Redis is down, announcements reach only the streams of the
 /// process that made them; when it is back, every process tells its
 /// streams of the gap (every list changed, every resource was updated)

@@ -355,8 +355,8 @@ pub(crate) fn metadata_document(
 }
 
 /// RFC 8707 §2: an absolute URI without a fragment; scheme and host
-/// lowercase; no trailing `/`, even where `/` is the whole path
-/// (`https://mcp.example.com/` is `https://mcp.example.com`).
+/// lowercase; no trailing `/` unless a query follows, even where `/` is
+/// the whole path (`https://mcp.example.com/` is `https://mcp.example.com`).
 pub fn canonical_resource(url: &str) -> String {
     match url::Url::parse(url.trim()) {
         Ok(mut parsed) => {

@@ -1,6 +1,6 @@
-//! Test helpers shared by the codecs' tests: every codec test feeds its
-//! bytes in awkward chunks (one byte, a split inside a header or a
-//! character, the whole at once), as a socket may deliver them.
+//! Test helpers shared by the codecs' tests: feeding bytes in awkward
+//! chunks (one byte at a time, a split inside a header or a character),
+//! as a socket may deliver them.
 
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Decoder;
