@@ -11,8 +11,8 @@ use clawmcp::Principal;
 use clawmcp::testing::TestClient;
 use common::settle::settled;
 use common::{
-    COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, batch_reply, builder, execute,
-    frame,
+    COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, batch_reply, builder, def,
+    execute, frame,
 };
 use serde_json::json;
 
@@ -106,13 +106,7 @@ async fn tool_time_limit_is_32004_and_other_sessions_go_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closure_tools_own_time_limit_is_32004_before_the_servers() {
     let nap = clawmcp::tool_fn(
-        clawmcp::definition::ToolDefinition {
-            mcp_id: "mcp://t/tools/nap:v1".into(),
-            name: "nap".into(),
-            description: "Sleeps 30 s.".into(),
-            input_schema: json!({"type": "object"}),
-            output_schema: json!({}),
-        },
+        def("mcp://t/tools/nap:v1", json!({"type": "object"}), json!({})),
         |_, _| async {
             tokio::time::sleep(Duration::from_secs(30)).await;
             Ok::<_, clawmcp::ToolError>(json!({}))
