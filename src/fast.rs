@@ -14,6 +14,8 @@
 //! - [`escape`]: a JSON string written from text, as serde_json writes it,
 //!   a word at a time over the runs that need no escape (a tool's output
 //!   quoted as its text block).
+//! - [`prefilter`]: whether JSON text may hold a string, before a parse
+//!   decides (a body's `initialize`, a request's `_meta` version key).
 //! - [`value_end`]: where a JSON value ends in bytes that arrive in pieces
 //!   (streaming sessions, an HTTP body's first value), found without
 //!   parsing it. Framing needs it whatever the feature says: serde_json
@@ -32,5 +34,6 @@ pub(crate) mod arguments;
 pub(crate) mod cursor;
 pub(crate) mod escape;
 pub(crate) mod plain_call;
+pub(crate) mod prefilter;
 pub(crate) mod quick_check;
 pub(crate) mod value_end;

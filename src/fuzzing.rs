@@ -28,6 +28,44 @@ pub fn escape(text: &str) {
     );
 }
 
+/// Checks the JSON text prefilter on `text`, for the needle its first byte
+/// picks: panics when a string of the text (a key or a value, as
+/// serde_json reads it) holds the needle and the prefilter says it cannot.
+pub fn prefilter(data: &[u8]) {
+    use crate::fast::prefilter::Prefilter;
+    const NEEDLES: [&str; 5] = [
+        "initialize",
+        "io.modelcontextprotocol/protocolVersion",
+        "a/b",
+        "\"\n",
+        "\\\t",
+    ];
+    let Some((pick, text)) = data.split_first() else {
+        return;
+    };
+    let needle = NEEDLES[usize::from(*pick) % NEEDLES.len()];
+    let Ok(value) = serde_json::from_slice::<Value>(text) else {
+        return;
+    };
+    fn holds(value: &Value, needle: &str) -> bool {
+        match value {
+            Value::String(s) => s.contains(needle),
+            Value::Array(items) => items.iter().any(|v| holds(v, needle)),
+            Value::Object(map) => map
+                .iter()
+                .any(|(k, v)| k.contains(needle) || holds(v, needle)),
+            _ => false,
+        }
+    }
+    if holds(&value, needle) {
+        assert!(
+            Prefilter::new(needle).may_hold(text),
+            "the prefilter missed {needle:?} in {:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+}
+
 /// One schema of the quick check's subset, compiled once with its full
 /// validator, for a fuzz target to check many texts against.
 pub struct QuickCheckTarget {

@@ -869,6 +869,32 @@ async fn streaming_session_is_200_chunked_json_lines_answered_while_the_body_is_
     assert!(rest.is_empty(), "{rest:?}");
 }
 
+/// A method name is a JSON string, which may be written with escapes: an
+/// `initialize` spelled `\u0069nitialize` opens a streaming session too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_written_with_an_escape_opens_a_streaming_session() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client().await;
+    let (writer, body) = channel_body();
+    let pending = client.start(post(body)).await;
+    let init = serde_json::to_string(&initialize()).expect("json");
+    assert!(init.contains(r#""initialize""#), "{init}");
+    let escaped = init.replace(r#""initialize""#, r#""\u0069nitialize""#);
+    writer.send(escaped.into_bytes());
+    let response = head(pending).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut lines = Lines::new(response);
+    assert!(result(&lines.reply(json!(1)).await, 1)["capabilities"].is_object());
+    // The body is still open: the session answers while it is.
+    writer.line(&initialized());
+    writer.line(&echo(2, "streamed"));
+    assert_eq!(
+        result(&lines.reply(json!(2)).await, 2)["output"]["message"],
+        "streamed"
+    );
+    writer.end();
+}
+
 /// A client that reads nothing holds at most `max_queued_output` bytes of
 /// a session's output (with what the sockets buffer): the session's work
 /// then waits to send, and its reader reads no more requests.

@@ -917,6 +917,26 @@ async fn every_result_says_its_result_type_and_names_the_server() {
     }
 }
 
+/// JSON may write any character of a key by an escape: a `_meta` version
+/// key written with `\/` or `\u` claims the request for this revision as
+/// the plain key does, in a session's connection too.
+#[tokio::test]
+async fn a_meta_version_key_written_with_escapes_still_claims_the_request() {
+    let server = server(&Probe::default());
+    let mut client = stdio(&server).await;
+    for (id, key) in [
+        (1, r"io.modelcontextprotocol\/protocolVersion"),
+        (2, r"\u0069o.modelcontextprotocol/protocolVersion"),
+    ] {
+        let message = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"_meta":{{"{key}":"{V}","{CC}":{{}}}}}}}}"#
+        );
+        client.send_raw(format!("{message}\n").as_bytes()).await;
+        let reply = client.reply(&json!(id)).await;
+        assert_eq!(result(&reply)["resultType"], "complete", "{key}: {reply}");
+    }
+}
+
 #[tokio::test]
 async fn lists_carry_ttl_ms_and_a_public_cache_scope() {
     let server = server(&Probe::default());

@@ -18,6 +18,7 @@
 use serde_json::value::RawValue;
 
 use super::{Dialect, Protocols, model_context, revision_2026};
+use crate::fast::prefilter::Prefilter;
 use crate::jsonrpc::ToolCall;
 use crate::jsonrpc::{Incoming, Parsed};
 
@@ -350,17 +351,15 @@ fn claims_revision_2026(
     }
     // A quick look for the key first; then `_meta` itself must name it (an
     // argument that merely holds the text does not count).
-    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| {
-            memchr::memmem::Finder::new(revision_2026::keys::PROTOCOL_VERSION)
-        });
+    static KEY: std::sync::LazyLock<Prefilter> =
+        std::sync::LazyLock::new(|| Prefilter::new(revision_2026::keys::PROTOCOL_VERSION));
     #[derive(serde::Deserialize)]
     struct Params<'a> {
         #[serde(default, borrow, rename = "_meta")]
         meta: Option<revision_2026::Meta<'a>>,
     }
     params.is_some_and(|raw| {
-        KEY.find(raw.get().as_bytes()).is_some()
+        KEY.may_hold(raw.get().as_bytes())
             && serde_json::from_str::<Params<'_>>(raw.get())
                 .is_ok_and(|p| p.meta.is_some_and(|m| m.protocol_version.is_some()))
     })
