@@ -149,6 +149,13 @@
         clippy::string_slice
     )
 )]
+// The guide links the HTTP transport and typed tools, which a build without
+// their features does not have. Every link is held where they are built
+// (the default and all-features docs, under `-D warnings` in CI).
+#![cfg_attr(
+    not(all(feature = "http", feature = "schemars")),
+    allow(rustdoc::broken_intra_doc_links)
+)]
 
 pub mod app;
 pub mod bus;
