@@ -1,5 +1,8 @@
 //! The hot path's hand-written JSON readers, behind one boundary: nothing
-//! outside this module scans JSON bytes by hand.
+//! outside this module scans JSON bytes by hand. (Outside it, a plain
+//! substring search for a method's name picks which call form serde reads
+//! first, `CallTable::named_in`; a miss only costs the one-pass reading,
+//! and the general reading gives the same answer.)
 //!
 //! - [`cursor`]: the one scanner — strings, numbers, and a walk past any
 //!   value — with serde_json's one nesting limit and its one number rule.
@@ -26,9 +29,10 @@
 //! what serde_json writes, byte for byte. Differential proptests hold them
 //! to that (`jsonrpc::differential`, `engine::quick_check_tests`, and the
 //! writer's own), and each has a fuzz target (`fuzz/`). With the
-//! `fast-path` feature off, none of them is consulted: serde_json and
-//! jsonschema do all the reading and writing, and the whole test suite
-//! runs so in CI. Nothing here is public.
+//! `fast-path` feature off, none of them is consulted (the prefilter
+//! answers "maybe" without looking): serde_json and jsonschema do all the
+//! reading and writing, and the whole test suite runs so in CI. Only the
+//! framing scanner, `value_end`, runs either way. Nothing here is public.
 
 pub(crate) mod arguments;
 pub(crate) mod cursor;

@@ -33,17 +33,24 @@ pub fn escape(text: &str) {
 /// serde_json reads it) holds the needle and the prefilter says it cannot.
 pub fn prefilter(data: &[u8]) {
     use crate::fast::prefilter::Prefilter;
-    const NEEDLES: [&str; 5] = [
+    const NEEDLES: [&str; 10] = [
         "initialize",
         "io.modelcontextprotocol/protocolVersion",
         "a/b",
-        "\"\n",
-        "\\\t",
+        "a\"b",
+        "a\\b",
+        "a\nb",
+        "a\rb",
+        "a\tb",
+        "a\u{8}b",
+        "a\u{c}b",
     ];
     let Some((pick, text)) = data.split_first() else {
         return;
     };
-    let needle = NEEDLES[usize::from(*pick) % NEEDLES.len()];
+    let Some(needle) = NEEDLES.get(usize::from(*pick) % NEEDLES.len()) else {
+        return;
+    };
     let Ok(value) = serde_json::from_slice::<Value>(text) else {
         return;
     };

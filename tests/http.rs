@@ -585,6 +585,25 @@ async fn body_with_trailing_garbage_is_400_with_parse_error() {
     assert_error_body(&reply, -32700);
 }
 
+/// A body that is not one JSON value is answered from its head and its
+/// whole text, whatever its first value holds: a Model Context Protocol
+/// method first gets the same MCP v1.0 answer, with an escape in it or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_one_value_is_answered_alike_whatever_its_first_value_holds() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client().await;
+    for first in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\u00e9"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"a\nb"}}"#,
+    ] {
+        let body = format!("{first} trailing");
+        let reply = client.exchange(post(full(body))).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{first}");
+        assert_error_body(&reply, -32700);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_than_one_json_value_is_400_with_invalid_request() {
     let server = TestServer::start(HttpConfig::default()).await;

@@ -36,8 +36,9 @@ const REVOKED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
     /// as `dialect::choice` says of its head (`by_head`, read from `head`)
-    /// and its first message: Streamable HTTP, a 2026-07-28 request, an
-    /// MCP v1.0 streaming session (first message `initialize`) or a single
+    /// and its message (an `initialize` by the first value, any other by
+    /// the whole body): Streamable HTTP, a 2026-07-28 request, an MCP v1.0
+    /// streaming session (first message `initialize`) or a single
     /// exchange. The body is read whole but for a streaming session: within
     /// the body timeout in all, stalling no longer than the header-read
     /// timeout.
@@ -101,19 +102,26 @@ impl McpService {
             }
         };
         let protocols = self.0.server.inner().protocols;
-        // Only an `initialize` (or a body with escapes, which may spell
-        // it) can open a streaming session: any other is decided from the
-        // whole body's parse.
-        let decided = first
+        // Only an `initialize` opens a session (a streaming one in MCP
+        // v1.0), and it is decided by the first value; any other body is
+        // decided from the whole body's parse. The first value is read only
+        // if it may be an `initialize`, which changes no decision.
+        let opening = first
             .and_then(|end| buf.get(..end))
             .filter(|value| may_initialize(value))
-            .map(|value| protocols.for_post(by_head, &head, &crate::dialect::parse(value)));
-        if decided == Some(Post::McpV1 { streaming: true }) {
+            .map(|value| protocols.for_post(by_head, &head, &crate::dialect::parse(value)))
+            .filter(|post| {
+                matches!(
+                    post,
+                    Post::McpV1 { streaming: true } | Post::Session { opens: true }
+                )
+            });
+        if opening == Some(Post::McpV1 { streaming: true }) {
             return self.stream(body, buf, ended, caller);
         }
         // Read whole (not a streaming session): within the message limit,
         // refused in the dialect of what is known of it.
-        let dialect = decided.map_or(by_head.dialect(), Post::dialect);
+        let dialect = opening.map_or(by_head.dialect(), Post::dialect);
         if buf.len() > limit {
             return (too_large(dialect, buf.len(), limit), Leftover::Broken);
         }
@@ -129,7 +137,7 @@ impl McpService {
         }
         let body = buf.freeze();
         let parsed = crate::dialect::parse(&body);
-        let post = decided.unwrap_or_else(|| protocols.for_post(by_head, &head, &parsed));
+        let post = opening.unwrap_or_else(|| protocols.for_post(by_head, &head, &parsed));
         let response = match post {
             Post::McpV1 { .. } => self.single(parts, &body, parsed, first, caller).await,
             post => Box::pin(self.streamable_post(parts, &body, parsed, post, caller)).await,
