@@ -184,12 +184,12 @@ impl Server {
                     },
                     // (Only a 2026-07-28 request listens; MCP v1.0 has no
                     // listen streams.)
-                    Alone::Listening(listener) => {
+                    Alone::Listening(listening) => {
                         let error = RpcError::invalid_request(
                             "subscriptions/listen needs a stream of its own; a body served \
                              alone is answered with one reply",
                         );
-                        answered(Some(dialect.error(Some(listener.id()), &error).bytes))
+                        answered(Some(dialect.error(Some(&listening.id), &error).bytes))
                     }
                     Alone::Running(job) => {
                         let (out, replies) = crate::session::outbox::channel(8, usize::MAX);

@@ -27,7 +27,7 @@ pub(crate) use dispatch::{Alone, Dispatched, alone};
 #[cfg(feature = "http")]
 pub(crate) use dispatch::{Beside, beside};
 #[cfg(feature = "http")]
-pub(crate) use listen::Listener;
+pub(crate) use listen::{Listener, Listening};
 #[cfg(feature = "http")]
 pub(crate) use outbox::About;
 pub(crate) use outbox::Outgoing;

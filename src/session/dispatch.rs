@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::value::RawValue;
 
 use super::job::{Job, Run};
-use super::listen::{Listener, Listening};
+use super::listen::Listening;
 use super::outbox::Handled;
 use super::shared::Shared;
 use super::slots::Slot;
@@ -397,8 +397,9 @@ pub(crate) enum Alone {
     /// Its work goes on: it needs a session to finish in
     /// (`Session::run_dispatched`).
     Running(Job),
-    /// A listen stream (2026-07-28): the response body reads it.
-    Listening(#[cfg_attr(not(feature = "http"), allow(dead_code))] Listener),
+    /// A listen stream (2026-07-28), not registered yet: a transport that
+    /// can stream it makes its [`Listener`](super::listen::Listener), which the response body reads.
+    Listening(Listening),
     /// Refused for want of scopes: the JSON-RPC error reply, and the
     /// scopes the request needs (for a `403` challenge).
     Forbidden(Reply, Box<[String]>),
@@ -455,7 +456,7 @@ pub(crate) fn alone(shared: &Arc<Shared>, message: Incoming<'_>, caller: &Caller
         Dispatched::Reply(handled) | Dispatched::Effect(Effect::Initialized(handled)) => handled,
         // A listen stream is no work to poll: the transport runs it.
         Dispatched::Run(job) if job.is_listen() => match job.into_listening() {
-            Ok(listening) => return Alone::Listening(listening.into_listener(&shared.server)),
+            Ok(listening) => return Alone::Listening(listening),
             Err(job) => return Alone::Running(job),
         },
         Dispatched::Run(job) => match job.poll_once(shared) {

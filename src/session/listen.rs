@@ -52,6 +52,7 @@ pub(crate) struct Listening {
 
 impl Listening {
     /// The stream on its own, registered for `server`'s changes now.
+    #[cfg(feature = "http")]
     pub(crate) fn into_listener(self, server: &Arc<ServerInner>) -> Listener {
         Listener::new(server, self.id, self.filter, &self.listing)
     }

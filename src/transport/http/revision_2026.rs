@@ -36,7 +36,7 @@ use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
 use crate::session::bounded::BoundedReceiver;
 use crate::session::outbox;
-use crate::session::{About, Alone, Dispatched, Listener, Outgoing, Session, alone};
+use crate::session::{About, Alone, Dispatched, Listening, Outgoing, Session, alone};
 
 /// `Mcp-Name`.
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
@@ -226,7 +226,7 @@ impl McpService {
                 tokio::spawn(session.run_dispatched(Dispatched::Run(job), body.len()));
                 self.respond_from(parts, &id, outbox).await
             }
-            Alone::Listening(listener) => self.listen_stream(listener, caller),
+            Alone::Listening(listening) => self.listen_stream(listening, caller),
         }
     }
 
@@ -235,11 +235,13 @@ impl McpService {
     /// `Retry-After` when none is free). At shutdown it ends with its
     /// result; a client that closes it drops the listener, which
     /// unregisters it.
-    fn listen_stream(&self, listener: Listener, caller: &Caller) -> Response<McpBody> {
+    fn listen_stream(&self, listening: Listening, caller: &Caller) -> Response<McpBody> {
         let mut slot = match self.stream_slot(caller) {
             Ok(slot) => slot,
             Err(why) => return super::too_many_streams(&why),
         };
+        // Registered from here: no change after it is missed.
+        let listener = listening.into_listener(self.0.server.inner());
         // It ends with its result at shutdown, or once its token is revoked.
         let stop = self.0.stop.child_token();
         self.watch_token(caller, &mut slot, {
