@@ -86,22 +86,25 @@ mod tests {
         assert!(initialize.may_hold(br#"{"method":"initialize"}"#));
     }
 
+    /// (With `fast-path` off, the answer is "maybe" all the same.)
     #[test]
     fn without_the_needle_or_an_escape_that_can_spell_it_nothing_is_held() {
-        if !cfg!(feature = "fast-path") {
-            return;
-        }
+        let maybe = !cfg!(feature = "fast-path");
         let key = Prefilter::new(KEY);
         for text in [
             r#"{"_meta":{"progressToken":1}}"#,
             r#"{"a":"line\nbreak \"quoted\" tab\t"}"#,
             r#"{"io.modelcontextprotocol/protocolversion":1}"#,
         ] {
-            assert!(!key.may_hold(text.as_bytes()), "{text}");
+            assert_eq!(key.may_hold(text.as_bytes()), maybe, "{text}");
         }
         let initialize = Prefilter::new("initialize");
-        assert!(!initialize.may_hold(br#"{"path":"a\/b"}"#));
-        assert!(!initialize.may_hold(br#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#));
+        for text in [
+            r#"{"path":"a\/b"}"#,
+            r#"{"jsonrpc":"2.0","method":"mcp/listTools","id":1}"#,
+        ] {
+            assert_eq!(initialize.may_hold(text.as_bytes()), maybe, "{text}");
+        }
     }
 
     /// `c` as JSON string content, by `how`: 0 literally where JSON allows

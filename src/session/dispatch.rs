@@ -398,7 +398,8 @@ pub(crate) enum Alone {
     /// (`Session::run_dispatched`).
     Running(Job),
     /// A listen stream (2026-07-28), not registered yet: a transport that
-    /// can stream it makes its [`Listener`](super::listen::Listener), which the response body reads.
+    /// can stream it makes its [`Listener`](super::listen::Listener), which
+    /// the response body reads.
     Listening(Listening),
     /// Refused for want of scopes: the JSON-RPC error reply, and the
     /// scopes the request needs (for a `403` challenge).

@@ -104,8 +104,9 @@ impl McpService {
         let protocols = self.0.server.inner().protocols;
         // Only an `initialize` opens a session (a streaming one in MCP
         // v1.0), and it is decided by the first value; any other body is
-        // decided from the whole body's parse. The first value is read only
-        // if it may be an `initialize`, which changes no decision.
+        // decided from the whole body's parse. (The prefilter only skips
+        // reading a first value that cannot be an `initialize`: the
+        // decision is the same either way.)
         let opening = first
             .and_then(|end| buf.get(..end))
             .filter(|value| may_initialize(value))
