@@ -209,10 +209,7 @@ impl Link {
         if !shared.dialect.asks_on_session() || shared.client.get().is_none() {
             return Err(ClientError::Unsupported);
         }
-        let capability = request.capability();
-        if shared.capability(capability).is_none() {
-            return Err(ClientError::CapabilityMissing(capability));
-        }
+        request.check_capability(|capability| shared.capability(capability).is_some())?;
         Ok(shared)
     }
 }
@@ -274,12 +271,7 @@ impl ClientLink for RoundLink {
     }
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
-        let capability = request.capability();
-        if self.round.declares(capability) {
-            Ok(())
-        } else {
-            Err(ClientError::CapabilityMissing(capability))
-        }
+        request.check_capability(|capability| self.round.declares(capability))
     }
 
     async fn ask(

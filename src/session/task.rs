@@ -474,12 +474,7 @@ impl ClientLink for TaskLink {
     async fn log(&self, _: &RequestId, _: LogLevel, _: Box<RawValue>) {}
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
-        let capability = request.capability();
-        if self.0.capabilities.contains_key(capability) {
-            Ok(())
-        } else {
-            Err(ClientError::CapabilityMissing(capability))
-        }
+        request.check_capability(|capability| self.0.capabilities.contains_key(capability))
     }
 
     async fn ask(

@@ -46,6 +46,20 @@ impl ClientRequest {
         }
     }
 
+    /// `Ok` when `declared` says the client declared the capability the
+    /// request needs, else [`ClientError::CapabilityMissing`] naming it.
+    pub(crate) fn check_capability(
+        self,
+        declared: impl FnOnce(&'static str) -> bool,
+    ) -> Result<(), ClientError> {
+        let capability = self.capability();
+        if declared(capability) {
+            Ok(())
+        } else {
+            Err(ClientError::CapabilityMissing(capability))
+        }
+    }
+
     /// The request's method.
     pub(crate) fn method(self) -> &'static str {
         match self {
