@@ -833,6 +833,29 @@ fn too_many_streams(why: &quota::NoSlot) -> Response<McpBody> {
 }
 
 impl McpService {
+    /// A long-lived event stream of `messages`, opened by `caller` in
+    /// `slot`: it ends at shutdown, or once the caller's token is revoked
+    /// (`watch_token`), and gives the slot back when it ends.
+    fn long_lived_sse(
+        &self,
+        caller: &Caller,
+        mut slot: quota::StreamSlot,
+        messages: impl Into<body::Feed>,
+    ) -> Response<McpBody> {
+        let stop = self.0.stop.child_token();
+        self.watch_token(caller, &mut slot, {
+            let stop = stop.clone();
+            move || stop.cancel()
+        });
+        sse(McpBody::sse(
+            None,
+            messages,
+            self.0.config.sse_keep_alive,
+            stop,
+            Some(slot),
+        ))
+    }
+
     /// Watches the token of a long-lived stream opened by `caller`, while
     /// `slot` is held: `revoked` runs at the token's expiry, or once the
     /// issuer says it is no longer active; it is asked again as often as

@@ -236,25 +236,14 @@ impl McpService {
     /// result; a client that closes it drops the listener, which
     /// unregisters it.
     fn listen_stream(&self, listening: Listening, caller: &Caller) -> Response<McpBody> {
-        let mut slot = match self.stream_slot(caller) {
+        let slot = match self.stream_slot(caller) {
             Ok(slot) => slot,
             Err(why) => return super::too_many_streams(&why),
         };
-        // Registered from here: no change after it is missed.
+        // Registered from here: no change after it is missed. It ends with
+        // its result at shutdown.
         let listener = listening.into_listener(self.0.server.inner());
-        // It ends with its result at shutdown, or once its token is revoked.
-        let stop = self.0.stop.child_token();
-        self.watch_token(caller, &mut slot, {
-            let stop = stop.clone();
-            move || stop.cancel()
-        });
-        sse(McpBody::sse(
-            None,
-            Feed::Listen(Box::new(listener)),
-            self.0.config.sse_keep_alive,
-            stop,
-            Some(slot),
-        ))
+        self.long_lived_sse(caller, slot, Feed::Listen(Box::new(listener)))
     }
 
     /// The response to request `id` from what its session writes: JSON when

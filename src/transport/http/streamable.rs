@@ -373,19 +373,7 @@ impl McpService {
         };
         drop(opening);
         self.0.sessions.keep_get_claim(&session, claim, &mut slot);
-        // It ends at shutdown, or once its token is revoked.
-        let stop = self.0.stop.child_token();
-        self.watch_token(caller, &mut slot, {
-            let stop = stop.clone();
-            move || stop.cancel()
-        });
-        sse(McpBody::sse(
-            None,
-            events,
-            self.0.config.sse_keep_alive,
-            stop,
-            Some(slot),
-        ))
+        self.long_lived_sse(caller, slot, events)
     }
 
     /// `DELETE`: ends the session; its requests in flight are cancelled.
