@@ -1099,6 +1099,27 @@ async fn header_names_are_case_insensitive_and_values_may_have_surrounding_white
 }
 
 #[tokio::test]
+async fn a_protocol_version_header_that_is_not_text_is_a_header_mismatch_and_an_unknown_one_32022()
+{
+    let http = Http::start().await;
+    // Bytes past ASCII (here `é`) are no version: the header cannot match
+    // the body's `_meta` version.
+    let post = Post::new(call26("echo", json!({"text": "hi"})))
+        .set("mcp-protocol-version", &format!("{V}\u{e9}"));
+    let (status, head, body) = raw_exchange(http.addr, &post.raw()).await;
+    assert_eq!(status, 400, "{head}");
+    let reply: Value = serde_json::from_slice(&body).expect("a JSON body");
+    assert_eq!(code(&reply), -32020, "{reply}");
+    // A version the server does not speak: refused before the headers are
+    // held to the body, with the versions it does.
+    let post =
+        Post::new(call26("echo", json!({"text": "hi"}))).set("mcp-protocol-version", "2099-01-01");
+    let body = json_reply(&http.post(post).await, StatusCode::BAD_REQUEST);
+    assert_eq!(code(&body), -32022, "{body}");
+    assert_eq!(body["error"]["data"]["requested"], "2099-01-01", "{body}");
+}
+
+#[tokio::test]
 async fn a_mirrored_argument_header_must_match_its_argument() {
     let http = Http::start().await;
     let message = call26("mirrored", json!({"region": "us-west1"}));

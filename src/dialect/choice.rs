@@ -105,8 +105,10 @@ impl Dialect {
 pub(crate) struct HttpHead<'a> {
     /// An `Mcp-Session-Id` header is present.
     pub(crate) session_id: bool,
-    /// The `MCP-Protocol-Version` header's value, if present.
-    pub(crate) version: Option<&'a [u8]>,
+    /// The `MCP-Protocol-Version` header's value, if present: `Ok` with
+    /// its text, trimmed, or `Err` with bytes a header may not carry as
+    /// text.
+    pub(crate) version: Option<Result<&'a str, &'a [u8]>>,
     /// `MCP-Protocol-Version` came more than once (the request is refused).
     pub(crate) version_repeated: bool,
     /// An `Mcp-Method` header (2026-07-28) is present.
@@ -148,12 +150,48 @@ pub(crate) enum Post {
     Revision2026,
 }
 
-/// Whether this server speaks protocol version `version` in some form
-/// (a session's, or 2026-07-28): else a request naming it gets the
-/// 2026-07-28 revision's `-32022`, which lists those it speaks.
+/// What [`Protocols::by_head`] makes of a request's head: the protocol,
+/// and the verdict on its `MCP-Protocol-Version`, which whatever answers
+/// the request acts on and does not work out again.
 #[cfg(feature = "http")]
-pub(crate) fn speaks_version(version: &str) -> bool {
-    revision_2026::SUPPORTED.contains(&version)
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HeadVerdict<'a> {
+    /// What the request is by its head.
+    pub(crate) protocol: ByHead,
+    /// Its `MCP-Protocol-Version`.
+    pub(crate) version: HeadVersion<'a>,
+    /// It names a session (`Mcp-Session-Id`).
+    pub(crate) session_id: bool,
+}
+
+/// A request's `MCP-Protocol-Version`, as this server takes it.
+#[cfg(feature = "http")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeadVersion<'a> {
+    /// The header is absent.
+    Absent,
+    /// A version this server speaks in some form (a session's, or
+    /// 2026-07-28), trimmed.
+    Spoken(&'a str),
+    /// Text naming a version this server does not speak at all: refused,
+    /// where the order of checks reaches it, with the 2026-07-28
+    /// revision's `-32022`, which lists those it speaks.
+    Unspoken(&'a str),
+    /// Bytes a header may not carry as text: no version it speaks.
+    Unreadable(&'a [u8]),
+}
+
+#[cfg(feature = "http")]
+impl<'a> HeadVersion<'a> {
+    /// The version named, when this server does not speak it, as text
+    /// (bytes that are not text, lossily).
+    pub(crate) fn unspoken(self) -> Option<std::borrow::Cow<'a, str>> {
+        match self {
+            Self::Unspoken(version) => Some(version.into()),
+            Self::Unreadable(bytes) => Some(String::from_utf8_lossy(bytes)),
+            Self::Absent | Self::Spoken(_) => None,
+        }
+    }
 }
 
 #[cfg(feature = "http")]
@@ -190,38 +228,54 @@ impl Protocols {
     /// (2026-07-28, one this server does not know, or bytes that are not
     /// text), unless it names a session and a version this server does
     /// not speak at all (or bytes that are not text): that is the
-    /// session's request, whose id is checked before its version. Else Streamable HTTP when the server
-    /// speaks only the Model Context Protocol, or a session id, a protocol
-    /// version, a method header or an `Accept` naming event streams says
-    /// so; MCP v1.0 otherwise.
-    pub(crate) fn by_head(self, head: &HttpHead<'_>) -> ByHead {
-        if !self.model_context() {
-            return ByHead::McpV1;
-        }
-        if let Some(version) = head.version {
-            let version = std::str::from_utf8(version).map(str::trim);
-            let sessions_speak = version.is_ok_and(model_context::supported_over_http);
-            let revision_2026 = !sessions_speak && version.is_ok_and(speaks_version);
-            // With a session id, a version no form speaks (or bytes that
-            // are not text) is the session's request's, refused once its
-            // id is checked.
-            if !sessions_speak && (revision_2026 || !head.session_id) {
-                return ByHead::Revision2026;
+    /// session's request, whose id is checked before its version. Else
+    /// Streamable HTTP when the server speaks only the Model Context
+    /// Protocol, or a session id, a protocol version, a method header or an
+    /// `Accept` naming event streams says so; MCP v1.0 otherwise. With it,
+    /// the verdict on the version, which nothing after works out again.
+    pub(crate) fn by_head<'a>(self, head: &HttpHead<'a>) -> HeadVerdict<'a> {
+        let version = match head.version {
+            None => HeadVersion::Absent,
+            Some(Ok(version)) if revision_2026::SUPPORTED.contains(&version) => {
+                HeadVersion::Spoken(version)
             }
+            Some(Ok(version)) => HeadVersion::Unspoken(version),
+            Some(Err(bytes)) => HeadVersion::Unreadable(bytes),
+        };
+        let verdict = |protocol| HeadVerdict {
+            protocol,
+            version,
+            session_id: head.session_id,
+        };
+        if !self.model_context() {
+            return verdict(ByHead::McpV1);
+        }
+        let sessions_speak =
+            matches!(version, HeadVersion::Spoken(v) if model_context::supported_over_http(v));
+        // With a session id, a version no form speaks (or bytes that are
+        // not text) is the session's request's, refused once its id is
+        // checked.
+        let revision_2026 = match version {
+            HeadVersion::Absent => false,
+            HeadVersion::Spoken(_) => !sessions_speak,
+            HeadVersion::Unspoken(_) | HeadVersion::Unreadable(_) => !head.session_id,
+        };
+        if revision_2026 {
+            return verdict(ByHead::Revision2026);
         }
         let says_so = head.session_id
             || head.version.is_some()
             || head.method_header
             || head.accepts_event_stream;
         if !self.mcp_v1() || says_so {
-            ByHead::ModelContext
+            verdict(ByHead::ModelContext)
         } else {
-            ByHead::McpV1
+            verdict(ByHead::McpV1)
         }
     }
 
-    /// How a `POST` is served: by its head (`by_head`, what
-    /// [`by_head`](Self::by_head) said), and where that leaves MCP v1.0
+    /// How a `POST` is served: by its head (what
+    /// [`by_head`](Self::by_head) said of it), and where that leaves MCP v1.0
     /// open, by its first message (`first`: the parse of its body, or of
     /// its first JSON value): an `initialize` names its protocol (a
     /// `protocolVersion` is the Model Context Protocol's), and so does a
@@ -230,7 +284,8 @@ impl Protocols {
     /// a session's `initialize` and its message says so (a method only
     /// that revision has, or a `_meta` that names a version); one that
     /// says nothing is a session request that lost its session.
-    pub(crate) fn for_post(self, by_head: ByHead, head: &HttpHead<'_>, first: &Parsed<'_>) -> Post {
+    pub(crate) fn for_post(self, head: &HeadVerdict<'_>, first: &Parsed<'_>) -> Post {
+        let by_head = head.protocol;
         let message = match first {
             Parsed::Single(message) => Some(message),
             Parsed::Batch(messages) => messages.first(),
@@ -371,8 +426,7 @@ mod tests {
     use crate::dialect::parse;
 
     fn post(protocols: Protocols, head: HttpHead<'_>, body: &str) -> Post {
-        let by_head = protocols.by_head(&head);
-        protocols.for_post(by_head, &head, &parse(body.as_bytes()))
+        protocols.for_post(&protocols.by_head(&head), &parse(body.as_bytes()))
     }
 
     #[test]
@@ -430,40 +484,55 @@ mod tests {
     #[test]
     fn a_version_no_session_speaks_is_the_2026_revision_by_its_head() {
         let head = HttpHead {
-            version: Some(b"2026-07-28"),
+            version: Some(Ok("2026-07-28")),
             ..HttpHead::default()
         };
-        assert_eq!(Protocols::Both.by_head(&head), ByHead::Revision2026);
-        assert_eq!(Protocols::McpV1.by_head(&head), ByHead::McpV1);
+        assert_eq!(
+            Protocols::Both.by_head(&head).protocol,
+            ByHead::Revision2026
+        );
+        assert_eq!(Protocols::McpV1.by_head(&head).protocol, ByHead::McpV1);
         let session = HttpHead {
-            version: Some(b" 2025-11-25 "),
+            version: Some(Ok("2025-11-25")),
             ..HttpHead::default()
         };
-        assert_eq!(Protocols::Both.by_head(&session), ByHead::ModelContext);
+        assert_eq!(
+            Protocols::Both.by_head(&session).protocol,
+            ByHead::ModelContext
+        );
         let unreadable = HttpHead {
-            version: Some(b"\xff"),
+            version: Some(Err(b"\xff")),
             ..HttpHead::default()
         };
-        assert_eq!(Protocols::Both.by_head(&unreadable), ByHead::Revision2026);
+        assert_eq!(
+            Protocols::Both.by_head(&unreadable).protocol,
+            ByHead::Revision2026
+        );
         // A version the server does not speak at all: a 2026-07-28 request
         // (refused with the versions it speaks), unless it names a session,
         // whose id is checked first; 2026-07-28 itself, session id or not.
         let unknown = HttpHead {
-            version: Some(b"2099-01-01"),
+            version: Some(Ok("2099-01-01")),
             ..HttpHead::default()
         };
-        assert_eq!(Protocols::Both.by_head(&unknown), ByHead::Revision2026);
+        assert_eq!(
+            Protocols::Both.by_head(&unknown).protocol,
+            ByHead::Revision2026
+        );
         let in_session = HttpHead {
             session_id: true,
             ..unknown
         };
-        assert_eq!(Protocols::Both.by_head(&in_session), ByHead::ModelContext);
+        assert_eq!(
+            Protocols::Both.by_head(&in_session).protocol,
+            ByHead::ModelContext
+        );
         let unreadable_in_session = HttpHead {
             session_id: true,
             ..unreadable
         };
         assert_eq!(
-            Protocols::Both.by_head(&unreadable_in_session),
+            Protocols::Both.by_head(&unreadable_in_session).protocol,
             ByHead::ModelContext
         );
         let revision_in_session = HttpHead {
@@ -471,8 +540,31 @@ mod tests {
             ..head
         };
         assert_eq!(
-            Protocols::Both.by_head(&revision_in_session),
+            Protocols::Both.by_head(&revision_in_session).protocol,
             ByHead::Revision2026
+        );
+        // The verdict on the version goes with the protocol, so that what
+        // answers the request refuses a version it does not speak without
+        // asking again.
+        assert_eq!(
+            Protocols::Both.by_head(&head).version,
+            HeadVersion::Spoken("2026-07-28")
+        );
+        assert_eq!(
+            Protocols::Both.by_head(&in_session).version.unspoken(),
+            Some("2099-01-01".into())
+        );
+        assert_eq!(
+            Protocols::Both
+                .by_head(&unreadable_in_session)
+                .version
+                .unspoken(),
+            Some("\u{fffd}".into())
+        );
+        assert_eq!(Protocols::Both.by_head(&session).version.unspoken(), None);
+        assert_eq!(
+            Protocols::Both.by_head(&HttpHead::default()).version,
+            HeadVersion::Absent
         );
     }
 

@@ -38,7 +38,7 @@ use crate::jsonrpc::{CallForm, CallTable, Parsed, Reply, RequestId, ToolCall};
 use crate::principal::Principal;
 use crate::tool::CancelReason;
 #[cfg(feature = "http")]
-pub(crate) use choice::{ByHead, HttpHead, Post, speaks_version};
+pub(crate) use choice::{ByHead, HeadVerdict, HeadVersion, HttpHead, Post};
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
 /// The Model Context Protocol's method names, and the versions a session

@@ -677,21 +677,22 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        let by_head = dialects.by_head(&head);
+        let verdict = dialects.by_head(&head);
         match parts.method {
             Method::POST => {}
-            Method::GET | Method::DELETE if by_head == ByHead::Revision2026 => {
+            Method::GET | Method::DELETE if verdict.protocol == ByHead::Revision2026 => {
                 return (revision_2026::not_allowed(), Leftover::Unread(body));
             }
-            Method::GET if by_head == ByHead::ModelContext => {
+            Method::GET if verdict.protocol == ByHead::ModelContext => {
                 return (
-                    self.streamable_get(parts, &caller).await,
+                    self.streamable_get(parts, &caller, verdict.version).await,
                     Leftover::Unread(body),
                 );
             }
-            Method::DELETE if by_head == ByHead::ModelContext && head.session_id => {
+            Method::DELETE if verdict.protocol == ByHead::ModelContext && verdict.session_id => {
                 return (
-                    self.streamable_delete(parts, &caller).await,
+                    self.streamable_delete(parts, &caller, verdict.version)
+                        .await,
                     Leftover::Unread(body),
                 );
             }
@@ -719,7 +720,7 @@ impl McpService {
             );
             return (response, Leftover::Unread(body));
         }
-        self.post(parts, body, (by_head, head), &caller).await
+        self.post(parts, body, verdict, &caller).await
     }
 
     /// Who sent the request: its verified principal, when the endpoint

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::body::{BodyInputs, McpBody, next_data};
 use super::{Leftover, McpService, json, plain};
-use crate::dialect::{ByHead, Dialect, HttpHead, Post};
+use crate::dialect::{Dialect, HeadVerdict, Post};
 use crate::error::RpcError;
 use crate::fast::prefilter::Prefilter;
 use crate::fast::value_end::FirstValue;
@@ -35,8 +35,7 @@ const REVOKED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
-    /// as `dialect::choice` says of its head (`by_head`, read from `head`)
-    /// and its message (an `initialize` by the first value, any other by
+    /// as `dialect::choice` says of its head (`head`) and its message (an `initialize` by the first value, any other by
     /// the whole body): Streamable HTTP, a 2026-07-28 request, an MCP v1.0
     /// streaming session (first message `initialize`) or a single
     /// exchange. The body is read whole but for a streaming session: within
@@ -46,7 +45,7 @@ impl McpService {
         &self,
         parts: &Parts,
         mut body: Pin<Box<B>>,
-        (by_head, head): (ByHead, HttpHead<'_>),
+        head: HeadVerdict<'_>,
         caller: &Caller,
     ) -> (Response<McpBody>, Leftover<B>)
     where
@@ -70,7 +69,7 @@ impl McpService {
         if let Some(data) = first_chunk {
             if body.is_end_stream()
                 && data.len() <= limit
-                && let Some(answered) = self.whole(parts, &data, (by_head, head), caller).await
+                && let Some(answered) = self.whole(parts, &data, head, caller).await
             {
                 return (answered, Leftover::Done);
             }
@@ -85,7 +84,7 @@ impl McpService {
             }
             if buf.len() > limit {
                 return (
-                    too_large(by_head.dialect(), buf.len(), limit),
+                    too_large(head.protocol.dialect(), buf.len(), limit),
                     Leftover::Broken,
                 );
             }
@@ -110,7 +109,7 @@ impl McpService {
         let opening = first
             .and_then(|end| buf.get(..end))
             .filter(|value| may_initialize(value))
-            .map(|value| protocols.for_post(by_head, &head, &crate::dialect::parse(value)))
+            .map(|value| protocols.for_post(&head, &crate::dialect::parse(value)))
             .filter(|post| {
                 matches!(
                     post,
@@ -122,7 +121,7 @@ impl McpService {
         }
         // Read whole (not a streaming session): within the message limit,
         // refused in the dialect of what is known of it.
-        let dialect = opening.map_or(by_head.dialect(), Post::dialect);
+        let dialect = opening.map_or(head.protocol.dialect(), Post::dialect);
         if buf.len() > limit {
             return (too_large(dialect, buf.len(), limit), Leftover::Broken);
         }
@@ -138,10 +137,13 @@ impl McpService {
         }
         let body = buf.freeze();
         let parsed = crate::dialect::parse(&body);
-        let post = opening.unwrap_or_else(|| protocols.for_post(by_head, &head, &parsed));
+        let post = opening.unwrap_or_else(|| protocols.for_post(&head, &parsed));
         let response = match post {
             Post::McpV1 { .. } => self.single(parts, &body, parsed, first, caller).await,
-            post => Box::pin(self.streamable_post(parts, &body, parsed, post, caller)).await,
+            post => {
+                Box::pin(self.streamable_post(parts, &body, parsed, (post, head.version), caller))
+                    .await
+            }
         };
         (response, Leftover::Done)
     }
@@ -181,7 +183,7 @@ impl McpService {
         &self,
         parts: &Parts,
         body: &Bytes,
-        (by_head, head): (ByHead, HttpHead<'_>),
+        head: HeadVerdict<'_>,
         caller: &Caller,
     ) -> Option<Response<McpBody>> {
         let parsed = crate::dialect::parse(body);
@@ -189,12 +191,15 @@ impl McpService {
             return None;
         }
         let protocols = self.0.server.inner().protocols;
-        Some(match protocols.for_post(by_head, &head, &parsed) {
+        Some(match protocols.for_post(&head, &parsed) {
             Post::McpV1 { streaming: true } => return None,
             Post::McpV1 { streaming: false } => {
                 self.single_parsed(parts, body, parsed, caller).await
             }
-            post => Box::pin(self.streamable_post(parts, body, parsed, post, caller)).await,
+            post => {
+                Box::pin(self.streamable_post(parts, body, parsed, (post, head.version), caller))
+                    .await
+            }
         })
     }
 

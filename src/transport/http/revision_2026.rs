@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 use super::body::{Feed, McpBody};
 use super::guard::one_of;
 use super::{MCP_METHOD, McpService, PROTOCOL_VERSION, json, plain, sse};
-use crate::dialect::{Dialect, kept_meta, keys, methods, speaks_version, unsupported_version};
+use crate::dialect::{Dialect, HeadVersion, kept_meta, keys, methods, unsupported_version};
 use crate::error::{ErrorCode, RpcError, clipped};
 use crate::jsonrpc::{Incoming, RequestId};
 use crate::principal::Caller;
@@ -129,12 +129,15 @@ struct MetaVersion<'a> {
 }
 
 impl McpService {
-    /// A `POST` of the 2026-07-28 revision, its body parsed (`message`).
+    /// A `POST` of the 2026-07-28 revision, its body parsed (`message`);
+    /// `version` is `dialect::choice`'s verdict on its
+    /// `MCP-Protocol-Version`.
     pub(super) async fn revision_2026_post(
         &self,
         parts: &Parts,
         body: &Bytes,
         message: Incoming<'_>,
+        version: HeadVersion<'_>,
         caller: &Caller,
     ) -> Response<McpBody> {
         let (id, method) = match &message {
@@ -172,14 +175,17 @@ impl McpService {
         tracing::trace!("<- {}", String::from_utf8_lossy(body));
         // A version this server does not speak at all is refused with the
         // list of those it does, before its headers are held to its body.
-        // (Read once: the header checks below compare it with the body.)
-        let header_version = header(parts, &PROTOCOL_VERSION);
-        if let Ok(Some(version)) = header_version
-            && !speaks_version(version)
-        {
-            let reply = unsupported_version(Some(&id), version);
-            return json(status_of(reply.error), reply.bytes);
-        }
+        let header_version = match version {
+            HeadVersion::Absent => Ok(None),
+            HeadVersion::Spoken(version) => Ok(Some(version)),
+            HeadVersion::Unspoken(version) => {
+                let reply = unsupported_version(Some(&id), version);
+                return json(status_of(reply.error), reply.bytes);
+            }
+            HeadVersion::Unreadable(_) => Err(format!(
+                "the {PROTOCOL_VERSION} header has characters a header may not carry"
+            )),
+        };
         let mirrored = Mirrored::of(&message);
         let checked = header_version
             .and_then(|version| self.check_headers(parts, version, method, &mirrored));

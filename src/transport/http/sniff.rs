@@ -21,7 +21,8 @@ pub(super) fn head(parts: &Parts) -> HttpHead<'_> {
             head.session_id = true;
         } else if *name == PROTOCOL_VERSION {
             head.version_repeated |= head.version.is_some();
-            head.version.get_or_insert(value.as_bytes());
+            head.version
+                .get_or_insert(value.to_str().map(str::trim).map_err(|_| value.as_bytes()));
         } else if *name == MCP_METHOD {
             head.method_header = true;
         }
@@ -38,17 +39,36 @@ mod tests {
     #[test]
     fn an_accept_naming_event_streams_is_streamable_http_and_a_wildcard_is_not() {
         let both = with_accept(&["application/json;q=0.9 , TEXT/Event-Stream"]);
-        assert_eq!(Protocols::Both.by_head(&head(&both)), ByHead::ModelContext);
+        assert_eq!(
+            Protocols::Both.by_head(&head(&both)).protocol,
+            ByHead::ModelContext
+        );
         let wild = with_accept(&["text/*, */*;q=0.1"]);
         assert_eq!(
-            Protocols::Both.by_head(&head(&wild)),
+            Protocols::Both.by_head(&head(&wild)).protocol,
             ByHead::McpV1,
             "a wildcard does not make a request Streamable HTTP"
         );
         assert_eq!(
-            Protocols::ModelContext.by_head(&head(&wild)),
+            Protocols::ModelContext.by_head(&head(&wild)).protocol,
             ByHead::ModelContext
         );
-        assert_eq!(Protocols::McpV1.by_head(&head(&both)), ByHead::McpV1);
+        assert_eq!(
+            Protocols::McpV1.by_head(&head(&both)).protocol,
+            ByHead::McpV1
+        );
+    }
+
+    #[test]
+    fn a_protocol_version_header_is_read_as_trimmed_text_or_kept_as_bytes() {
+        let mut parts = with_accept(&[]);
+        parts.headers.insert(
+            PROTOCOL_VERSION,
+            http::HeaderValue::from_static(" 2025-11-25 "),
+        );
+        assert_eq!(head(&parts).version, Some(Ok("2025-11-25")));
+        let unreadable = http::HeaderValue::from_bytes(b"2025-11-25\xff").expect("a value");
+        parts.headers.insert(PROTOCOL_VERSION, unreadable);
+        assert_eq!(head(&parts).version, Some(Err(&b"2025-11-25\xff"[..])));
     }
 }

@@ -26,8 +26,8 @@ use http::{Response, StatusCode};
 use super::body::McpBody;
 use super::guard::one_of;
 use super::sessions::{First, HttpSession, NotCreated};
-use super::{McpService, PROTOCOL_VERSION, json, plain, retry_later, sse};
-use crate::dialect::{Dialect, Post, speaks_version, unsupported_version};
+use super::{McpService, json, plain, retry_later, sse};
+use crate::dialect::{Dialect, HeadVersion, Post, unsupported_version};
 use crate::error::RpcError;
 use crate::jsonrpc::{Incoming, Parsed, RequestId};
 use crate::principal::Caller;
@@ -81,13 +81,13 @@ impl McpService {
     /// A `POST` of the Model Context Protocol, its body read whole and
     /// parsed (`parsed` is `body`'s parse); `post` is what
     /// `dialect::choice` said it is (a session's request, or a 2026-07-28
-    /// one).
+    /// one), and `version` its verdict on `MCP-Protocol-Version`.
     pub(super) async fn streamable_post(
         &self,
         parts: &Parts,
         body: &Bytes,
         parsed: Parsed<'_>,
-        post: Post,
+        (post, version): (Post, HeadVersion<'_>),
         caller: &Caller,
     ) -> Response<McpBody> {
         if !(accepts(parts, "application/json") && accepts(parts, "text/event-stream")) {
@@ -114,7 +114,9 @@ impl McpService {
             );
         };
         if post == Post::Revision2026 {
-            return self.revision_2026_post(parts, body, message, caller).await;
+            return self
+                .revision_2026_post(parts, body, message, version, caller)
+                .await;
         }
         let session = match (&message, session_id) {
             (Incoming::Request { id, .. }, None) if post == (Post::Session { opens: true }) => {
@@ -135,7 +137,7 @@ impl McpService {
             Incoming::Request { id, .. } => Some(id),
             _ => None,
         };
-        if let Some(refusal) = unspoken_version(parts, request_id) {
+        if let Some(refusal) = unspoken_version(version, request_id) {
             return refusal;
         }
         match message {
@@ -312,7 +314,12 @@ impl McpService {
     }
 
     /// `GET`: the session's stream of messages tied to no request.
-    pub(super) async fn streamable_get(&self, parts: &Parts, caller: &Caller) -> Response<McpBody> {
+    pub(super) async fn streamable_get(
+        &self,
+        parts: &Parts,
+        caller: &Caller,
+        version: HeadVersion<'_>,
+    ) -> Response<McpBody> {
         if !accepts(parts, "text/event-stream") {
             return plain(
                 StatusCode::NOT_ACCEPTABLE,
@@ -334,7 +341,7 @@ impl McpService {
                 );
             }
         };
-        if let Some(refusal) = unspoken_version(parts, None) {
+        if let Some(refusal) = unspoken_version(version, None) {
             return refusal;
         }
         if self.0.stop.is_cancelled() {
@@ -381,9 +388,10 @@ impl McpService {
         &self,
         parts: &Parts,
         caller: &Caller,
+        version: HeadVersion<'_>,
     ) -> Response<McpBody> {
         if let Ok(Some(id)) = session_header(parts)
-            && let Some(refusal) = unspoken_version(parts, None)
+            && let Some(refusal) = unspoken_version(version, None)
         {
             // (The id first: an unknown one is 404 whatever the version.)
             return match self.find_session(id).await {
@@ -413,18 +421,14 @@ struct PostInfo<'a> {
 
 /// `400` with `-32022`, naming the versions this server speaks, when a
 /// session's request names in `MCP-Protocol-Version` a version this
-/// server does not speak at all: checked once its session id is, as the
-/// order of checks says. (`dialect::choice` sends a request that names
-/// 2026-07-28, or a version but no session, to the 2026-07-28 revision.)
-fn unspoken_version(parts: &Parts, id: Option<&RequestId>) -> Option<Response<McpBody>> {
-    // (Bytes that are not text are no version it speaks either.)
-    let value = parts.headers.get(PROTOCOL_VERSION)?;
-    let version = String::from_utf8_lossy(value.as_bytes());
-    let version = version.trim();
-    (!speaks_version(version)).then(|| {
-        let reply = unsupported_version(id, version);
-        json(StatusCode::BAD_REQUEST, reply.bytes)
-    })
+/// server does not speak at all (`dialect::choice`'s verdict, `version`):
+/// checked once its session id is, as the order of checks says.
+/// (`dialect::choice` sends a request that names 2026-07-28, or a version
+/// but no session, to the 2026-07-28 revision.)
+fn unspoken_version(version: HeadVersion<'_>, id: Option<&RequestId>) -> Option<Response<McpBody>> {
+    let version = version.unspoken()?;
+    let reply = unsupported_version(id, &version);
+    Some(json(StatusCode::BAD_REQUEST, reply.bytes))
 }
 
 /// An error response in this dialect's table, with `status`.
