@@ -268,7 +268,7 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
 
     /// Where this process hears the signals for a task it runs, until the
     /// receiver is dropped.
-    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal>;
+    fn signals_for(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal>;
 
     /// Where this process hears which tasks were saved with a new state
     /// ([`put`](Self::put)), by any process: the ids, in order. A receiver
@@ -297,8 +297,8 @@ impl<T: TaskStore> TaskStore for Arc<T> {
         (**self).signal(task_id, signal).await
     }
 
-    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
-        (**self).listen(task_id)
+    fn signals_for(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        (**self).signals_for(task_id)
     }
 
     fn changes(&self) -> broadcast::Receiver<Arc<str>> {
@@ -320,7 +320,7 @@ struct RunnerMap {
 
 impl Runners {
     /// Registers a runner for `task_id`, until its receiver is dropped.
-    pub fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+    pub fn register(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if map.senders.len() >= (2 * map.kept).max(64) {
@@ -339,13 +339,13 @@ impl Runners {
         }
     }
 
-    /// Whether a runner of `task_id` listens here.
+    /// Whether a runner of `task_id` is registered here.
     pub fn runs(&self, task_id: &str) -> bool {
         let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         map.senders.get(task_id).is_some_and(|tx| !tx.is_closed())
     }
 
-    /// The ids of the tasks whose runners listen here.
+    /// The ids of the tasks whose runners are registered here.
     pub fn ids(&self) -> Vec<String> {
         let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         (map.senders.iter())
@@ -482,8 +482,8 @@ impl TaskStore for MemoryTaskStore {
         Ok(())
     }
 
-    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
-        self.runners.listen(task_id)
+    fn signals_for(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        self.runners.register(task_id)
     }
 
     fn changes(&self) -> broadcast::Receiver<Arc<str>> {

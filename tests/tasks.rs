@@ -566,8 +566,8 @@ impl TaskStore for SlowSaves {
     async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
         self.inner.signal(task_id, signal).await
     }
-    fn listen(&self, task_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<TaskSignal> {
-        self.inner.listen(task_id)
+    fn signals_for(&self, task_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<TaskSignal> {
+        self.inner.signals_for(task_id)
     }
     fn changes(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
         self.inner.changes()

@@ -7,7 +7,7 @@
 //!   waits: a full queue drops the message, logged) and sends each with
 //!   `PUBLISH` on the deployment's channel; a content also goes into the
 //!   deployment's hash (`HSET`), in the same round trip;
-//! - the subscriber listens on the channel and delivers what the other
+//! - the subscriber reads the channel and delivers what the other
 //!   processes published (its own messages, tagged with this process's
 //!   random origin, are skipped: this process delivered them itself).
 //!   Each time it (re)subscribes it reads the hash and gives every shared
@@ -550,7 +550,7 @@ async fn subscribe(client: ::redis::Client, names: Names, shared: Arc<Shared>) {
     let mut subscribed_before = false;
     let mut backoff = Duration::from_millis(50);
     loop {
-        match listen(&client, &names, shared.origin, &inbox, subscribed_before).await {
+        match one_subscription(&client, &names, shared.origin, &inbox, subscribed_before).await {
             Ok(()) => {
                 tracing::warn!("the Redis bus lost its subscription: reconnecting");
                 backoff = Duration::from_millis(50);
@@ -564,7 +564,7 @@ async fn subscribe(client: ::redis::Client, names: Names, shared: Arc<Shared>) {
 }
 
 /// One subscription, to its end (`Ok` when Redis closed it).
-async fn listen(
+async fn one_subscription(
     client: &::redis::Client,
     names: &Names,
     origin: u64,

@@ -168,7 +168,7 @@ impl RedisBus {
     /// A task store on this bus's Redis and deployment: any process of the
     /// deployment reads, answers and cancels any task, and a task whose
     /// process died reads as `failed` within a few seconds. Starts its
-    /// listener on the current tokio runtime.
+    /// subscriber on the current tokio runtime.
     pub fn task_store(&self) -> RedisTaskStore {
         let (prefix, process) = self.task_names();
         let store = RedisTaskStore(Arc::new(Inner {
@@ -179,7 +179,7 @@ impl RedisBus {
             process,
         }));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(listen_for_signals(Arc::downgrade(&store.0)));
+            runtime.spawn(relay_channel(Arc::downgrade(&store.0)));
             runtime.spawn(sweep_dead_runners(Arc::downgrade(&store.0)));
         }
         store
@@ -459,8 +459,8 @@ impl TaskStore for RedisTaskStore {
             .map_err(|e| TaskError::Store(e.to_string()))
     }
 
-    fn listen(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
-        self.0.runners.listen(task_id)
+    fn signals_for(&self, task_id: &str) -> mpsc::UnboundedReceiver<TaskSignal> {
+        self.0.runners.register(task_id)
     }
 
     fn changes(&self) -> broadcast::Receiver<Arc<str>> {
@@ -473,7 +473,7 @@ impl TaskStore for RedisTaskStore {
 /// subscribes, so that none sent meanwhile is lost), and every saved state
 /// to this process's watchers, while the store lives; resubscribes after
 /// a lost connection.
-async fn listen_for_signals(store: std::sync::Weak<Inner>) {
+async fn relay_channel(store: std::sync::Weak<Inner>) {
     let mut backoff = Duration::from_millis(50);
     loop {
         let Some(inner) = store.upgrade() else {

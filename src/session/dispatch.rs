@@ -253,7 +253,7 @@ fn serve(
                 if let Some(needed) = operation::refused_uri(&listing.catalog, uri, principal) {
                     return serving.forbidden(needed);
                 }
-                if let Err(error) = admit_subscription(shared, uri) {
+                if let Err(error) = take_subscription(shared, uri) {
                     return serving.failed(&error);
                 }
             }
@@ -408,7 +408,7 @@ pub(crate) enum Alone {
 
 /// Takes a subscription within the session's bounds
 /// (`max_uri_length`, `max_subscriptions`), or says which it would pass.
-fn admit_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
+fn take_subscription(shared: &Shared, uri: &str) -> Result<(), RpcError> {
     let limits = &shared.server.limits;
     if uri.len() > limits.max_uri_length {
         return Err(RpcError::invalid_params(format!(

@@ -497,7 +497,7 @@ impl Session {
     /// parks it otherwise. What it returns, if anything, hands on a reply
     /// that did not fit the outbox at once: await it before reading on.
     #[must_use]
-    fn admit(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<RoomWait<'_>> {
+    fn start_or_park(&mut self, job: Job, to: ReplyTo, bytes: usize) -> Option<RoomWait<'_>> {
         if let Some(slot) = self.slots.take_in_order(self.parked.len()) {
             start(&self.shared, job, to, slot)
         } else {
@@ -532,13 +532,14 @@ impl Session {
                 tracing::trace!("<- {}", String::from_utf8_lossy(&body));
                 let bytes = body.len();
                 // One message, the usual input, is dispatched here and its
-                // job admitted by this match, not `submit`'s: a message or
+                // job started or parked by this match, not `submit`'s: a message or
                 // a job (about 200 bytes each) passed to a nested `async fn`
                 // is copied into its future's state, twice or more.
                 match crate::dialect::parse(&body) {
                     Parsed::Single(message) => match self.dispatch(message) {
                         Dispatched::Run(job) => {
-                            if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
+                            if let Some(waiting) = self.start_or_park(job, ReplyTo::Session, bytes)
+                            {
                                 waiting.await;
                             }
                         }
@@ -645,20 +646,20 @@ impl Session {
                 continue;
             }
             let to = ReplyTo::Batch(replies.clone());
-            if let Some(waiting) = self.admit(job, to, std::mem::take(&mut bytes)) {
+            if let Some(waiting) = self.start_or_park(job, to, std::mem::take(&mut bytes)) {
                 waiting.await;
             }
         }
     }
 
     /// Submits what a single message dispatched to: a reply is handed on,
-    /// a job admitted (or parked), an effect applied.
+    /// a job started (or parked), an effect applied.
     async fn submit(&mut self, dispatched: Dispatched, bytes: usize) {
         let handled = match dispatched {
             Dispatched::Nothing => return,
             Dispatched::Reply(handled) | Dispatched::Forbidden(handled) => handled,
             Dispatched::Run(job) => {
-                if let Some(waiting) = self.admit(job, ReplyTo::Session, bytes) {
+                if let Some(waiting) = self.start_or_park(job, ReplyTo::Session, bytes) {
                     waiting.await;
                 }
                 return;

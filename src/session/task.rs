@@ -144,7 +144,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
     }
     let task_id = runner.lock().task_id.clone();
     // Heard before the task exists, so that no signal is missed.
-    let signals = settings.store.listen(&task_id);
+    let signals = settings.store.signals_for(&task_id);
     let seed = runner.lock().clone();
     settings
         .store

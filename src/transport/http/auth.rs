@@ -1,7 +1,7 @@
 //! The endpoint's OAuth gate (docs/oauth.md): the protected-resource
 //! metadata it serves, the bearer token every request must carry, and the
 //! challenges for requests it refuses. Both dialects, and `POST`, `GET`
-//! and `DELETE` alike, pass through [`Gate::admit`].
+//! and `DELETE` alike, pass through [`Gate::authenticate`].
 
 use std::sync::Arc;
 
@@ -136,13 +136,13 @@ impl Gate {
     /// refusal: `401` without a token (or with a bad one), `403` when it
     /// lacks the endpoint's required scopes, `503` when the authorization
     /// server cannot be asked.
-    pub(super) async fn admit(&self, parts: &Parts) -> Result<Arc<Principal>, Refused> {
-        self.admit_as(parts, false).await
+    pub(super) async fn authenticate(&self, parts: &Parts) -> Result<Arc<Principal>, Refused> {
+        self.authenticate_as(parts, false).await
     }
 
-    /// [`admit`](Self::admit), asking the verifier again (`fresh`) whatever
+    /// [`authenticate`](Self::authenticate), asking the verifier again (`fresh`) whatever
     /// it answered before.
-    async fn admit_as(&self, parts: &Parts, fresh: bool) -> Result<Arc<Principal>, Refused> {
+    async fn authenticate_as(&self, parts: &Parts, fresh: bool) -> Result<Arc<Principal>, Refused> {
         let token = match bearer(parts) {
             Bearer::Missing => return Err(self.challenge(&Challenge::NoToken)),
             Bearer::Malformed(why) => {
@@ -196,7 +196,7 @@ impl Gate {
     /// the issuer says it is not (or it expired), `None` when the issuer
     /// cannot be asked now.
     pub(super) async fn still_active(&self, parts: &Parts) -> Option<bool> {
-        match self.admit_as(parts, true).await {
+        match self.authenticate_as(parts, true).await {
             Ok(_) => Some(true),
             Err(refused) if refused.status == StatusCode::SERVICE_UNAVAILABLE => None,
             Err(_) => Some(false),

@@ -17,7 +17,7 @@ use tower_service::Service;
 use super::HttpConfig;
 use super::guard::{Accepted, Asked, HostRule, Preflights, Refusal, Rules};
 
-/// A tower [`Layer`] that admits a request only when its `Host` and
+/// A tower [`Layer`] that passes a request on only when its `Host` and
 /// `Origin` are allowed and, if a token is configured, it carries
 /// `Authorization: Bearer <token>` — the checks of the MCP endpoint, from
 /// the same [`HttpConfig`] settings ([`allow_origin`](HttpConfig::allow_origin),

@@ -642,7 +642,7 @@ impl McpService {
         };
         let (mut response, leftover) = match origin {
             Some(origin) if preflight => (cors::preflight(parts, origin), Leftover::Unread(body)),
-            _ => self.admitted(parts, body).await,
+            _ => self.past_checks(parts, body).await,
         };
         // A browser page of an allowed origin may read every answer.
         if let Some(origin) = origin
@@ -655,7 +655,7 @@ impl McpService {
 
     /// A request past the `Host` and `Origin` checks: its caller, then the
     /// method's answer.
-    async fn admitted<B>(
+    async fn past_checks<B>(
         &self,
         parts: &Arc<Head>,
         body: Pin<Box<B>>,
@@ -728,7 +728,11 @@ impl McpService {
     async fn caller(&self, parts: &Arc<Head>) -> Result<Caller, Response<McpBody>> {
         #[cfg(feature = "oauth")]
         let principal = match &self.0.gate {
-            Some(gate) => Some(gate.admit(parts).await.map_err(|r| r.response(parts))?),
+            Some(gate) => Some(
+                gate.authenticate(parts)
+                    .await
+                    .map_err(|r| r.response(parts))?,
+            ),
             None => None,
         };
         #[cfg(not(feature = "oauth"))]

@@ -17,7 +17,7 @@ use crate::oauth::OAuth;
 use crate::principal::Principal;
 use crate::server::Server;
 
-/// A tower [`Layer`] that admits a request only with a bearer token the
+/// A tower [`Layer`] that passes a request on only with a bearer token the
 /// [`OAuth`] settings' verifier accepts and the scopes they require, and
 /// hands the route an `Arc<Principal>` in the request's extensions (axum:
 /// `Extension<Arc<Principal>>`). A refused request gets the endpoint's
@@ -111,7 +111,7 @@ where
         let gate = self.gate.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
-            match gate.admit(&parts).await {
+            match gate.authenticate(&parts).await {
                 Ok(principal) => {
                     parts.extensions.insert::<Arc<Principal>>(principal);
                     inner.call(Request::from_parts(parts, body)).await
