@@ -18,6 +18,15 @@ pub struct ToolDefinition {
     /// What the tool does, its parameters and its output.
     pub description: String,
     /// The JSON Schema of `arguments` (an object schema).
+    ///
+    /// A property may say `"x-mcp-header": "Region"`: a 2026-07-28 client
+    /// over HTTP then sends that argument as the `Mcp-Param-Region`
+    /// header too, and a request whose header and argument differ is
+    /// refused. The value must be an HTTP token, unique regardless of
+    /// case, on a `string`, `integer` or `boolean` property reached from
+    /// the root through `properties` alone; a tool that breaks one of
+    /// these rules is refused when it is registered
+    /// ([`BuildError::InvalidSchema`](crate::BuildError::InvalidSchema)).
     pub input_schema: Value,
     /// The JSON Schema of `output`.
     pub output_schema: Value,

@@ -627,8 +627,8 @@ fn code_with_strings(text: &str) -> (String, Vec<String>) {
 
 /// Whether a string literal names a protocol: a method (`tools/call`,
 /// `mcp/executeTool`, `$/cancelRequest`, and those without a slash,
-/// `initialize`, `initialized` and `ping`), a revision (`2025-11-25`) or a
-/// `_meta` key of one.
+/// `initialize`, `initialized` and `ping`), a revision (`2025-11-25`), a
+/// `_meta` key of one, or a schema keyword of one (`x-mcp-header`).
 fn names_a_protocol(literal: &str) -> bool {
     let bare_method = matches!(literal, "initialize" | "initialized" | "ping");
     let revision = literal.len() == 10
@@ -643,7 +643,11 @@ fn names_a_protocol(literal: &str) -> bool {
             && b.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '_')
     });
-    method || bare_method || revision || literal.contains("modelcontextprotocol")
+    method
+        || bare_method
+        || revision
+        || literal.contains("modelcontextprotocol")
+        || literal.starts_with("x-mcp-")
 }
 
 /// Whether an identifier names a dialect or a revision.
@@ -667,6 +671,7 @@ fn a_protocol_is_named_by_a_method_a_revision_or_a_meta_key() {
         "ping",
         "2025-11-25",
         "io.modelcontextprotocol/protocolVersion",
+        "x-mcp-header",
     ] {
         assert!(names_a_protocol(named), "{named}");
     }

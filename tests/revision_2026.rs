@@ -255,7 +255,10 @@ fn builder(probe: &Probe) -> ServerBuilder {
                 "mirrored",
                 json!({"type": "object", "properties": {
                     "region": {"type": "string", "x-mcp-header": "Region"},
-                    "n": {"type": "integer", "x-mcp-header": "N"}
+                    "n": {"type": "integer", "x-mcp-header": "N"},
+                    "target": {"type": "object", "properties": {
+                        "zone": {"type": "string", "x-mcp-header": "Zone"}
+                    }}
                 }}),
             ),
             |args: Value, _ctx: ToolContext| async move {
@@ -1196,6 +1199,65 @@ async fn an_integer_mirrored_header_is_compared_as_a_number() {
     }
     let reply = http.post(Post::new(message).set("mcp-param-n", "43")).await;
     assert_mismatch(&reply);
+}
+
+#[tokio::test]
+async fn a_mirrored_argument_nested_in_properties_is_held_to_its_header() {
+    let http = Http::start().await;
+    let message = call26("mirrored", json!({"target": {"zone": "z1"}}));
+    let ok = http
+        .post(Post::new(message.clone()).set("mcp-param-zone", "z1"))
+        .await;
+    assert!(
+        text(&json_reply(&ok, StatusCode::OK)).contains("z1"),
+        "{ok:?}"
+    );
+    let other = http
+        .post(Post::new(message.clone()).set("mcp-param-zone", "z2"))
+        .await;
+    assert_mismatch(&other);
+    assert_mismatch(&http.post(Post::new(message)).await);
+}
+
+#[tokio::test]
+async fn a_tool_whose_x_mcp_header_breaks_a_rule_is_refused_at_build_and_when_added() {
+    let annotated = |annotation: Value| {
+        rich_tool_fn(
+            def(
+                "bad",
+                json!({"type": "object", "properties": {"p": annotation}}),
+            ),
+            |_args: Value, _ctx: ToolContext| async move { Ok(ToolOutput::text("never")) },
+        )
+    };
+    let refused = Server::builder()
+        .tools_provider(true)
+        .tool(annotated(
+            json!({"type": "number", "x-mcp-header": "Score"}),
+        ))
+        .build();
+    let Err(error) = refused else {
+        panic!("a number-typed x-mcp-header is refused at build");
+    };
+    let error = error.to_string();
+    assert!(error.contains("x-mcp-header"), "{error}");
+    let server = Server::builder()
+        .tools_provider(true)
+        .build()
+        .expect("built");
+    let added = server.handle().add_tool(annotated(
+        json!({"type": "string", "x-mcp-header": "My Region"}),
+    ));
+    assert!(added.is_err(), "refused when added at run time");
+    // A server that speaks only MCP v1.0 has no such headers to check.
+    let v1_only = Server::builder()
+        .tools_provider(true)
+        .protocols(clawmcp::server::Protocols::McpV1)
+        .tool(annotated(
+            json!({"type": "number", "x-mcp-header": "Score"}),
+        ))
+        .build();
+    assert!(v1_only.is_ok());
 }
 
 // ------------------------------------------------- 6. GET and DELETE --

@@ -18,7 +18,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use serde_json::{Map, Value};
 
-use super::{Listing, Providers, ServerInner, model_context, v1};
+use super::{Listing, Providers, ServerInner, model_context, revision_2026, v1};
 use crate::definition::ServerInfo;
 use crate::engine::Catalog;
 use crate::engine::access::AccessRules;
@@ -195,10 +195,12 @@ impl Blueprint {
             self.page_size,
             &self.extensions,
         );
+        let mirrors = revision_2026::mirror::Mirrors::build(&catalog, self.model_context)?;
         Ok(Listing {
             catalog,
             v1,
             model_context,
+            mirrors,
         })
     }
 

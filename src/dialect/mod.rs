@@ -193,6 +193,11 @@ pub(crate) struct Listing {
     /// The Model Context Protocol's capabilities and list pages,
     /// serialised once.
     pub(crate) model_context: model_context::Lists,
+    /// The tool arguments the 2026-07-28 revision mirrors into headers
+    /// (read by the HTTP transport; checked at build whatever the
+    /// features).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) mirrors: revision_2026::mirror::Mirrors,
 }
 
 impl AsRef<Catalog> for Listing {

@@ -30,10 +30,6 @@ pub(crate) struct CompiledTool {
     /// It is found by its mcpId (in `tool_index`): false for a tool only
     /// the protocols that find tools by name list and call.
     pub(crate) by_id: bool,
-    /// The arguments its input schema marks `x-mcp-header`: the header's
-    /// name (after `Mcp-Param-`) and the property (2026-07-28 over HTTP).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) mirrored: Vec<(String, String)>,
     pub(crate) tool: Arc<dyn Tool>,
     /// The same tool as a typed tool, which the fast path calls with its
     /// arguments' JSON text.
@@ -200,7 +196,6 @@ impl Catalog {
                 quick_output: quick_check(&definition.output_schema),
                 metadata: tool.metadata(),
                 by_id,
-                mirrored: mirrored(&definition.input_schema),
                 tool,
                 #[cfg(feature = "schemars")]
                 typed,
@@ -468,24 +463,6 @@ fn is_absolute_uri(text: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
         && !rest.is_empty()
         && !rest.chars().any(|c| c.is_whitespace() || c.is_control())
-}
-
-/// The top-level properties of `schema` marked `x-mcp-header`, with the
-/// header names they are mirrored in.
-fn mirrored(schema: &serde_json::Value) -> Vec<(String, String)> {
-    schema
-        .get("properties")
-        .and_then(serde_json::Value::as_object)
-        .map(|properties| {
-            properties
-                .iter()
-                .filter_map(|(property, schema)| {
-                    let name = schema.get("x-mcp-header")?.as_str()?;
-                    Some((name.to_owned(), property.clone()))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The quick check of `schema`, with the `fast-path` feature on; without

@@ -21,6 +21,7 @@
 //!   sealed `requestState` ([`seal`]); a question whose capability the
 //!   client did not declare fails the request with `-32021`.
 
+pub(crate) mod mirror;
 pub(crate) mod seal;
 pub(crate) mod tasks;
 

@@ -40,8 +40,6 @@ use crate::session::{About, Alone, Dispatched, Listening, Outgoing, Session, alo
 
 /// `Mcp-Name`.
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-/// The prefix of a mirrored argument's header.
-const PARAM_PREFIX: &str = "mcp-param-";
 /// Messages a request's stream holds before its work waits.
 const OUTBOX: usize = 64;
 
@@ -357,8 +355,8 @@ impl McpService {
         Ok(())
     }
 
-    /// A tool's `x-mcp-header` arguments against their `Mcp-Param-*`
-    /// headers.
+    /// A tool's mirrored arguments (`x-mcp-header`) against their
+    /// `Mcp-Param-*` headers, by the rule of `mirror::Mirror::check`.
     fn check_params(
         &self,
         parts: &Parts,
@@ -366,47 +364,21 @@ impl McpService {
         arguments: Option<&str>,
     ) -> Result<(), String> {
         let listing = self.0.server.inner().listing();
-        let catalog = &listing.catalog;
-        let Some(tool) = catalog
-            .tool_names
-            .get(tool)
-            .and_then(|&i| catalog.tools.get(i))
-        else {
+        let Some(&index) = listing.catalog.tool_names.get(tool) else {
             return Ok(()); // an unknown tool is the dialect's to refuse
         };
-        if tool.mirrored.is_empty() {
+        let mirrors = listing.mirrors.of(index);
+        if mirrors.is_empty() {
             return Ok(());
         }
         let arguments: serde_json::Map<String, Value> = arguments
             .and_then(|a| serde_json::from_str(a).ok())
             .unwrap_or_default();
-        for (name, property) in &tool.mirrored {
-            let header_name = format!("{PARAM_PREFIX}{}", name.to_ascii_lowercase());
-            let Ok(header_name) = HeaderName::from_bytes(header_name.as_bytes()) else {
-                continue;
-            };
-            let value = header(parts, &header_name)?.map(decoded).transpose()?;
-            let body = arguments.get(property).filter(|v| !v.is_null());
-            match (value, body) {
-                (None, None) => {}
-                (None, Some(_)) => {
-                    return Err(format!(
-                        "the Mcp-Param-{name} header is required: argument '{property}' has a value"
-                    ));
-                }
-                (Some(_), None) => {
-                    return Err(format!(
-                        "Mcp-Param-{name} is set but argument '{property}' has no value"
-                    ));
-                }
-                (Some(value), Some(body)) if !same_value(&value, body) => {
-                    return Err(format!(
-                        "Mcp-Param-{name} header value '{}' does not match argument '{property}'",
-                        clipped(&value)
-                    ));
-                }
-                (Some(_), Some(_)) => {}
-            }
+        for mirror in mirrors {
+            let name = HeaderName::from_bytes(mirror.header().as_bytes())
+                .map_err(|_| format!("{} is no header name", mirror.header()))?;
+            let value = header(parts, &name)?.map(decoded).transpose()?;
+            mirror.check(value.as_deref(), &arguments)?;
         }
         Ok(())
     }
@@ -441,21 +413,6 @@ fn decoded(value: &str) -> Result<String, String> {
         .ok_or_else(|| format!("'{}' is not valid base64 of UTF-8 text", clipped(value)))
 }
 
-/// Whether a header's value stands for the argument's: the same text, the
-/// same number (compared as numbers: `42` and `42.0` are one), the same
-/// boolean.
-fn same_value(header: &str, body: &Value) -> bool {
-    match body {
-        Value::String(text) => header == text,
-        Value::Number(number) => match (header.parse::<f64>(), number.as_f64()) {
-            (Ok(a), Some(b)) => a == b,
-            _ => false,
-        },
-        Value::Bool(on) => header == if *on { "true" } else { "false" },
-        _ => false,
-    }
-}
-
 /// The HTTP status of a reply whose error's code is `error` (`None`: a
 /// result), by this revision's table (a result, and any other error, is
 /// `200`).
@@ -474,18 +431,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mirrored_values_decode_base64_and_compare_numbers_as_numbers() {
+    fn mirrored_values_may_be_base64_of_utf8_text() {
         assert_eq!(decoded("us-west1").unwrap(), "us-west1");
         assert_eq!(
             decoded("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
             "Hello, 世界"
         );
         assert!(decoded("=?base64?not base64!?=").is_err());
-        assert!(same_value("42", &json!(42.0)));
-        assert!(same_value("42.0", &json!(42)));
-        assert!(!same_value("42", &json!("43")));
-        assert!(same_value("true", &json!(true)));
-        assert!(!same_value("True", &json!(true)));
+        assert!(
+            decoded("=?base64?SGVsbG8?=").is_err(),
+            "padding is required"
+        );
     }
 
     #[test]
