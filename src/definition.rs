@@ -24,9 +24,11 @@ pub struct ToolDefinition {
     /// header too, and a request whose header and argument differ is
     /// refused. The value must be an HTTP token, unique regardless of
     /// case, on a `string`, `integer` or `boolean` property reached from
-    /// the root through `properties` alone; a tool that breaks one of
-    /// these rules is refused when it is registered
-    /// ([`BuildError::InvalidSchema`](crate::BuildError::InvalidSchema)).
+    /// the root through `properties` alone (not through `$ref`: a nested
+    /// struct that schemars puts under `$defs` cannot carry one). A server
+    /// that speaks the Model Context Protocol refuses a tool that breaks
+    /// one of these rules when it is registered
+    /// ([`BuildError::InvalidHeaderMirror`](crate::BuildError::InvalidHeaderMirror)).
     pub input_schema: Value,
     /// The JSON Schema of `output`.
     pub output_schema: Value,

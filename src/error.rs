@@ -319,6 +319,17 @@ pub enum BuildError {
         /// What is wrong with it.
         problem: &'static str,
     },
+    /// A tool's `x-mcp-header` annotation that breaks a rule of the
+    /// 2026-07-28 revision: refused by a server that speaks the Model
+    /// Context Protocol, since a client leaves such a tool out of its
+    /// list.
+    #[error("tool {mcp_id}: {problem}")]
+    InvalidHeaderMirror {
+        /// The tool's id.
+        mcp_id: String,
+        /// Which annotation, and the rule it breaks.
+        problem: String,
+    },
     /// A completer for an argument or variable nobody declares.
     #[error("completion for {target}: {problem}")]
     UnknownCompletionTarget {

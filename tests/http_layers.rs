@@ -85,7 +85,7 @@ async fn a_foreign_host_or_origin_is_refused_before_the_route_runs() {
 }
 
 #[tokio::test]
-async fn allowed_hosts_and_origins_are_admitted() {
+async fn allowed_hosts_and_origins_are_passed_on() {
     let config = HttpConfig::default()
         .allow_host("mcp.example.com")
         .allow_origin("https://app.example.com");

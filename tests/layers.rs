@@ -647,7 +647,7 @@ fn names_a_protocol(literal: &str) -> bool {
         || bare_method
         || revision
         || literal.contains("modelcontextprotocol")
-        || literal.starts_with("x-mcp-")
+        || literal.contains("x-mcp-")
 }
 
 /// Whether an identifier names a dialect or a revision.
@@ -672,6 +672,7 @@ fn a_protocol_is_named_by_a_method_a_revision_or_a_meta_key() {
         "2025-11-25",
         "io.modelcontextprotocol/protocolVersion",
         "x-mcp-header",
+        r#"{"x-mcp-header":"Region"}"#,
     ] {
         assert!(names_a_protocol(named), "{named}");
     }

@@ -1239,8 +1239,11 @@ async fn a_tool_whose_x_mcp_header_breaks_a_rule_is_refused_at_build_and_when_ad
     let Err(error) = refused else {
         panic!("a number-typed x-mcp-header is refused at build");
     };
-    let error = error.to_string();
-    assert!(error.contains("x-mcp-header"), "{error}");
+    assert!(
+        matches!(error, clawmcp::BuildError::InvalidHeaderMirror { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("x-mcp-header"), "{error}");
     let server = Server::builder()
         .tools_provider(true)
         .build()
@@ -1248,7 +1251,10 @@ async fn a_tool_whose_x_mcp_header_breaks_a_rule_is_refused_at_build_and_when_ad
     let added = server.handle().add_tool(annotated(
         json!({"type": "string", "x-mcp-header": "My Region"}),
     ));
-    assert!(added.is_err(), "refused when added at run time");
+    assert!(
+        matches!(added, Err(clawmcp::BuildError::InvalidHeaderMirror { .. })),
+        "refused when added at run time: {added:?}"
+    );
     // A server that speaks only MCP v1.0 has no such headers to check.
     let v1_only = Server::builder()
         .tools_provider(true)

@@ -106,8 +106,8 @@ pub(crate) struct HttpHead<'a> {
     /// An `Mcp-Session-Id` header is present.
     pub(crate) session_id: bool,
     /// The `MCP-Protocol-Version` header's value, if present: `Ok` with
-    /// its text, trimmed, or `Err` with bytes a header may not carry as
-    /// text.
+    /// its text, trimmed, or `Err` with a value that is not visible ASCII
+    /// (a byte past ASCII or a control character: no version).
     pub(crate) version: Option<Result<&'a str, &'a [u8]>>,
     /// `MCP-Protocol-Version` came more than once (the request is refused).
     pub(crate) version_repeated: bool,
@@ -177,18 +177,22 @@ pub(crate) enum HeadVersion<'a> {
     /// where the order of checks reaches it, with the 2026-07-28
     /// revision's `-32022`, which lists those it speaks.
     Unspoken(&'a str),
-    /// Bytes a header may not carry as text: no version it speaks.
+    /// A value that is not visible ASCII: no version it speaks.
     Unreadable(&'a [u8]),
 }
 
 #[cfg(feature = "http")]
 impl<'a> HeadVersion<'a> {
     /// The version named, when this server does not speak it, as text
-    /// (bytes that are not text, lossily).
+    /// (a value that is not visible ASCII, lossily, trimmed).
     pub(crate) fn unspoken(self) -> Option<std::borrow::Cow<'a, str>> {
         match self {
             Self::Unspoken(version) => Some(version.into()),
-            Self::Unreadable(bytes) => Some(String::from_utf8_lossy(bytes)),
+            Self::Unreadable(bytes) => Some(
+                String::from_utf8_lossy(bytes.trim_ascii())
+                    .into_owned()
+                    .into(),
+            ),
             Self::Absent | Self::Spoken(_) => None,
         }
     }
@@ -225,9 +229,9 @@ impl Protocols {
     /// protocols. MCP v1.0 when the server does not speak the Model
     /// Context Protocol. Else the 2026-07-28 revision when its
     /// `MCP-Protocol-Version` names a version no session speaks
-    /// (2026-07-28, one this server does not know, or bytes that are not
-    /// text), unless it names a session and a version this server does
-    /// not speak at all (or bytes that are not text): that is the
+    /// (2026-07-28, one this server does not know, or a value that is not
+    /// visible ASCII), unless it names a session and a version this server
+    /// does not speak at all (or a value that is not visible ASCII): that is the
     /// session's request, whose id is checked before its version. Else
     /// Streamable HTTP when the server speaks only the Model Context
     /// Protocol, or a session id, a protocol version, a method header or an

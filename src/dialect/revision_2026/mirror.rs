@@ -83,10 +83,9 @@ impl Mirrors {
             let definition = &tool.definition;
             scan(&definition.input_schema)
                 .map(Vec::into_boxed_slice)
-                .map_err(|reason| BuildError::InvalidSchema {
+                .map_err(|problem| BuildError::InvalidHeaderMirror {
                     mcp_id: definition.mcp_id.clone(),
-                    which: "inputSchema",
-                    reason,
+                    problem,
                 })
         });
         tools.collect::<Result<_, _>>().map(Self)
@@ -109,10 +108,11 @@ impl Mirror {
 
     /// Holds the header's value (`None`: not sent; else as the client
     /// wrote it, base64 already decoded) to the argument it mirrors. A
-    /// value the client would have sent (text, a boolean, a finite number;
-    /// an integer only within ±(2^53 − 1)) needs the header; a `null` or
-    /// absent one needs none; the header must stand for the value: the
-    /// same text, number (`42` is `42.0`) or boolean.
+    /// value a client mirrors (text, a boolean, a finite number; an
+    /// integer only within ±(2^53 − 1), where numbers compare exactly)
+    /// needs the header, which must stand for it: the same text, number
+    /// (`42` is `42.0`) or boolean. Any other value (absent, `null`, an
+    /// object, an array, a larger integer) must come without one.
     pub(crate) fn check(
         &self,
         header: Option<&str>,
@@ -135,6 +135,9 @@ impl Mirror {
             (None, _) => Ok(()),
             (Some(_), None) => Err(format!(
                 "Mcp-Param-{name} is set but argument '{property}' has no value"
+            )),
+            (Some(_), Some(value)) if !is_mirrored(value) => Err(format!(
+                "Mcp-Param-{name} is set but argument '{property}' is a value no client mirrors"
             )),
             (Some(header), Some(value)) if !stands_for(header, value) => Err(format!(
                 "Mcp-Param-{name} header value '{}' does not match argument '{property}'",
@@ -427,8 +430,12 @@ mod tests {
         assert_eq!(n.check(None, &unsent), Ok(()));
         assert_eq!(flag.check(None, &unsent), Ok(()));
         assert!(n.check(Some("x"), &unsent).is_err());
+        // Past 2^53 a header could compare equal to a neighbour as a
+        // float: the client sends none, and one sent is refused.
         let huge = arguments(json!({"n": 9_007_199_254_740_993_u64}));
         assert_eq!(n.check(None, &huge), Ok(()));
+        assert!(n.check(Some("9007199254740992"), &huge).is_err());
+        assert!(n.check(Some("9007199254740993"), &huge).is_err());
     }
 
     #[test]

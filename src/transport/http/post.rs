@@ -35,8 +35,9 @@ const REVOKED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
-    /// as `dialect::choice` says of its head (`head`) and its message (an `initialize` by the first value, any other by
-    /// the whole body): Streamable HTTP, a 2026-07-28 request, an MCP v1.0
+    /// as `dialect::choice` says of its head (`head`) and its message (an
+    /// `initialize` by the first value, any other by the whole body):
+    /// Streamable HTTP, a 2026-07-28 request, an MCP v1.0
     /// streaming session (first message `initialize`) or a single
     /// exchange. The body is read whole but for a streaming session: within
     /// the body timeout in all, stalling no longer than the header-read

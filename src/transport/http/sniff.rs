@@ -60,7 +60,7 @@ mod tests {
     }
 
     #[test]
-    fn a_protocol_version_header_is_read_as_trimmed_text_or_kept_as_bytes() {
+    fn a_protocol_version_header_is_trimmed_text_or_the_bytes_of_no_version() {
         let mut parts = with_accept(&[]);
         parts.headers.insert(
             PROTOCOL_VERSION,
@@ -70,5 +70,13 @@ mod tests {
         let unreadable = http::HeaderValue::from_bytes(b"2025-11-25\xff").expect("a value");
         parts.headers.insert(PROTOCOL_VERSION, unreadable);
         assert_eq!(head(&parts).version, Some(Err(&b"2025-11-25\xff"[..])));
+        // HTTP trims spaces and tabs only: a no-break space after a version
+        // makes a value that names none.
+        let padded = http::HeaderValue::from_bytes("2025-11-25\u{a0}".as_bytes()).expect("a value");
+        parts.headers.insert(PROTOCOL_VERSION, padded);
+        assert_eq!(
+            head(&parts).version,
+            Some(Err("2025-11-25\u{a0}".as_bytes()))
+        );
     }
 }
