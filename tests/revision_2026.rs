@@ -1123,6 +1123,30 @@ async fn a_protocol_version_header_that_is_not_text_is_a_header_mismatch_and_an_
 }
 
 #[tokio::test]
+async fn params_the_header_check_cannot_read_are_a_mismatch_not_a_request_served_unchecked() {
+    let http = Http::start().await;
+    // `taskId` means nothing to resources/read, which is served without
+    // it; a header check that could not read the params compared nothing,
+    // and the read was served by its body while routed by its header.
+    let mut read = rpc26("resources/read", json!({"uri": GREETING}));
+    read["params"]["taskId"] = json!(0);
+    let reply = http
+        .post(Post::new(read).set("mcp-name", "test://other"))
+        .await;
+    assert_mismatch(&reply);
+    // The same for a call the one-pass reader leaves to serde (its
+    // arguments name MCP v1.0's method), with a header naming another tool.
+    let mut call = call26("echo", json!({"text": "mcp/executeTool"}));
+    call["params"]["taskId"] = json!(0);
+    let reply = http.post(Post::new(call).set("mcp-name", "greet")).await;
+    assert_mismatch(&reply);
+    // Params readable, headers matching: served.
+    let call = call26("echo", json!({"text": "mcp/executeTool"}));
+    let reply = http.post(Post::new(call)).await;
+    assert_eq!(text(&json_reply(&reply, StatusCode::OK)), "mcp/executeTool");
+}
+
+#[tokio::test]
 async fn a_mirrored_argument_header_must_match_its_argument() {
     let http = Http::start().await;
     let message = call26("mirrored", json!({"region": "us-west1"}));

@@ -76,12 +76,15 @@ struct Mirrored<'a> {
 }
 
 impl<'a> Mirrored<'a> {
-    /// The values of request `message` its headers mirror.
-    fn of(message: &'a Incoming<'a>) -> Self {
+    /// The values of request `message` its headers mirror. Params that
+    /// are an object this cannot read (a member of another type, a member
+    /// twice) are an `Err`: the headers could not be held to them, and the
+    /// dialect, which reads fewer members, might still serve them.
+    fn of(message: &'a Incoming<'a>) -> Result<Self, String> {
         let Incoming::Request { params, call, .. } = message else {
-            return Self::default();
+            return Ok(Self::default());
         };
-        match (call, params) {
+        Ok(match (call, params) {
             (Some(p), _) => Self {
                 name: Some(std::borrow::Cow::Borrowed(p.tool.as_ref())),
                 meta: p.meta.map(|_| MetaVersion {
@@ -92,12 +95,13 @@ impl<'a> Mirrored<'a> {
                 arguments_text: p.arguments.map(|a| a.get()),
                 ..Self::default()
             },
-            (_, Some(raw)) if raw.get().starts_with('{') => {
-                // Params that do not read are the dialect's to refuse.
-                serde_json::from_str(raw.get()).unwrap_or_default()
-            }
+            (_, Some(raw)) if raw.get().starts_with('{') => serde_json::from_str(raw.get())
+                .map_err(|e| {
+                    format!("the params cannot be read to hold the headers to them: {e}")
+                })?,
+            // Params that are no object are the dialect's to refuse.
             _ => Self::default(),
-        }
+        })
     }
 
     /// The arguments' text, however they were read.
@@ -184,16 +188,21 @@ impl McpService {
                 "the {PROTOCOL_VERSION} header has characters a header may not carry"
             )),
         };
-        let mirrored = Mirrored::of(&message);
-        let checked = header_version
-            .and_then(|version| self.check_headers(parts, version, method, &mirrored));
-        if let Err(mismatch) = checked {
-            let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
-            return json(
-                StatusCode::BAD_REQUEST,
-                Dialect::ModelContext.error(Some(&id), &error).bytes,
-            );
-        }
+        let checked = Mirrored::of(&message).and_then(|mirrored| {
+            let version = header_version?;
+            self.check_headers(parts, version, method, &mirrored)
+                .map(|()| mirrored)
+        });
+        let mirrored = match checked {
+            Ok(mirrored) => mirrored,
+            Err(mismatch) => {
+                let error = RpcError::new(ErrorCode::HEADER_MISMATCH, mismatch);
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    Dialect::ModelContext.error(Some(&id), &error).bytes,
+                );
+            }
+        };
         let streams = mirrored.streams(method);
         if self.0.stop.is_cancelled() {
             // Once shutdown began, a request is answered as a draining
