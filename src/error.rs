@@ -208,7 +208,9 @@ impl ToolError {
     /// A failure answered with another code, e.g. `-32602` for arguments
     /// that passed the schema but that the tool still cannot accept (in
     /// the Model Context Protocol, `-32000` and `-32602` are both an
-    /// `isError` result; any other code is a JSON-RPC error).
+    /// `isError` result, as is, in a 2026-07-28 request, a code that
+    /// revision forbids a server to send: `-32002` and `-32020` to
+    /// `-32099`; any other code is a JSON-RPC error).
     pub fn with_code(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,

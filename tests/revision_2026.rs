@@ -21,6 +21,7 @@ use base64::engine::general_purpose::STANDARD;
 use clawmcp::client::{ElicitResult, Elicitation, LogLevel, Sampling};
 use clawmcp::content::ResourceBody;
 use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
+use clawmcp::error::ErrorCode;
 use clawmcp::template::resource_template;
 use clawmcp::testing::TestClient;
 use clawmcp::tool::rich_tool_fn;
@@ -240,6 +241,20 @@ fn builder(probe: &Probe) -> ServerBuilder {
                 ctx.progress(1.0, Some(2.0), Some("half way")).await;
                 ctx.progress(2.0, Some(2.0), Some("all done")).await;
                 Ok(ToolOutput::text("progressed"))
+            },
+        ))
+        .tool(rich_tool_fn(
+            def(
+                "fails_with",
+                json!({"type": "object", "properties": {"code": {"type": "integer"}}}),
+            ),
+            |args: Value, _ctx: ToolContext| async move {
+                let code = args["code"].as_i64().unwrap_or(-32000);
+                let code = i32::try_from(code).unwrap_or(-32000);
+                Err(ToolError::with_code(
+                    ErrorCode(code),
+                    format!("failed with {code}"),
+                ))
             },
         ))
         .tool(rich_tool_fn(
@@ -1144,6 +1159,30 @@ async fn params_the_header_check_cannot_read_are_a_mismatch_not_a_request_served
     let call = call26("echo", json!({"text": "mcp/executeTool"}));
     let reply = http.post(Post::new(call)).await;
     assert_eq!(text(&json_reply(&reply, StatusCode::OK)), "mcp/executeTool");
+}
+
+#[tokio::test]
+async fn a_tool_cannot_send_a_code_the_revision_forbids_or_reserves() {
+    let http = Http::start().await;
+    // -32002 (replaced by -32602) and -32020 to -32099 (the
+    // specification's, each with its meaning) become the tool's failure
+    // for the model to read: a result with isError, status 200.
+    for code in [-32002, -32020, -32021, -32042, -32099] {
+        let reply = http
+            .post(Post::new(call26("fails_with", json!({ "code": code }))))
+            .await;
+        let body = json_reply(&reply, StatusCode::OK);
+        assert_eq!(result(&body)["isError"], true, "{code}: {body}");
+        assert_eq!(text(&body), format!("failed with {code}"), "{code}");
+    }
+    // Any other code of the tool's is its JSON-RPC error, as in a session.
+    for sent in [-32001, -32100, 42] {
+        let reply = http
+            .post(Post::new(call26("fails_with", json!({ "code": sent }))))
+            .await;
+        let body = json_reply(&reply, StatusCode::OK);
+        assert_eq!(code(&body), sent, "{body}");
+    }
 }
 
 #[tokio::test]

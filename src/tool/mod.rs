@@ -73,8 +73,10 @@ pub trait Tool: Send + Sync + 'static {
     /// (or the error's own [code](ToolError::with_code)) with the error's
     /// text as `data` in MCP v1.0. In the Model Context Protocol an error
     /// of code `-32000` or `-32602` is a result with `isError: true` and
-    /// its text, which the model reads; any other code is a JSON-RPC error
-    /// of that code. A panic is answered `-32603`.
+    /// its text, which the model reads; so, in a 2026-07-28 request, is
+    /// one of a code that revision forbids a server to send (`-32002`,
+    /// and `-32020` to `-32099`, the specification's own). Any other code
+    /// is a JSON-RPC error of that code. A panic is answered `-32603`.
     async fn call(&self, arguments: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
 
     /// How long one execution may run before it is stopped (and answered

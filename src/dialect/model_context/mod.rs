@@ -497,6 +497,21 @@ pub(crate) enum Revision {
     Revision2026,
 }
 
+/// Whether a tool's failure of `code` is answered as a result with
+/// `isError` (its text for the model to read) rather than as a JSON-RPC
+/// error of that code: `-32000` and `-32602`, and in the 2026-07-28
+/// revision also the codes it forbids a server to send, `-32002` (which
+/// it replaced by `-32602`) and `-32020` to `-32099` (which only the
+/// specification defines, each with its own meaning).
+fn is_tool_result(revision: Revision, code: ErrorCode) -> bool {
+    let forbidden =
+        code == ErrorCode::SERVER_NOT_INITIALIZED || (-32099..=-32020).contains(&code.0);
+    matches!(
+        code,
+        ErrorCode::TOOL_EXECUTION_FAILED | ErrorCode::INVALID_PARAMS
+    ) || (revision == Revision::Revision2026 && forbidden)
+}
+
 /// Reads a request through the method table.
 pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
     route_in(Revision::Session, listing, request)
@@ -841,14 +856,7 @@ pub(crate) fn encode_end_in(
         },
         Ended::Finished(Err(failure)) => match failure {
             Failure::InvalidArguments(text) => tool_error(id, &text),
-            Failure::Tool(e)
-                if matches!(
-                    e.code(),
-                    ErrorCode::TOOL_EXECUTION_FAILED | ErrorCode::INVALID_PARAMS
-                ) =>
-            {
-                tool_error(id, e.message())
-            }
+            Failure::Tool(e) if is_tool_result(revision, e.code()) => tool_error(id, e.message()),
             Failure::Tool(e) => error(Some(id), &RpcError::new(e.code(), e.message())),
             Failure::BadOutput(text) => error(Some(id), &RpcError::internal(text)),
             Failure::ResourceNotFound(uri) => not_found(revision, id, &uri),
