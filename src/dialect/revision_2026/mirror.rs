@@ -13,7 +13,8 @@
 //! - the property's `type` is `string`, `integer` or `boolean`;
 //! - the property is reached from the schema's root through `properties`
 //!   alone: an annotation under `items`, `anyOf`, `$defs` or any other
-//!   keyword that holds schemas is refused.
+//!   member (but the instances of `const`, `enum`, `default` and
+//!   `examples`) is refused.
 
 use serde_json::{Map, Value};
 
@@ -26,34 +27,9 @@ const ANNOTATION: &str = "x-mcp-header";
 /// The prefix of a mirrored argument's header name.
 const HEADER_PREFIX: &str = "mcp-param-";
 
-/// Keywords whose value is a schema, or an array of schemas, that a
-/// mirrored property may not sit under.
-const SUBSCHEMA_KEYWORDS: &[&str] = &[
-    "items",
-    "prefixItems",
-    "contains",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "propertyNames",
-    "additionalItems",
-    "oneOf",
-    "anyOf",
-    "allOf",
-    "not",
-    "if",
-    "then",
-    "else",
-];
-
-/// Keywords whose value maps names to schemas, that a mirrored property may
-/// not sit under either.
-const SCHEMA_MAP_KEYWORDS: &[&str] = &[
-    "patternProperties",
-    "dependentSchemas",
-    "$defs",
-    "definitions",
-];
+/// Keywords whose values are instances, not schemas: an object there is
+/// data, whatever its keys.
+const INSTANCE_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
 
 /// One mirrored argument of a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,21 +200,32 @@ fn visit(
             visited?;
         }
     }
-    let subschemas = SUBSCHEMA_KEYWORDS
+    // Every other member that may hold a schema (`items`, `anyOf`,
+    // `$defs`, `dependencies`, an unknown keyword, ...): an annotation
+    // anywhere under one is off the `properties` chain.
+    let others = schema
         .iter()
-        .filter_map(|keyword| schema.get(*keyword))
-        .flat_map(|value| match value {
-            Value::Array(items) => items.iter().collect::<Vec<_>>(),
-            other => vec![other],
-        });
-    let mapped = SCHEMA_MAP_KEYWORDS
-        .iter()
-        .filter_map(|keyword| schema.get(*keyword).and_then(Value::as_object))
-        .flat_map(Map::values);
-    for subschema in subschemas.chain(mapped) {
-        visit(subschema, path, false, mirrors)?;
+        .filter(|(key, _)| *key != "properties" && !INSTANCE_KEYWORDS.contains(&key.as_str()));
+    for (_, value) in others {
+        visit_all(value, path, mirrors)?;
     }
     Ok(())
+}
+
+/// Visits every schema `value` may be or hold, none of them reached
+/// through `properties` alone.
+fn visit_all(
+    value: &Value,
+    path: &mut Vec<String>,
+    mirrors: &mut Vec<Mirror>,
+) -> Result<(), String> {
+    match value {
+        Value::Object(_) => visit(value, path, false, mirrors),
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|item| visit_all(item, path, mirrors)),
+        _ => Ok(()),
+    }
 }
 
 /// An HTTP token (RFC 9110 §5.6.2): one or more `tchar`s.
@@ -395,12 +382,29 @@ mod tests {
                 "under additionalProperties",
                 json!({"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "X"}}),
             ),
+            (
+                "under draft-07 dependencies",
+                json!({"type": "object", "dependencies": {"a": {"properties": {
+                    "b": {"type": "string", "x-mcp-header": "B"}
+                }}}}),
+            ),
+            (
+                "under a keyword this does not know",
+                json!({"type": "object", "x-vendor": {"nested": [{"x-mcp-header": "V"}]}}),
+            ),
         ];
         for (what, schema) in refused {
             assert!(mirrors(schema.clone()).is_err(), "{what}: {schema}");
         }
         let fine = property(json!({"type": "boolean", "x-mcp-header": "Dry-Run_2.v~1"}));
         assert_eq!(mirrors(fine).map(|m| m.len()), Ok(1));
+        // Instances are data: an object there is no schema.
+        let data = json!({"type": "object", "properties": {"p": {
+            "type": "object",
+            "default": {"x-mcp-header": "NotOne"},
+            "examples": [{"x-mcp-header": "NorThis"}]
+        }}});
+        assert_eq!(mirrors(data), Ok(Vec::new()));
     }
 
     #[test]
