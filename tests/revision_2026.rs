@@ -1186,6 +1186,20 @@ async fn a_tool_cannot_send_a_code_the_revision_forbids_or_reserves() {
 }
 
 #[tokio::test]
+async fn an_mcp_session_id_on_a_2026_request_is_ignored_even_when_malformed() {
+    let http = Http::start().await;
+    let mut post = Post::new(call26("echo", json!({"text": "hi"})));
+    for id in ["one", "two"] {
+        post.headers.push(("mcp-session-id".to_owned(), id.to_owned()));
+    }
+    let (status, head, body) = raw_exchange(http.addr, &post.raw()).await;
+    assert_eq!(status, 200, "{head}");
+    assert!(!head.to_ascii_lowercase().contains("mcp-session-id"), "{head}");
+    let reply: Value = serde_json::from_slice(&body).expect("a JSON body");
+    assert_eq!(text(&reply), "hi");
+}
+
+#[tokio::test]
 async fn a_mirrored_argument_header_must_match_its_argument() {
     let http = Http::start().await;
     let message = call26("mirrored", json!({"region": "us-west1"}));

@@ -107,17 +107,19 @@ impl McpService {
             }
             Parsed::Error(error) => return rpc_error(StatusCode::BAD_REQUEST, None, &error),
         };
+        // The 2026-07-28 revision has no sessions: an `Mcp-Session-Id` on
+        // its request is ignored.
+        if post == Post::Revision2026 {
+            return self
+                .revision_2026_post(parts, body, message, version, caller)
+                .await;
+        }
         let Ok(session_id) = session_header(parts) else {
             return plain(
                 StatusCode::BAD_REQUEST,
                 "Mcp-Session-Id must be one visible-ASCII value",
             );
         };
-        if post == Post::Revision2026 {
-            return self
-                .revision_2026_post(parts, body, message, version, caller)
-                .await;
-        }
         let session = match (&message, session_id) {
             (Incoming::Request { id, .. }, None) if post == (Post::Session { opens: true }) => {
                 return self.open_session(parts, id, body.clone(), caller).await;
