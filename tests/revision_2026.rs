@@ -55,7 +55,7 @@ const GREETING: &str = "test://greeting";
 const CACHED: &str = "test://cached";
 
 /// The tools, in registration order.
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 12] = [
     "echo",
     "greet",
     "greet_again",
@@ -63,6 +63,7 @@ const TOOLS: [&str; 11] = [
     "two_at_once",
     "sample",
     "progress",
+    "fails_with",
     "log",
     "mirrored",
     "slow",
@@ -1190,11 +1191,15 @@ async fn an_mcp_session_id_on_a_2026_request_is_ignored_even_when_malformed() {
     let http = Http::start().await;
     let mut post = Post::new(call26("echo", json!({"text": "hi"})));
     for id in ["one", "two"] {
-        post.headers.push(("mcp-session-id".to_owned(), id.to_owned()));
+        post.headers
+            .push(("mcp-session-id".to_owned(), id.to_owned()));
     }
     let (status, head, body) = raw_exchange(http.addr, &post.raw()).await;
     assert_eq!(status, 200, "{head}");
-    assert!(!head.to_ascii_lowercase().contains("mcp-session-id"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("mcp-session-id"),
+        "{head}"
+    );
     let reply: Value = serde_json::from_slice(&body).expect("a JSON body");
     assert_eq!(text(&reply), "hi");
 }
