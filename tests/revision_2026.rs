@@ -1205,6 +1205,19 @@ async fn an_mcp_session_id_on_a_2026_request_is_ignored_even_when_malformed() {
 }
 
 #[tokio::test]
+async fn a_repeated_protocol_version_of_this_revision_is_a_json_32020() {
+    let http = Http::start().await;
+    let mut post = Post::new(call26("echo", json!({"text": "hi"})));
+    post.headers
+        .push(("mcp-protocol-version".to_owned(), V.to_owned()));
+    let (status, head, body) = raw_exchange(http.addr, &post.raw()).await;
+    assert_eq!(status, 400, "{head}");
+    let reply: Value = serde_json::from_slice(&body).expect("a JSON-RPC error");
+    assert_eq!(code(&reply), -32020, "{reply}");
+    assert_eq!(reply["id"], Value::Null, "the body is not read: {reply}");
+}
+
+#[tokio::test]
 async fn a_mirrored_argument_header_must_match_its_argument() {
     let http = Http::start().await;
     let message = call26("mirrored", json!({"region": "us-west1"}));

@@ -670,14 +670,19 @@ impl McpService {
         };
         let dialects = self.0.server.inner().protocols;
         let head = sniff::head(parts);
+        let verdict = dialects.by_head(&head);
         if head.version_repeated {
-            let response = plain(
-                StatusCode::BAD_REQUEST,
-                "a request carries at most one MCP-Protocol-Version header",
-            );
+            // (The 2026-07-28 revision answers a header it cannot hold to
+            // the body in JSON, so that a client knows the revision.)
+            let response = match verdict.protocol {
+                ByHead::Revision2026 => revision_2026::repeated_version(),
+                _ => plain(
+                    StatusCode::BAD_REQUEST,
+                    "a request carries at most one MCP-Protocol-Version header",
+                ),
+            };
             return (response, Leftover::Unread(body));
         }
-        let verdict = dialects.by_head(&head);
         match parts.method {
             Method::POST => {}
             Method::GET | Method::DELETE if verdict.protocol == ByHead::Revision2026 => {

@@ -55,6 +55,19 @@ pub(super) fn not_allowed() -> Response<McpBody> {
     response
 }
 
+/// `400` with `-32020` (and no id: the body is not read) for a request
+/// of this revision whose `MCP-Protocol-Version` came more than once.
+pub(super) fn repeated_version() -> Response<McpBody> {
+    let error = RpcError::new(
+        ErrorCode::HEADER_MISMATCH,
+        "a request carries at most one MCP-Protocol-Version header",
+    );
+    json(
+        StatusCode::BAD_REQUEST,
+        Dialect::ModelContext.error(None, &error).bytes,
+    )
+}
+
 /// What the headers are checked against: the body's values, read once.
 #[derive(Deserialize, Default)]
 struct Mirrored<'a> {
