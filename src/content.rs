@@ -312,8 +312,9 @@ impl Content {
 ///
 /// - Model Context Protocol: `content` is the blocks — or, for structured
 ///   output alone, one text block with the output as compact JSON — and
-///   `structuredContent` is the structured output when the tool lists an
-///   `outputSchema` (an object schema).
+///   `structuredContent`, when the tool lists an `outputSchema` (an object
+///   schema), is the structured output, or for blocks alone
+///   `{"content": [blocks]}`, the value the schema was held to.
 /// - MCP v1.0: `output` is the structured output, or `{"content": [blocks]}`
 ///   for blocks alone.
 ///

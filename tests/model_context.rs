@@ -304,6 +304,42 @@ async fn structured_output_is_structured_content_plus_its_json_as_text() {
 }
 
 #[tokio::test]
+async fn blocks_from_a_tool_that_lists_an_output_schema_come_with_that_value_as_structured_content()
+{
+    // A client that validates structured output (the official SDKs' do)
+    // refuses a result without it, whatever its blocks.
+    let blocks = clawmcp::tool::rich_tool_fn(
+        clawmcp::definition::ToolDefinition {
+            mcp_id: "mcp://mc-test/tools/blocks".into(),
+            name: "blocks".into(),
+            description: "Blocks alone.".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({"type": "object", "required": ["content"]}),
+        },
+        |_args: Value, _ctx: clawmcp::ToolContext| async move {
+            Ok(clawmcp::ToolOutput::text("just text"))
+        },
+    );
+    let server = Server::builder()
+        .tools_provider(true)
+        .tool(blocks)
+        .build()
+        .unwrap();
+    let mut client = TestClient::model_context(&server, json!({})).await;
+    let listed = client.call("tools/list", None).await.unwrap();
+    assert_eq!(
+        listed["tools"][0]["outputSchema"]["required"],
+        json!(["content"])
+    );
+    let result = client.call_tool("blocks", json!({})).await.unwrap();
+    let text = json!([{"type": "text", "text": "just text"}]);
+    assert_eq!(
+        result,
+        json!({"content": text, "structuredContent": {"content": text}})
+    );
+}
+
+#[tokio::test]
 async fn rich_content_blocks_are_sent_as_the_schema_spells_them() {
     let (mut client, ..) = client().await;
     let result = client.call_tool("rich", json!({})).await.unwrap();

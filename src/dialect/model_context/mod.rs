@@ -899,7 +899,8 @@ pub(crate) fn encode_end_in(
 
 /// A `tools/call` result: the blocks — or the structured output as one
 /// compact JSON text block — and `structuredContent` when the tool lists
-/// an output schema.
+/// an output schema: its structured output, or for blocks alone
+/// `{"content": [blocks]}`, the value its schema held.
 fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply {
     let structured = output.structured_json();
     // Structured output alone, as the tool serialised it (a typed tool's):
@@ -927,11 +928,24 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply
         }
         (blocks, _) => blocks,
     };
+    // Blocks alone, from a tool that lists an output schema: the value
+    // checked against that schema, `{"content": [blocks]}` (MCP v1.0's
+    // `output`), is its structured content. A client that validates
+    // structured output refuses a result without it.
+    let wrapped;
+    let structured_content = match structured {
+        Some(json) => Some(json).filter(|s| lists_output && s.is_object()),
+        None if lists_output => {
+            wrapped = output.schema_value();
+            Some(StructuredJson::Value(&wrapped))
+        }
+        None => None,
+    };
     encode_result(
         id,
         &CallToolResult {
             content: blocks,
-            structured_content: structured.filter(|s| lists_output && s.is_object()),
+            structured_content,
             is_error: false,
         },
     )
