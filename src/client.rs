@@ -68,7 +68,8 @@ pub enum ClientError {
     /// is no way to ask the client anything.
     #[error("this session cannot carry requests to the client (MCP v1.0 has none)")]
     Unsupported,
-    /// The client did not declare the capability in `initialize`.
+    /// The client did not declare the capability in `initialize` (for an
+    /// elicitation: not with the form mode, which a form needs).
     #[error("the client did not declare the {0} capability")]
     CapabilityMissing(&'static str),
     /// No answer within the client request timeout.

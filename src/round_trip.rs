@@ -181,17 +181,17 @@ impl RoundTrip {
         self.log_level.is_some_and(|least| level >= least)
     }
 
-    /// Whether the client declared `capability`; when not, it is recorded
-    /// as missing (the request then fails with `-32021`).
-    pub(crate) fn declares(&self, capability: &'static str) -> bool {
-        if self.capabilities().contains_key(capability) {
-            return true;
+    /// What the client declared of `capability`; when nothing, it is
+    /// recorded as missing (the request then fails with `-32021`).
+    pub(crate) fn declared(&self, capability: &'static str) -> Option<&Value> {
+        let declared = self.capabilities().get(capability);
+        if declared.is_none() {
+            let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
+            if !missing.contains(&capability) {
+                missing.push(capability);
+            }
         }
-        let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
-        if !missing.contains(&capability) {
-            missing.push(capability);
-        }
-        false
+        declared
     }
 
     /// The key of a question: `named`, else the next unnamed one's.

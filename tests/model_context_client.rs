@@ -133,6 +133,29 @@ async fn a_capability_the_client_did_not_declare_is_a_clear_error_not_a_request(
 }
 
 #[tokio::test]
+async fn a_form_elicitation_goes_only_to_a_client_that_declared_the_form_mode() {
+    let (server, _, _) = server();
+    // Only URL mode: a form is a mode the client does not support.
+    let mut client = TestClient::model_context(&server, json!({"elicitation": {"url": {}}})).await;
+    let reply = client.call_tool("ask", json!({})).await.unwrap();
+    assert_eq!(
+        reply["content"][0]["text"],
+        "error: the client did not declare the elicitation capability"
+    );
+    assert_eq!(
+        client.collect(QUIET).await,
+        Vec::<Value>::new(),
+        "no request was sent"
+    );
+    // Form mode by name, beside URL mode: the form is sent.
+    let mut client =
+        TestClient::model_context(&server, json!({"elicitation": {"form": {}, "url": {}}})).await;
+    let request = start("ask", &mut client).await;
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["mode"], "form");
+}
+
+#[tokio::test]
 async fn in_an_mcp_v1_session_a_tool_asking_the_client_fails_unsupported() {
     let (server, _, _) = server();
     let mut client = TestClient::initialized(&server).await;

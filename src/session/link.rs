@@ -209,7 +209,7 @@ impl Link {
         if !shared.dialect.asks_on_session() || shared.client.get().is_none() {
             return Err(ClientError::Unsupported);
         }
-        request.check_capability(|capability| shared.capability(capability).is_some())?;
+        request.check_capability(shared.capability(request.capability()).as_ref())?;
         Ok(shared)
     }
 }
@@ -271,7 +271,7 @@ impl ClientLink for RoundLink {
     }
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
-        request.check_capability(|capability| self.round.declares(capability))
+        request.check_capability(self.round.declared(request.capability()))
     }
 
     async fn ask(

@@ -474,7 +474,7 @@ impl ClientLink for TaskLink {
     async fn log(&self, _: &RequestId, _: LogLevel, _: Box<RawValue>) {}
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
-        request.check_capability(|capability| self.0.capabilities.contains_key(capability))
+        request.check_capability(self.0.capabilities.get(request.capability()))
     }
 
     async fn ask(

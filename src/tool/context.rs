@@ -46,17 +46,23 @@ impl ClientRequest {
         }
     }
 
-    /// `Ok` when `declared` says the client declared the capability the
-    /// request needs, else [`ClientError::CapabilityMissing`] naming it.
-    pub(crate) fn check_capability(
-        self,
-        declared: impl FnOnce(&'static str) -> bool,
-    ) -> Result<(), ClientError> {
-        let capability = self.capability();
-        if declared(capability) {
+    /// `Ok` when `declared`, what the client declared of the capability
+    /// the request needs (`None`: nothing), lets the server send it, else
+    /// [`ClientError::CapabilityMissing`] naming it. An elicitation needs
+    /// the form mode, the one this server's requests use: declared by
+    /// name, or by an empty `elicitation` (as before modes existed). A
+    /// client that declared only `url` is sent none.
+    pub(crate) fn check_capability(self, declared: Option<&Value>) -> Result<(), ClientError> {
+        let lets = declared.is_some_and(|value| match self {
+            Self::Elicit => value
+                .as_object()
+                .is_none_or(|modes| modes.is_empty() || modes.contains_key("form")),
+            Self::Sample | Self::ListRoots => true,
+        });
+        if lets {
             Ok(())
         } else {
-            Err(ClientError::CapabilityMissing(capability))
+            Err(ClientError::CapabilityMissing(self.capability()))
         }
     }
 
