@@ -1136,6 +1136,14 @@ async fn a_protocol_version_header_that_is_not_text_is_a_header_mismatch_and_an_
     let body = json_reply(&http.post(post).await, StatusCode::BAD_REQUEST);
     assert_eq!(code(&body), -32022, "{body}");
     assert_eq!(body["error"]["data"]["requested"], "2099-01-01", "{body}");
+    // A notification too: the version is refused before the message's kind
+    // is looked at (a notification is otherwise taken with 202).
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1}});
+    let post = Post::new(notification).set("mcp-protocol-version", "2099-01-01");
+    let body = json_reply(&http.post(post).await, StatusCode::BAD_REQUEST);
+    assert_eq!(code(&body), -32022, "{body}");
+    assert_eq!(body["id"], Value::Null, "{body}");
 }
 
 #[tokio::test]

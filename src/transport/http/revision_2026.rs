@@ -155,6 +155,17 @@ impl McpService {
         version: HeadVersion<'_>,
         caller: &Caller,
     ) -> Response<McpBody> {
+        // A version this server does not speak at all is refused with the
+        // list of those it does, whatever the message: before its kind is
+        // looked at, and before its headers are held to its body.
+        if let HeadVersion::Unspoken(version) = version {
+            let id = match &message {
+                Incoming::Request { id, .. } => Some(id),
+                _ => None,
+            };
+            let reply = unsupported_version(id, version);
+            return json(status_of(reply.error), reply.bytes);
+        }
         let (id, method) = match &message {
             Incoming::Request { id, method, .. } => (id.clone(), method.as_ref()),
             // The revision has no client notifications over HTTP (closing a
@@ -188,15 +199,10 @@ impl McpService {
             }
         };
         tracing::trace!("<- {}", String::from_utf8_lossy(body));
-        // A version this server does not speak at all is refused with the
-        // list of those it does, before its headers are held to its body.
+        // (An unspoken version was refused above.)
         let header_version = match version {
             HeadVersion::Absent => Ok(None),
-            HeadVersion::Spoken(version) => Ok(Some(version)),
-            HeadVersion::Unspoken(version) => {
-                let reply = unsupported_version(Some(&id), version);
-                return json(status_of(reply.error), reply.bytes);
-            }
+            HeadVersion::Spoken(version) | HeadVersion::Unspoken(version) => Ok(Some(version)),
             HeadVersion::Unreadable(_) => Err(format!(
                 "the {PROTOCOL_VERSION} header has characters a header may not carry"
             )),
