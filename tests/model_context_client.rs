@@ -156,6 +156,37 @@ async fn a_form_elicitation_goes_only_to_a_client_that_declared_the_form_mode() 
 }
 
 #[tokio::test]
+async fn no_request_goes_to_the_client_before_its_initialized_notification() {
+    let (server, _, _) = server();
+    let mut client = TestClient::connect_model_context(&server).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": clawmcp::testing::MODEL_CONTEXT_VERSION,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+    let initialized = client.reply(&json!(1)).await;
+    assert!(initialized.get("result").is_some(), "{initialized}");
+    // A call before `initialized` (served, as the handshake rules allow)
+    // whose tool asks: the question waits for the notification.
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {"name": "ask"}}),
+        )
+        .await;
+    assert_eq!(
+        client.collect(QUIET).await,
+        Vec::<Value>::new(),
+        "nothing is sent before initialized"
+    );
+    client.notify("notifications/initialized", json!({})).await;
+    let request = client.next_request().await.expect("the question, now");
+    assert_eq!(request["method"], "elicitation/create");
+}
+
+#[tokio::test]
 async fn in_an_mcp_v1_session_a_tool_asking_the_client_fails_unsupported() {
     let (server, _, _) = server();
     let mut client = TestClient::initialized(&server).await;

@@ -55,6 +55,18 @@ impl Shared {
         params: &P,
         cancel: &Cancellation,
     ) -> Answer {
+        // No request goes to a client before its `initialized` (a tool
+        // called between `initialize` and `initialized` may ask): the
+        // request waits for it, within the client request timeout.
+        let timeout = self.server.limits.client_request_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        if !self.is_ready() {
+            tokio::select! {
+                () = self.until_ready() => {}
+                () = tokio::time::sleep_until(deadline) => return Err(ClientError::TimedOut(timeout)),
+                () = cancel.cancelled() => return Err(ClientError::Cancelled),
+            }
+        }
         let (id, answer) = self.peer.start()?;
         // The request's id is known only now: its client span (the one the
         // asking future runs in, feature `otel`) records it — that span
@@ -72,10 +84,9 @@ impl Shared {
             about: About::Related(related.clone()),
         })
         .await;
-        let timeout = self.server.limits.client_request_timeout;
         let outcome = tokio::select! {
             answer = answer => answer.unwrap_or(Err(ClientError::Gone)),
-            () = tokio::time::sleep(timeout) => Err(ClientError::TimedOut(timeout)),
+            () = tokio::time::sleep_until(deadline) => Err(ClientError::TimedOut(timeout)),
             () = cancel.cancelled() => Err(ClientError::Cancelled),
         };
         waiting.answered = !matches!(

@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     trace: AtomicU8,
     /// Past the client's `initialized`: server notifications may be sent.
     ready: AtomicBool,
+    /// Woken when `ready` is set: a request to the client waits for it.
+    readied: tokio::sync::Notify,
     /// Served `server/discover` before any `initialize`: until it
     /// initializes, its requests are read as 2026-07-28 ones.
     discovered: AtomicBool,
@@ -107,6 +109,7 @@ impl Shared {
             over_http: false,
             trace: AtomicU8::new(0),
             ready: AtomicBool::new(false),
+            readied: tokio::sync::Notify::new(),
             discovered: AtomicBool::new(false),
             cancellable: Mutex::new(HashMap::default()),
             registrations: AtomicU64::new(0),
@@ -370,7 +373,23 @@ impl Shared {
 
     pub(crate) fn set_ready(&self) {
         self.ready.store(true, Ordering::Release);
+        self.readied.notify_waiters();
         self.observed(Observed::State);
+    }
+
+    /// Returns once the session is past the handshake.
+    pub(crate) async fn until_ready(&self) {
+        loop {
+            let readied = self.readied.notified();
+            tokio::pin!(readied);
+            // Registered before the flag is read: a `set_ready` between
+            // the two still wakes it.
+            readied.as_mut().enable();
+            if self.is_ready() {
+                return;
+            }
+            readied.await;
+        }
     }
 
     /// Past the handshake: notifications of the server's own may be sent.
