@@ -230,13 +230,14 @@ impl Protocols {
     /// Context Protocol. Else the 2026-07-28 revision when its
     /// `MCP-Protocol-Version` names a version no session speaks
     /// (2026-07-28, one this server does not know, or a value that is not
-    /// visible ASCII), unless it names a session and a version this server
-    /// does not speak at all (or a value that is not visible ASCII): that is the
-    /// session's request, whose id is checked before its version. Else
-    /// Streamable HTTP when the server speaks only the Model Context
-    /// Protocol, or a session id, a protocol version, a method header or an
-    /// `Accept` naming event streams says so; MCP v1.0 otherwise. With it,
-    /// the verdict on the version, which nothing after works out again.
+    /// visible ASCII), unless it names a session and a version this
+    /// server does not speak at all (or a value that is not visible
+    /// ASCII): that is the session's request, whose id is checked before
+    /// its version. Else Streamable HTTP when the server speaks only the
+    /// Model Context Protocol, or a session id, a protocol version, a
+    /// method header or an `Accept` naming event streams says so; MCP v1.0
+    /// otherwise. With it, the verdict on the version, which nothing after
+    /// works out again.
     pub(crate) fn by_head<'a>(self, head: &HttpHead<'a>) -> HeadVerdict<'a> {
         let version = match head.version {
             None => HeadVersion::Absent,
@@ -256,9 +257,9 @@ impl Protocols {
         }
         let sessions_speak =
             matches!(version, HeadVersion::Spoken(v) if model_context::supported_over_http(v));
-        // With a session id, a version no form speaks (or bytes that are
-        // not text) is the session's request's, refused once its id is
-        // checked.
+        // With a session id, a version no form speaks (or a value that is
+        // not visible ASCII) is the session's request's, refused once its
+        // id is checked.
         let revision_2026 = match version {
             HeadVersion::Absent => false,
             HeadVersion::Spoken(_) => !sessions_speak,

@@ -504,8 +504,8 @@ pub(crate) enum Revision {
 /// it replaced by `-32602`) and `-32020` to `-32099` (which only the
 /// specification defines, each with its own meaning).
 fn is_tool_result(revision: Revision, code: ErrorCode) -> bool {
-    let forbidden =
-        code == ErrorCode::SERVER_NOT_INITIALIZED || (-32099..=-32020).contains(&code.0);
+    // (-32002 is "resource not found" to the revisions before.)
+    let forbidden = code.0 == -32002 || (-32099..=-32020).contains(&code.0);
     matches!(
         code,
         ErrorCode::TOOL_EXECUTION_FAILED | ErrorCode::INVALID_PARAMS

@@ -37,11 +37,10 @@ impl McpService {
     /// Reads the body until its first JSON value is complete, then serves it
     /// as `dialect::choice` says of its head (`head`) and its message (an
     /// `initialize` by the first value, any other by the whole body):
-    /// Streamable HTTP, a 2026-07-28 request, an MCP v1.0
-    /// streaming session (first message `initialize`) or a single
-    /// exchange. The body is read whole but for a streaming session: within
-    /// the body timeout in all, stalling no longer than the header-read
-    /// timeout.
+    /// Streamable HTTP, a 2026-07-28 request, an MCP v1.0 streaming
+    /// session (first message `initialize`) or a single exchange. The body
+    /// is read whole but for a streaming session: within the body timeout
+    /// in all, stalling no longer than the header-read timeout.
     pub(super) async fn post<B>(
         &self,
         parts: &Parts,
