@@ -187,6 +187,60 @@ async fn no_request_goes_to_the_client_before_its_initialized_notification() {
 }
 
 #[tokio::test]
+async fn a_context_kept_past_its_call_sends_the_client_nothing() {
+    use clawmcp::client::{ClientError, Elicitation, LogLevel};
+    let go = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (asked, mut late) = tokio::sync::mpsc::unbounded_channel();
+    let lingering = {
+        let go = go.clone();
+        clawmcp::tool::rich_tool_fn(
+            clawmcp::definition::ToolDefinition {
+                mcp_id: "mcp://mc-test/tools/linger".into(),
+                name: "linger".into(),
+                description: "Keeps its context past its call.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: json!({}),
+            },
+            move |_args: Value, ctx: clawmcp::ToolContext| {
+                let (go, asked) = (go.clone(), asked.clone());
+                async move {
+                    tokio::spawn(async move {
+                        go.notified().await;
+                        ctx.progress(1.0, None, Some("late")).await;
+                        ctx.log(LogLevel::Error, "late").await;
+                        let answer = ctx.elicit(Elicitation::new("Still there?")).await;
+                        let _ = asked.send(answer.err());
+                    });
+                    Ok(clawmcp::ToolOutput::text("done"))
+                }
+            },
+        )
+    };
+    let server = clawmcp::Server::builder()
+        .tools_provider(true)
+        .tool(lingering)
+        .build()
+        .unwrap();
+    let mut client = TestClient::model_context(&server, json!({"elicitation": {}})).await;
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "linger", "_meta": {"progressToken": "p"}}}))
+        .await;
+    assert_eq!(text(&client.reply(&json!(9)).await), "done");
+    go.notify_one();
+    assert_eq!(
+        late.recv().await.flatten(),
+        Some(ClientError::Cancelled),
+        "a question after the request ended is not sent"
+    );
+    assert_eq!(
+        client.collect(QUIET).await,
+        Vec::<Value>::new(),
+        "no progress, log line or request after the reply"
+    );
+}
+
+#[tokio::test]
 async fn in_an_mcp_v1_session_a_tool_asking_the_client_fails_unsupported() {
     let (server, _, _) = server();
     let mut client = TestClient::initialized(&server).await;

@@ -533,6 +533,11 @@ impl Job {
             Some(Ok(result)) => Ended::Finished(result),
             Some(Err(panic)) => Ended::Panicked(panic),
         };
+        // A context the tool kept past its call sends the client nothing
+        // from now on.
+        if let Some(cancel) = &self.cancel {
+            cancel.end();
+        }
         let failure = self.traced.failure_of(&ended);
         let reply = self.dialect.encode_end(shared, &self.id, ended, &self.info);
         self.traced.ended(reply.as_ref(), failure);

@@ -367,9 +367,11 @@ impl ToolContext {
     /// Reports progress (`notifications/progress`) when the request asked
     /// for it (`_meta.progressToken`); otherwise, and in MCP v1.0, does
     /// nothing. `progress` must grow with each call: a value not above the
-    /// last one sent is dropped.
+    /// last one sent is dropped. Once the request has ended (a context
+    /// kept past its call) nothing is sent: progress refers only to a
+    /// request in flight.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(link) = &self.link {
+        if let Some(link) = self.live_link() {
             link.progress(&self.request_id, progress, total, message)
                 .await;
         }
@@ -380,7 +382,7 @@ impl ToolContext {
     /// the client sets one). In MCP v1.0 it does nothing: log through
     /// `tracing` as well for the server's own log.
     pub async fn log(&self, level: LogLevel, data: impl Serialize) {
-        let Some(link) = self.link.as_ref().filter(|link| link.logs(level)) else {
+        let Some(link) = self.live_link().filter(|link| link.logs(level)) else {
             return;
         };
         match serde_json::value::to_raw_value(&data) {
@@ -592,14 +594,24 @@ impl ToolContext {
     /// ([`crate::task`]): its `statusMessage`, which `tasks/get` shows.
     /// Nothing happens for a call answered in its own request.
     pub async fn set_status_message(&self, message: impl Into<String>) {
-        if let Some(link) = &self.link {
+        if let Some(link) = self.live_link() {
             link.status(message.into()).await;
         }
     }
 
-    /// The link, when it can carry `request` now.
+    /// The link while the request is in flight: a context kept past its
+    /// call sends the client nothing.
+    fn live_link(&self) -> Option<&Arc<dyn ClientLink>> {
+        self.link.as_ref().filter(|_| !self.cancel.has_ended())
+    }
+
+    /// The link, when it can carry `request` now (`Cancelled` once the
+    /// request has ended).
     fn link_for(&self, request: ClientRequest) -> Result<&dyn ClientLink, ClientError> {
         let link = self.link.as_deref().ok_or(ClientError::Unsupported)?;
+        if self.cancel.has_ended() {
+            return Err(ClientError::Cancelled);
+        }
         link.can_ask(request)?;
         Ok(link)
     }
@@ -677,6 +689,9 @@ struct CancelState {
     /// 0 while not cancelled, else the [`CancelReason`] that came first.
     reason: AtomicU8,
     wake: Notify,
+    /// The request has ended (its reply, if any, is made): a context kept
+    /// past it sends the client nothing.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 /// Why a request was stopped.
@@ -716,6 +731,16 @@ impl Cancellation {
             4 => Some(CancelReason::Gone),
             _ => None,
         }
+    }
+
+    /// Marks the request ended: its reply is made.
+    pub(crate) fn end(&self) {
+        self.0.ended.store(true, Ordering::Release);
+    }
+
+    /// Whether the request has ended.
+    pub(crate) fn has_ended(&self) -> bool {
+        self.0.ended.load(Ordering::Acquire)
     }
 
     /// Whether the signal fired.
