@@ -154,9 +154,15 @@ fn visit(
         false => format!("property '{}'", path.join(".")),
     };
     if let Some(annotation) = schema.get(ANNOTATION) {
-        if !reachable || path.is_empty() {
+        if reachable && path.is_empty() {
             return Err(format!(
-                "{ANNOTATION} at {} is not on a property reached through 'properties' alone",
+                "{ANNOTATION} on the schema's root marks no property"
+            ));
+        }
+        if !reachable {
+            return Err(format!(
+                "{ANNOTATION} under {} is off the chain of 'properties' from the root \
+                 (under items, anyOf, $defs or the like)",
                 at()
             ));
         }
