@@ -72,10 +72,14 @@ pub enum ClientError {
     /// elicitation: not with the form mode, which a form needs).
     #[error("the client did not declare the {0} capability")]
     CapabilityMissing(&'static str),
-    /// No answer within the client request timeout.
+    /// No answer within the client request timeout (which counts from
+    /// the ask, a wait for the client's `notifications/initialized`
+    /// included).
     #[error("the client did not answer within {0:?}")]
     TimedOut(Duration),
-    /// The tool's request was cancelled (or ran past its time limit) first.
+    /// The tool's request was cancelled (or ran past its time limit)
+    /// first, or had already ended: a context kept past its call asks
+    /// nothing.
     #[error("the request was cancelled before the client answered")]
     Cancelled,
     /// The client went away, or its input ended, before it answered.

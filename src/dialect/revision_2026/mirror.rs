@@ -31,6 +31,16 @@ const HEADER_PREFIX: &str = "mcp-param-";
 /// data, whatever its keys.
 const INSTANCE_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
 
+/// Keywords whose value maps names to schemas: each entry is a schema,
+/// whatever its name (`$defs` may define one called `properties`).
+const SCHEMA_MAPS: &[&str] = &[
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+];
+
 /// One mirrored argument of a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mirror {
@@ -212,8 +222,15 @@ fn visit(
     let others = schema
         .iter()
         .filter(|(key, _)| *key != "properties" && !INSTANCE_KEYWORDS.contains(&key.as_str()));
-    for (_, value) in others {
-        visit_all(value, path, mirrors)?;
+    for (key, value) in others {
+        match value.as_object() {
+            Some(entries) if SCHEMA_MAPS.contains(&key.as_str()) => {
+                for entry in entries.values() {
+                    visit_all(entry, path, mirrors)?;
+                }
+            }
+            _ => visit_all(value, path, mirrors)?,
+        }
     }
     Ok(())
 }
@@ -398,6 +415,14 @@ mod tests {
                 "under a keyword this does not know",
                 json!({"type": "object", "x-vendor": {"nested": [{"x-mcp-header": "V"}]}}),
             ),
+            (
+                "on a definition named properties",
+                json!({"type": "object", "$defs": {"properties": {"type": "string", "x-mcp-header": "P"}}}),
+            ),
+            (
+                "on a definition named default",
+                json!({"type": "object", "$defs": {"default": {"type": "string", "x-mcp-header": "D"}}}),
+            ),
         ];
         for (what, schema) in refused {
             assert!(mirrors(schema.clone()).is_err(), "{what}: {schema}");
@@ -411,6 +436,9 @@ mod tests {
             "examples": [{"x-mcp-header": "NorThis"}]
         }}});
         assert_eq!(mirrors(data), Ok(Vec::new()));
+        // A definition's name is a name, not a keyword.
+        let named = json!({"type": "object", "$defs": {"x-mcp-header": {"type": "string"}}});
+        assert_eq!(mirrors(named), Ok(Vec::new()));
     }
 
     #[test]

@@ -161,6 +161,7 @@ impl McpService {
         if let HeadVersion::Unspoken(version) = version {
             let id = match &message {
                 Incoming::Request { id, .. } => Some(id),
+                Incoming::Invalid { id, .. } => (*id != RequestId::Null).then_some(id),
                 _ => None,
             };
             let reply = unsupported_version(id, version);
