@@ -186,12 +186,18 @@ impl RoundTrip {
     pub(crate) fn declared(&self, capability: &'static str) -> Option<&Value> {
         let declared = self.capabilities().get(capability);
         if declared.is_none() {
-            let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
-            if !missing.contains(&capability) {
-                missing.push(capability);
-            }
+            self.lacks(capability);
         }
         declared
+    }
+
+    /// Records `capability` as missing: declared too little, or not at
+    /// all (the request then fails with `-32021`).
+    pub(crate) fn lacks(&self, capability: &'static str) {
+        let mut missing = self.missing.lock().unwrap_or_else(PoisonError::into_inner);
+        if !missing.contains(&capability) {
+            missing.push(capability);
+        }
     }
 
     /// The key of a question: `named`, else the next unnamed one's.

@@ -1732,7 +1732,25 @@ async fn over_http_a_missing_capability_is_400_with_32021() {
     assert_eq!(code(&body), -32021, "{body}");
     assert_eq!(
         body["error"]["data"]["requiredCapabilities"],
-        json!({"elicitation": {}}),
+        json!({"elicitation": {"form": {}}}),
+        "{body}"
+    );
+    // Declared, but only URL mode: a form still needs the form mode.
+    let message = rpc(
+        "tools/call",
+        with_meta(
+            call_params("greet", json!({})),
+            meta_with(json!({"elicitation": {"url": {}}})),
+        ),
+    );
+    let body = json_reply(
+        &http.post(Post::new(message)).await,
+        StatusCode::BAD_REQUEST,
+    );
+    assert_eq!(code(&body), -32021, "{body}");
+    assert_eq!(
+        body["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}}),
         "{body}"
     );
 }

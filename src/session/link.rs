@@ -282,7 +282,12 @@ impl ClientLink for RoundLink {
     }
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
-        request.check_capability(self.round.declared(request.capability()))
+        let checked = request.check_capability(self.round.declared(request.capability()));
+        // (Declared, but without what the request needs: the form mode.)
+        if checked.is_err() {
+            self.round.lacks(request.capability());
+        }
+        checked
     }
 
     async fn ask(

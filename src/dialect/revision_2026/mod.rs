@@ -856,9 +856,13 @@ pub(crate) fn encode_end(
 
 /// `-32021` naming the capabilities the request needed.
 fn missing_capability(id: &RequestId, missing: &[&str]) -> Reply {
+    // An elicitation is a form: the client must declare that mode.
     let required: Map<String, Value> = missing
         .iter()
-        .map(|name| ((*name).to_owned(), json!({})))
+        .map(|&name| match name {
+            "elicitation" => (name.to_owned(), json!({"form": {}})),
+            _ => (name.to_owned(), json!({})),
+        })
         .collect();
     encode_error_with(
         Some(id),
