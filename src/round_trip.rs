@@ -181,14 +181,9 @@ impl RoundTrip {
         self.log_level.is_some_and(|least| level >= least)
     }
 
-    /// What the client declared of `capability`; when nothing, it is
-    /// recorded as missing (the request then fails with `-32021`).
+    /// What the client declared of `capability` (`None`: nothing).
     pub(crate) fn declared(&self, capability: &'static str) -> Option<&Value> {
-        let declared = self.capabilities().get(capability);
-        if declared.is_none() {
-            self.lacks(capability);
-        }
-        declared
+        self.capabilities().get(capability)
     }
 
     /// Records `capability` as missing: declared too little, or not at

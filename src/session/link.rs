@@ -283,7 +283,8 @@ impl ClientLink for RoundLink {
 
     fn can_ask(&self, request: ClientRequest) -> Result<(), ClientError> {
         let checked = request.check_capability(self.round.declared(request.capability()));
-        // (Declared, but without what the request needs: the form mode.)
+        // Not declared, or declared without what the request needs (the
+        // form mode): the request then fails with `-32021`.
         if checked.is_err() {
             self.round.lacks(request.capability());
         }
