@@ -97,8 +97,8 @@ impl Shared {
     }
 
     /// The client's capability `name`, when it declared it.
-    fn capability(&self, name: &str) -> Option<Value> {
-        self.client.get()?.capabilities.get(name).cloned()
+    fn capability(&self, name: &str) -> Option<&Value> {
+        self.client.get()?.capabilities.get(name)
     }
 }
 
@@ -220,7 +220,7 @@ impl Link {
         if !shared.dialect.asks_on_session() || shared.client.get().is_none() {
             return Err(ClientError::Unsupported);
         }
-        request.check_capability(shared.capability(request.capability()).as_ref())?;
+        request.check_capability(shared.capability(request.capability()))?;
         Ok(shared)
     }
 }

@@ -44,7 +44,7 @@ use crate::tool::CancelReason;
 use schema::{
     CallToolResult, CancelledParams, CompleteParams, CompleteResult, CompletionBody,
     GetPromptParams, GetPromptResult, InitializeParams, InitializeResult, ListParams,
-    ReadResourceResult, Reference, SetLevelParams, UriParams,
+    ReadResourceResult, Reference, SetLevelParams, StructuredContent, UriParams,
 };
 
 /// Method and notification names.
@@ -932,13 +932,11 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply
     // checked against that schema, `{"content": [blocks]}` (MCP v1.0's
     // `output`), is its structured content. A client that validates
     // structured output refuses a result without it.
-    let wrapped;
     let structured_content = match structured {
-        Some(json) => Some(json).filter(|s| lists_output && s.is_object()),
-        None if lists_output => {
-            wrapped = output.schema_value();
-            Some(StructuredJson::Value(&wrapped))
-        }
+        Some(json) => Some(json)
+            .filter(|s| lists_output && s.is_object())
+            .map(StructuredContent::Output),
+        None if lists_output => Some(StructuredContent::Blocks(output.blocks())),
         None => None,
     };
     encode_result(
@@ -1051,7 +1049,9 @@ mod tests {
             id,
             &CallToolResult {
                 content: text.as_ref().map_or(output.blocks(), |t| &t[..]),
-                structured_content: structured.filter(|s| lists_output && s.is_object()),
+                structured_content: structured
+                    .filter(|s| lists_output && s.is_object())
+                    .map(StructuredContent::Output),
                 is_error: false,
             },
         )

@@ -201,9 +201,31 @@ pub(super) struct Prompt<'a> {
 pub(super) struct CallToolResult<'a> {
     pub(super) content: &'a [Content],
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) structured_content: Option<StructuredJson<'a>>,
+    pub(super) structured_content: Option<StructuredContent<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) is_error: bool,
+}
+
+/// A `tools/call` result's `structuredContent`: the tool's structured
+/// output, or for blocks alone `{"content": [blocks]}` (the value its
+/// output schema held), written from the blocks with no value built.
+pub(super) enum StructuredContent<'a> {
+    Output(StructuredJson<'a>),
+    Blocks(&'a [Content]),
+}
+
+impl Serialize for StructuredContent<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Self::Output(output) => output.serialize(serializer),
+            Self::Blocks(blocks) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("content", blocks)?;
+                map.end()
+            }
+        }
+    }
 }
 
 /// The result of `resources/read`.
