@@ -380,7 +380,8 @@ def hand_written_impls():
 
 TRAIT_OF = {"clone": {"Clone"}, "eq": {"PartialEq"}, "ne": {"PartialEq"},
             "default": {"Default"}, "deref": {"Deref"}, "hash": {"Hash"},
-            "fmt": {"Debug", "Display"}}
+            "fmt": {"Debug", "Display"}, "partial_cmp": {"PartialOrd"},
+            "cmp": {"Ord"}}
 
 
 def derived(function, hand_written):

@@ -365,6 +365,68 @@ async fn rich_content_blocks_are_sent_as_the_schema_spells_them() {
 }
 
 #[tokio::test]
+async fn an_older_session_gets_results_in_the_shapes_of_its_version() {
+    let (server, _, _) = server();
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let mut client = TestClient::connect_model_context(&server).await;
+        let result = client.initialize_model_context(init(version)).await;
+        let since_2025_03_26 = version >= "2025-03-26";
+        let since_2025_06_18 = version >= "2025-06-18";
+        // `completions` is a capability from 2025-03-26 on.
+        assert_eq!(
+            result["capabilities"].get("completions").is_some(),
+            since_2025_03_26,
+            "{version}"
+        );
+        // No output schema is listed, nor structured content sent, before
+        // 2025-06-18: the output is its JSON text.
+        let tools = client.call("tools/list", None).await.unwrap();
+        let echo = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "echo")
+            .unwrap();
+        assert_eq!(
+            echo.get("outputSchema").is_some(),
+            since_2025_06_18,
+            "{version}"
+        );
+        let echoed = client
+            .call_tool("echo", json!({"message": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            echoed.get("structuredContent").is_some(),
+            since_2025_06_18,
+            "{version}"
+        );
+        assert_eq!(
+            echoed["content"],
+            json!([{"type": "text", "text": r#"{"message":"hi"}"#}])
+        );
+        // Before 2025-06-18 a resource link is a text block holding it;
+        // before 2025-03-26 an audio block is a text block saying it was
+        // left out.
+        let rich = client.call_tool("rich", json!({})).await.unwrap();
+        let link = &rich["content"][4];
+        let audio = &rich["content"][2];
+        if since_2025_06_18 {
+            assert_eq!(link["type"], "resource_link", "{version}");
+        } else {
+            let text = link["text"].as_str().unwrap();
+            let held: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                held,
+                json!({"type": "resource_link", "uri": LOGO, "name": "logo"})
+            );
+        }
+        let audio_kind = if since_2025_03_26 { "audio" } else { "text" };
+        assert_eq!(audio["type"], audio_kind, "{version}: {audio}");
+    }
+}
+
+#[tokio::test]
 async fn a_tool_failure_is_an_is_error_result_with_its_text() {
     let (mut client, ..) = client().await;
     let result = client.call_tool("fail", json!({})).await.unwrap();

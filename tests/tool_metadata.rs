@@ -158,3 +158,70 @@ async fn mcp_v1_lists_stay_as_they_were() {
         "{erase}"
     );
 }
+
+/// The keys of an item, sorted.
+fn keys(item: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = item
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.sort_unstable();
+    keys
+}
+
+#[tokio::test]
+async fn a_session_lists_only_the_members_its_negotiated_version_has() {
+    let server = server();
+    // Newest last: a session of an older version must not change what a
+    // later one is listed.
+    for (version, tool, prompt) in [
+        (
+            "2024-11-05",
+            &["description", "inputSchema", "name"][..],
+            &["name"][..],
+        ),
+        (
+            "2025-03-26",
+            &["annotations", "description", "inputSchema", "name"],
+            &["name"],
+        ),
+        (
+            "2025-06-18",
+            &["annotations", "description", "inputSchema", "name", "title"],
+            &["name", "title"],
+        ),
+        (
+            "2025-11-25",
+            &[
+                "annotations",
+                "description",
+                "icons",
+                "inputSchema",
+                "name",
+                "title",
+            ],
+            &["icons", "name", "title"],
+        ),
+    ] {
+        let mut client = TestClient::connect_model_context(&server).await;
+        let init = json!({"protocolVersion": version, "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "1"}});
+        let result = client.initialize_model_context(init).await;
+        assert_eq!(result["protocolVersion"], version);
+        let tools = client.call("tools/list", None).await.expect("tools/list");
+        assert_eq!(keys(named(&tools, "tools", "erase")), tool, "{version}");
+        let prompts = client.call("prompts/list", None).await.expect("prompts");
+        assert_eq!(
+            keys(named(&prompts, "prompts", "plan")),
+            prompt,
+            "{version}"
+        );
+        let templates = client
+            .call("resources/templates/list", None)
+            .await
+            .expect("templates");
+        let files = named(&templates, "resourceTemplates", "files");
+        let since_2025_06_18 = version >= "2025-06-18";
+        assert_eq!(files.get("title").is_some(), since_2025_06_18, "{version}");
+    }
+}

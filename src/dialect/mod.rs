@@ -44,7 +44,7 @@ pub(crate) use listing::{Blueprint, Listings};
 /// The Model Context Protocol's method names, and the versions a session
 /// of it speaks (newest first) over HTTP.
 #[cfg(feature = "http")]
-pub(crate) use model_context::{VERSIONS as SESSION_VERSIONS, methods};
+pub(crate) use model_context::methods;
 pub(crate) use revision_2026::seal::{RequestStateKeys, keys_from_hex};
 #[cfg(feature = "http")]
 pub(crate) use revision_2026::tasks::is_method as is_task_method;
@@ -243,10 +243,31 @@ impl ServerInner {
 /// The client, as its `initialize` described it (Model Context Protocol).
 #[derive(Debug, Clone)]
 pub(crate) struct ClientInfo {
-    /// The negotiated protocol version.
-    pub(crate) version: &'static str,
+    /// The negotiated protocol version, whose shapes the session's
+    /// replies take.
+    pub(crate) revision: model_context::Revision,
     /// The client's declared capabilities.
     pub(crate) capabilities: Value,
+}
+
+impl ClientInfo {
+    /// The negotiated protocol version, as `protocolVersion` wrote it.
+    #[cfg(any(feature = "http", feature = "otel"))]
+    pub(crate) fn version(&self) -> &'static str {
+        self.revision.as_str()
+    }
+
+    /// The client of a session another process saved, if it negotiated a
+    /// version this server speaks over HTTP.
+    #[cfg(feature = "http")]
+    pub(crate) fn saved(version: &str, capabilities: Value) -> Option<Self> {
+        let revision =
+            model_context::Revision::of_session(version).filter(|r| r.is_served_over_http())?;
+        Some(Self {
+            revision,
+            capabilities,
+        })
+    }
 }
 
 /// The resources a Model Context Protocol client subscribed to, by URI.
@@ -536,7 +557,10 @@ impl Dialect {
         let mut step = match dialect.admit(phase, method, request.id) {
             Admission::Serve => match dialect {
                 Self::McpV1 => v1::route(&listing, request),
-                Self::ModelContext => model_context::route(&listing, request),
+                Self::ModelContext => {
+                    let revision = model_context::revision_of(session);
+                    model_context::route(revision, &listing, request)
+                }
                 Self::Revision2026 => revision_2026::route(session, &listing, request),
             },
             Admission::Reject(error) => Step::Reply(dialect.error(Some(request.id), &error)),
@@ -589,7 +613,9 @@ impl Dialect {
     ) -> Option<Reply> {
         match self {
             Self::McpV1 => Some(v1::encode_end(id, ended, job)),
-            Self::ModelContext => model_context::encode_end(id, ended, job),
+            Self::ModelContext => {
+                model_context::encode_end(model_context::revision_of(session), id, ended, job)
+            }
             Self::Revision2026 => revision_2026::encode_end(session.server(), id, ended, job),
         }
     }

@@ -97,7 +97,7 @@ impl Traced {
     /// Records what the dialect read: the protocol version the request
     /// speaks, and its target (the tool, prompt or resource it names).
     pub(crate) fn routed(&self, shared: &Shared, method: &str, routed: &Routed) {
-        use crate::dialect::{Change, Step};
+        use crate::dialect::{Change, ClientInfo, Step};
         use crate::engine::Work;
         use crate::trace_context::{Target, target, version};
 
@@ -109,8 +109,8 @@ impl Traced {
             .dialect
             .fixed_version()
             .or_else(|| match &routed.step {
-                Step::Initialized(_, Change::Client(client)) => Some(client.version),
-                _ => shared.client.get().map(|c| c.version),
+                Step::Initialized(_, Change::Client(client)) => Some(client.version()),
+                _ => shared.client.get().map(ClientInfo::version),
             });
         if let Some(spoken) = spoken {
             version(&self.span, spoken);

@@ -7,13 +7,17 @@
 //! a cancelled request gets no response at all.
 
 mod cursor;
+mod revision;
 mod schema;
 pub(crate) mod to_client;
+
+pub(crate) use revision::Revision;
 
 use crate::dialect::Listing;
 use crate::handle::{ListKind, Push};
 use crate::jsonrpc::{RawText, Reply};
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::json;
@@ -77,18 +81,11 @@ pub(crate) mod methods {
     pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 }
 
-/// The versions served over any transport, newest first.
-pub(crate) const VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-/// Served on stdio only: over HTTP it meant the retired HTTP+SSE transport.
-const STDIO_ONLY_VERSION: &str = "2024-11-05";
-/// The only version that allows batches.
-const BATCH_VERSION: &str = "2025-03-26";
-
 /// Whether `version` is one this server speaks over Streamable HTTP (the
 /// `MCP-Protocol-Version` header's check).
 #[cfg(feature = "http")]
 pub(crate) fn supported_over_http(version: &str) -> bool {
-    VERSIONS.contains(&version)
+    Revision::of_session(version).is_some_and(Revision::is_served_over_http)
 }
 
 /// Whether the first message of a body is this protocol's, by its method
@@ -119,19 +116,77 @@ pub(crate) struct Provides {
     pub(crate) completions: bool,
 }
 
-/// The capabilities and the pages of every list, serialised once at build.
+/// The capabilities and the pages of every list, serialised once at build
+/// in the latest revision's shapes, and for an older revision when a
+/// session of it first asks.
 pub(crate) struct Lists {
     pub(crate) provides: Provides,
     capabilities: Box<RawValue>,
+    /// The capabilities without `completions`, which 2024-11-05 lacks.
+    capabilities_2024_11_05: Box<RawValue>,
     /// The capabilities `server/discover` lists (2026-07-28).
     revision_2026_capabilities: Box<RawValue>,
     server_info: Box<RawValue>,
     instructions: Option<String>,
+    /// In 2025-11-25's shapes (2026-07-28's too).
+    pages: Pages,
+    /// In 2024-11-05's, 2025-03-26's and 2025-06-18's, by `older`.
+    older_pages: [OnceLock<Pages>; 3],
+    page_size: usize,
+}
+
+/// The four lists, cut into pages, in one revision's shapes.
+struct Pages {
     tools: Vec<Box<RawValue>>,
     resources: Vec<Box<RawValue>>,
     templates: Vec<Box<RawValue>>,
     prompts: Vec<Box<RawValue>>,
-    page_size: usize,
+}
+
+impl Pages {
+    fn build(catalog: &Catalog, revision: Revision, page_size: usize) -> Self {
+        let tools: Vec<_> = catalog
+            .tools
+            .iter()
+            .map(|t| tool_item(t, revision))
+            .collect();
+        let resources: Vec<_> = catalog
+            .resources
+            .iter()
+            .map(|(info, resource)| resource_item(info, &**resource, revision))
+            .collect();
+        let templates: Vec<_> = (catalog.templates.iter())
+            .map(|t| template_item(t, revision))
+            .collect();
+        let prompts: Vec<_> = (catalog.prompts.iter())
+            .map(|p| prompt_item(p, revision))
+            .collect();
+        Self {
+            tools: pages("tools", &tools, page_size),
+            resources: pages("resources", &resources, page_size),
+            templates: pages("resourceTemplates", &templates, page_size),
+            prompts: pages("prompts", &prompts, page_size),
+        }
+    }
+
+    fn of(&self, kind: PagedList) -> &[Box<RawValue>] {
+        match kind {
+            PagedList::Tools => &self.tools,
+            PagedList::Resources => &self.resources,
+            PagedList::Templates => &self.templates,
+            PagedList::Prompts => &self.prompts,
+        }
+    }
+}
+
+/// The place of an older revision's pages in `Lists::older_pages`.
+fn older(revision: Revision) -> Option<usize> {
+    match revision {
+        Revision::V2024_11_05 => Some(0),
+        Revision::V2025_03_26 => Some(1),
+        Revision::V2025_06_18 => Some(2),
+        Revision::V2025_11_25 | Revision::V2026_07_28 => None,
+    }
 }
 
 /// Which list a method pages through.
@@ -164,6 +219,15 @@ impl Lists {
     pub(crate) fn instructions(&self) -> Option<&str> {
         self.instructions.as_deref()
     }
+
+    /// The pages in `revision`'s shapes; `catalog` is the one they were
+    /// built from (the same listing's).
+    fn pages(&self, catalog: &Catalog, revision: Revision) -> &Pages {
+        match older(revision).and_then(|i| self.older_pages.get(i)) {
+            Some(cell) => cell.get_or_init(|| Pages::build(catalog, revision, self.page_size)),
+            None => &self.pages,
+        }
+    }
 }
 
 /// The pages of a list that a request sees: the ones cached at build, or,
@@ -174,28 +238,28 @@ fn seen<'a>(
     catalog: &Catalog,
     principal: Option<&Principal>,
     kind: PagedList,
+    revision: Revision,
 ) -> Cow<'a, [Box<RawValue>]> {
     let access = &catalog.access;
     let Some(principal) = principal.filter(|_| access.hide_unusable) else {
-        return Cow::Borrowed(match kind {
-            PagedList::Tools => &lists.tools,
-            PagedList::Resources => &lists.resources,
-            PagedList::Templates => &lists.templates,
-            PagedList::Prompts => &lists.prompts,
-        });
+        return Cow::Borrowed(lists.pages(catalog, revision).of(kind));
     };
     let shows = |item| access.shows(Some(principal), item);
     let (key, size) = (kind.key(), lists.page_size);
     Cow::Owned(match kind {
         PagedList::Tools => {
-            let items = super::visible(&catalog.tools, |i| shows(Item::Tool(i)), tool_item);
+            let items = super::visible(
+                &catalog.tools,
+                |i| shows(Item::Tool(i)),
+                |t| tool_item(t, revision),
+            );
             pages(key, &items, size)
         }
         PagedList::Resources => {
             let items = super::visible(
                 &catalog.resources,
                 |i| shows(Item::Resource(i)),
-                |r| resource_item(&r.0, &*r.1),
+                |r| resource_item(&r.0, &*r.1, revision),
             );
             pages(key, &items, size)
         }
@@ -203,65 +267,97 @@ fn seen<'a>(
             let items = super::visible(
                 &catalog.templates,
                 |i| shows(Item::Template(i)),
-                template_item,
+                |t| template_item(t, revision),
             );
             pages(key, &items, size)
         }
         PagedList::Prompts => {
-            let items = super::visible(&catalog.prompts, |i| shows(Item::Prompt(i)), prompt_item);
+            let items = super::visible(
+                &catalog.prompts,
+                |i| shows(Item::Prompt(i)),
+                |p| prompt_item(p, revision),
+            );
             pages(key, &items, size)
         }
     })
 }
 
-fn tool_item(t: &CompiledTool) -> schema::Tool<'_> {
+/// A tool as `revision` lists it: `title`, `outputSchema` and `_meta`
+/// from 2025-06-18, `annotations` from 2025-03-26, `icons` from
+/// 2025-11-25.
+fn tool_item(t: &CompiledTool, revision: Revision) -> schema::Tool<'_> {
+    let since_2025_06_18 = revision.has_structured_content();
     schema::Tool {
         name: &t.definition.name,
-        title: t.metadata.title.as_deref(),
+        title: t.metadata.title.as_deref().filter(|_| since_2025_06_18),
         description: &t.definition.description,
         input_schema: &t.definition.input_schema,
-        output_schema: t.lists_output.then_some(&t.definition.output_schema),
-        annotations: t.metadata.annotations.as_ref(),
-        icons: &t.metadata.icons,
-        meta: t
-            .metadata
-            .app
-            .as_ref()
+        output_schema: (t.lists_output && since_2025_06_18).then_some(&t.definition.output_schema),
+        annotations: (t.metadata.annotations.as_ref()).filter(|_| revision.has_tool_annotations()),
+        icons: if revision.has_icons() {
+            &t.metadata.icons
+        } else {
+            &[]
+        },
+        meta: (t.metadata.app.as_ref())
+            .filter(|_| since_2025_06_18)
             .map(crate::definition::ToolApp::meta),
     }
 }
 
-fn resource_item<'a>(info: &'a ResourceInfo, resource: &dyn Resource) -> schema::Resource<'a> {
+/// A resource as `revision` lists it: `title` and `_meta` from
+/// 2025-06-18, `icons` from 2025-11-25.
+fn resource_item<'a>(
+    info: &'a ResourceInfo,
+    resource: &dyn Resource,
+    revision: Revision,
+) -> schema::Resource<'a> {
     let presentation = resource.presentation();
+    let since_2025_06_18 = revision.has_structured_content();
     schema::Resource {
         uri: &info.mcp_id,
         name: &info.name,
-        title: presentation.title,
+        title: presentation.title.filter(|_| since_2025_06_18),
         description: &info.description,
         mime_type: &info.media_type,
-        icons: presentation.icons,
-        meta: resource.meta(),
+        icons: if revision.has_icons() {
+            presentation.icons
+        } else {
+            Vec::new()
+        },
+        meta: resource.meta().filter(|_| since_2025_06_18),
     }
 }
 
-fn template_item(t: &ResourceTemplate) -> schema::ResourceTemplate<'_> {
+/// A template as `revision` lists it (as a resource is).
+fn template_item(t: &ResourceTemplate, revision: Revision) -> schema::ResourceTemplate<'_> {
     schema::ResourceTemplate {
         uri_template: t.template.as_str(),
         name: &t.name,
-        title: t.presentation.title.as_deref(),
+        title: (t.presentation.title.as_deref()).filter(|_| revision.has_structured_content()),
         description: &t.description,
         mime_type: &t.mime_type,
-        icons: &t.presentation.icons,
+        icons: if revision.has_icons() {
+            &t.presentation.icons
+        } else {
+            &[]
+        },
     }
 }
 
-fn prompt_item(p: &CompiledPrompt) -> schema::Prompt<'_> {
+/// A prompt as `revision` lists it (`title` from 2025-06-18, `icons` from
+/// 2025-11-25).
+fn prompt_item(p: &CompiledPrompt, revision: Revision) -> schema::Prompt<'_> {
     schema::Prompt {
         name: &p.definition.name,
-        title: p.presentation.title.as_deref(),
+        title: (p.presentation.title.as_deref()).filter(|_| revision.has_structured_content()),
         description: p.definition.description.as_deref(),
         arguments: &p.arguments,
-        icons: &p.presentation.icons,
+        icons: if revision.has_icons() {
+            &p.presentation.icons
+        } else {
+            &[]
+        },
     }
 }
 
@@ -308,14 +404,8 @@ impl Lists {
         if !extensions.is_empty() {
             capabilities.insert("extensions".into(), serde_json::Value::Object(extensions));
         }
-        let tools: Vec<_> = catalog.tools.iter().map(tool_item).collect();
-        let resources: Vec<_> = catalog
-            .resources
-            .iter()
-            .map(|(info, resource)| resource_item(info, &**resource))
-            .collect();
-        let templates: Vec<_> = catalog.templates.iter().map(template_item).collect();
-        let prompts: Vec<_> = catalog.prompts.iter().map(prompt_item).collect();
+        let mut capabilities_2024_11_05 = capabilities.clone();
+        capabilities_2024_11_05.remove("completions");
         // 2026-07-28 hears of the same changes through
         // `subscriptions/listen` streams, and offers tasks when a tool runs
         // as one.
@@ -335,13 +425,12 @@ impl Lists {
         Self {
             provides,
             capabilities: crate::dialect::raw(&capabilities),
+            capabilities_2024_11_05: crate::dialect::raw(&capabilities_2024_11_05),
             revision_2026_capabilities: crate::dialect::raw(&revision_2026),
             server_info: crate::dialect::raw(info),
             instructions: instructions.map(str::to_owned),
-            tools: pages("tools", &tools, page_size),
-            resources: pages("resources", &resources, page_size),
-            templates: pages("resourceTemplates", &templates, page_size),
-            prompts: pages("prompts", &prompts, page_size),
+            pages: Pages::build(catalog, Revision::LATEST_SESSION, page_size),
+            older_pages: Default::default(),
             page_size,
         }
     }
@@ -427,24 +516,25 @@ pub(crate) fn initialize(
         asked,
         "initialize"
     );
-    let version = VERSIONS
-        .into_iter()
-        .chain((!session.over_http()).then_some(STDIO_ONLY_VERSION))
-        .find(|v| *v == asked)
-        .unwrap_or(VERSIONS[0]);
+    let revision = Revision::negotiate(asked, session.over_http());
     let listing = session.server().listing();
     let lists = &listing.model_context;
+    let capabilities = if revision.has_tool_annotations() {
+        &lists.capabilities
+    } else {
+        &lists.capabilities_2024_11_05
+    };
     let reply = encode_result(
         id,
         &InitializeResult {
-            protocol_version: version,
-            capabilities: &lists.capabilities,
+            protocol_version: revision.as_str(),
+            capabilities,
             server_info: &lists.server_info,
             instructions: lists.instructions.as_deref(),
         },
     );
     let client = ClientInfo {
-        version,
+        revision,
         capabilities: serde_json::Value::Object(params.capabilities),
     };
     Ok((reply, Change::Client(Box::new(client))))
@@ -486,15 +576,12 @@ fn read_optional<'a, T: serde::Deserialize<'a> + Default>(
 /// The empty result.
 const EMPTY: &str = "{}";
 
-/// Which shape of the protocol a request has: a 2025-11-25-family
-/// session's, or 2026-07-28's stateless one (`dialect::revision_2026`), which
-/// serves the same table with a few rules of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Revision {
-    /// A request of an initialized session.
-    Session,
-    /// A 2026-07-28 request.
-    Revision2026,
+/// The revision whose shapes a session's replies take: the one it
+/// negotiated (2025-11-25 before `initialize`, when only `ping` is served).
+pub(crate) fn revision_of(session: &impl SessionState) -> Revision {
+    session
+        .client()
+        .map_or(Revision::LATEST_SESSION, |c| c.revision)
 }
 
 /// Whether a tool's failure of `code` is answered as a result with
@@ -509,16 +596,13 @@ fn is_tool_result(revision: Revision, code: ErrorCode) -> bool {
     matches!(
         code,
         ErrorCode::TOOL_EXECUTION_FAILED | ErrorCode::INVALID_PARAMS
-    ) || (revision == Revision::Revision2026 && forbidden)
+    ) || (revision == Revision::V2026_07_28 && forbidden)
 }
 
-/// Reads a request through the method table.
-pub(crate) fn route(listing: &Listing, request: Request<'_>) -> Step {
-    route_in(Revision::Session, listing, request)
-}
-
-/// [`route`], for a request of `revision`.
-pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'_>) -> Step {
+/// Reads a request of `revision` (a session's, or 2026-07-28's stateless
+/// one, `dialect::revision_2026`, which serves this table with a few
+/// rules of its own) through the method table.
+pub(crate) fn route(revision: Revision, listing: &Listing, request: Request<'_>) -> Step {
     let Request {
         id,
         method,
@@ -538,7 +622,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
             method,
             params,
             "tools",
-            &seen(lists, catalog, principal, PagedList::Tools),
+            &seen(lists, catalog, principal, PagedList::Tools, revision),
         ),
         methods::TOOLS_CALL if provides.tools => match call {
             Some(read) => call_tool_with(catalog, read),
@@ -555,11 +639,11 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
                 .and_then(|p| call_tool_with(catalog, &p)),
         },
         methods::RESOURCES_LIST if provides.resources => {
-            let pages = seen(lists, catalog, principal, PagedList::Resources);
+            let pages = seen(lists, catalog, principal, PagedList::Resources, revision);
             page(id, method, params, "resources", &pages)
         }
         methods::RESOURCES_TEMPLATES_LIST if provides.resources => {
-            let pages = seen(lists, catalog, principal, PagedList::Templates);
+            let pages = seen(lists, catalog, principal, PagedList::Templates, revision);
             page(id, method, params, "resourceTemplates", &pages)
         }
         methods::RESOURCES_READ if provides.resources => {
@@ -589,7 +673,7 @@ pub(crate) fn route_in(revision: Revision, listing: &Listing, request: Request<'
             })
         }
         methods::PROMPTS_LIST if provides.prompts => {
-            let pages = seen(lists, catalog, principal, PagedList::Prompts);
+            let pages = seen(lists, catalog, principal, PagedList::Prompts, revision);
             page(id, method, params, "prompts", &pages)
         }
         methods::PROMPTS_GET if provides.prompts => get_prompt(catalog, method, params),
@@ -797,14 +881,10 @@ pub(crate) fn control(method: &str, params: Option<&RawValue>) -> Control {
     }
 }
 
-/// The reply to a request whose work ended (docs/model-context.md §3), or none
-/// for a cancelled one.
-pub(crate) fn encode_end(id: &RequestId, ended: Ended, job: &JobInfo) -> Option<Reply> {
-    encode_end_in(Revision::Session, id, ended, job)
-}
-
-/// [`encode_end`], for a request of `revision`.
-pub(crate) fn encode_end_in(
+/// The reply to a request of `revision` whose work ended
+/// (docs/model-context.md §3), in that revision's shapes, or none for a
+/// cancelled one.
+pub(crate) fn encode_end(
     revision: Revision,
     id: &RequestId,
     ended: Ended,
@@ -813,11 +893,14 @@ pub(crate) fn encode_end_in(
     let tool = || job.tool.and_then(|i| job.listing.catalog.tools.get(i));
     Some(match ended {
         Ended::Finished(Ok(done)) => match done {
-            Done::Tool(output) => tool_result(id, &output, tool().is_some_and(|t| t.lists_output)),
+            Done::Tool(output) => {
+                let lists_output = tool().is_some_and(|t| t.lists_output);
+                tool_result(id, &output, lists_output, revision)
+            }
             Done::Contents(contents) => encode_result(
                 id,
                 &ReadResourceResult {
-                    contents: [&contents],
+                    contents: [&revision.contents(&contents)],
                 },
             ),
             Done::Messages {
@@ -827,7 +910,7 @@ pub(crate) fn encode_end_in(
                 id,
                 &GetPromptResult {
                     description: description.as_deref(),
-                    messages: &messages,
+                    messages: &revision.messages(&messages),
                 },
             ),
             Done::Completion(completion) => {
@@ -900,8 +983,16 @@ pub(crate) fn encode_end_in(
 /// A `tools/call` result: the blocks — or the structured output as one
 /// compact JSON text block — and `structuredContent` when the tool lists
 /// an output schema: its structured output, or for blocks alone
-/// `{"content": [blocks]}`, the value its schema held.
-fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply {
+/// `{"content": [blocks]}`, the value its schema held. Before 2025-06-18,
+/// which has no `structuredContent`, as if it listed none, and the blocks
+/// as `revision` has them.
+fn tool_result(
+    id: &RequestId,
+    output: &ToolOutput,
+    lists_output: bool,
+    revision: Revision,
+) -> Reply {
+    let lists_output = lists_output && revision.has_structured_content();
     let structured = output.structured_json();
     // Structured output alone, as the tool serialised it (a typed tool's):
     // written around its text, as serde writes the result below.
@@ -920,13 +1011,16 @@ fn tool_result(id: &RequestId, output: &ToolOutput, lists_output: bool) -> Reply
         };
         return encode_result_text(id, parts);
     }
-    let text;
-    let blocks = match (output.blocks(), structured) {
+    let (text, shaped);
+    let blocks: &[Content] = match (output.blocks(), structured) {
         ([], Some(json)) => {
             text = [Content::text(json.to_json())];
-            &text[..]
+            &text
         }
-        (blocks, _) => blocks,
+        (blocks, _) => {
+            shaped = revision.blocks(blocks);
+            &shaped
+        }
     };
     // Blocks alone, from a tool that lists an output schema: the value
     // checked against that schema, `{"content": [blocks]}` (MCP v1.0's
@@ -964,9 +1058,10 @@ fn tool_error(id: &RequestId, text: &str) -> Reply {
 /// "Resource not found" with `data.uri`: `-32002` in a session, `-32602`
 /// in a 2026-07-28 request.
 fn not_found(revision: Revision, id: &RequestId, uri: &str) -> Reply {
-    let code = match revision {
-        Revision::Session => -32002,
-        Revision::Revision2026 => -32602,
+    let code = if revision < Revision::V2026_07_28 {
+        -32002
+    } else {
+        -32602
     };
     encode_error_with(Some(id), code, "Resource not found", &json!({ "uri": uri }))
 }
@@ -1009,7 +1104,9 @@ pub(crate) fn shutting_down(id: &RequestId) -> Reply {
 
 /// Batches only in a session that negotiated 2025-03-26.
 pub(crate) fn allows_batches(session: &impl SessionState) -> bool {
-    session.client().is_some_and(|c| c.version == BATCH_VERSION)
+    session
+        .client()
+        .is_some_and(|c| c.revision == Revision::V2025_03_26)
 }
 
 /// `notifications/resources/updated`, to a session subscribed to `uri`;
@@ -1069,9 +1166,39 @@ mod tests {
             let output = ToolOutput::serialized(&value).unwrap();
             for lists_output in [true, false] {
                 assert_eq!(
-                    String::from_utf8(tool_result(&id, &output, lists_output).bytes).unwrap(),
+                    String::from_utf8(
+                        tool_result(&id, &output, lists_output, Revision::V2025_11_25).bytes
+                    )
+                    .unwrap(),
                     String::from_utf8(through_serde(&id, &output, lists_output).bytes).unwrap(),
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn before_2025_06_18_a_tool_result_has_no_structured_content() {
+        let id = RequestId::from(7);
+        let outputs = [
+            ToolOutput::serialized(&json!({"a": 1})).unwrap(),
+            json!({"a": 1}).into(),
+            ToolOutput::content([Content::text("x")]),
+        ];
+        for output in &outputs {
+            for (revision, structured) in [
+                (Revision::V2024_11_05, false),
+                (Revision::V2025_03_26, false),
+                (Revision::V2025_06_18, true),
+                (Revision::V2025_11_25, true),
+            ] {
+                let reply = tool_result(&id, output, true, revision);
+                let reply: serde_json::Value = serde_json::from_slice(&reply.bytes).unwrap();
+                assert_eq!(
+                    reply["result"].get("structuredContent").is_some(),
+                    structured,
+                    "{revision:?}: {reply}"
+                );
+                assert!(reply["result"]["content"][0]["text"].is_string());
             }
         }
     }

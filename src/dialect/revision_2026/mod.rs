@@ -214,7 +214,7 @@ fn prepare(
         call,
         principal,
     };
-    let step = model_context::route_in(Revision::Revision2026, listing, request);
+    let step = model_context::route(Revision::V2026_07_28, listing, request);
     Ok(match step {
         // (The table records nothing and initializes nothing here.)
         Step::Reply(reply) | Step::Record(reply, _) | Step::Initialized(reply, _) => {
@@ -850,7 +850,7 @@ pub(crate) fn encode_end(
         }
         _ => None,
     };
-    let reply = model_context::encode_end_in(Revision::Revision2026, id, ended, job)?;
+    let reply = model_context::encode_end(Revision::V2026_07_28, id, ended, job)?;
     Some(finish(server, reply, cache))
 }
 

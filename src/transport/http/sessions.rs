@@ -142,7 +142,7 @@ impl Saver {
             return; // not initialized yet: nothing another process could serve
         };
         let record = SessionRecord {
-            version: client.version.to_owned(),
+            version: client.version().to_owned(),
             capabilities: client.capabilities.clone(),
             owner: self.owner.clone(),
             ready: shared.is_ready(),
@@ -511,10 +511,7 @@ impl Sessions {
             }
         }
         let record = record?;
-        let Some(version) = crate::dialect::SESSION_VERSIONS
-            .into_iter()
-            .find(|v| *v == record.version)
-        else {
+        let Some(client) = ClientInfo::saved(&record.version, record.capabilities.clone()) else {
             tracing::warn!(
                 session = id,
                 version = record.version,
@@ -525,10 +522,7 @@ impl Sessions {
         let mut first = [0u8; 4];
         getrandom::fill(&mut first).ok()?;
         let resumed = Resumed {
-            client: ClientInfo {
-                version,
-                capabilities: record.capabilities.clone(),
-            },
+            client,
             ready: record.ready,
             log_level: record.log_level,
             subscriptions: record.subscriptions.clone(),
