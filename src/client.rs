@@ -78,8 +78,9 @@ pub enum ClientError {
     #[error("the client did not answer within {0:?}")]
     TimedOut(Duration),
     /// The tool's request was cancelled (or ran past its time limit)
-    /// first, or had already ended: a context kept past its call asks
-    /// nothing.
+    /// first, or ended: a context kept past its call asks nothing, and a
+    /// question still waiting when the call returns stops waiting (the
+    /// client is told, by `notifications/cancelled`).
     #[error("the request was cancelled before the client answered")]
     Cancelled,
     /// The client went away, or its input ended, before it answered.

@@ -240,6 +240,61 @@ async fn a_context_kept_past_its_call_sends_the_client_nothing() {
     );
 }
 
+/// A question already in flight when its request ends stops waiting
+/// then: the tool gets `Cancelled`, and the client is told the server no
+/// longer waits for the answer.
+#[tokio::test]
+async fn a_question_in_flight_when_its_request_ends_is_cancelled() {
+    use clawmcp::client::{ClientError, Elicitation};
+    let go = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (asked, mut late) = tokio::sync::mpsc::unbounded_channel();
+    let asking = {
+        let go = go.clone();
+        clawmcp::tool::rich_tool_fn(
+            clawmcp::definition::ToolDefinition {
+                mcp_id: "mcp://mc-test/tools/leave".into(),
+                name: "leave".into(),
+                description: "Asks, and returns before the answer.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: json!({}),
+            },
+            move |_args: Value, ctx: clawmcp::ToolContext| {
+                let (go, asked) = (go.clone(), asked.clone());
+                async move {
+                    tokio::spawn(async move {
+                        let answer = ctx.elicit(Elicitation::new("Still there?")).await;
+                        let _ = asked.send(answer.err());
+                    });
+                    go.notified().await;
+                    Ok(clawmcp::ToolOutput::text("done"))
+                }
+            },
+        )
+    };
+    let server = clawmcp::Server::builder()
+        .tools_provider(true)
+        .tool(asking)
+        .client_request_timeout(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let mut client = TestClient::model_context(&server, json!({"elicitation": {}})).await;
+    let question = start("leave", &mut client).await;
+    assert_eq!(question["method"], "elicitation/create");
+    go.notify_one();
+    assert_eq!(text(&client.reply(&json!(50)).await), "done");
+    let stopped = tokio::time::timeout(Duration::from_secs(30), late.recv())
+        .await
+        .expect("the question stops waiting when its request ends");
+    assert_eq!(stopped.flatten(), Some(ClientError::Cancelled));
+    assert_eq!(
+        client.collect(QUIET).await,
+        vec![
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": question["id"], "reason": "the server stopped waiting"}})
+        ]
+    );
+}
+
 #[tokio::test]
 async fn in_an_mcp_v1_session_a_tool_asking_the_client_fails_unsupported() {
     let (server, _, _) = server();

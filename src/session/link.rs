@@ -64,7 +64,7 @@ impl Shared {
             tokio::select! {
                 () = self.until_ready() => {}
                 () = tokio::time::sleep_until(deadline) => return Err(ClientError::TimedOut(timeout)),
-                () = cancel.cancelled() => return Err(ClientError::Cancelled),
+                () = cancel.cancelled_or_ended() => return Err(ClientError::Cancelled),
             }
         }
         let (id, answer) = self.peer.start()?;
@@ -87,7 +87,7 @@ impl Shared {
         let outcome = tokio::select! {
             answer = answer => answer.unwrap_or(Err(ClientError::Gone)),
             () = tokio::time::sleep_until(deadline) => Err(ClientError::TimedOut(timeout)),
-            () = cancel.cancelled() => Err(ClientError::Cancelled),
+            () = cancel.cancelled_or_ended() => Err(ClientError::Cancelled),
         };
         waiting.answered = !matches!(
             outcome,

@@ -526,7 +526,7 @@ impl ClientLink for TaskLink {
         runner.save().await;
         let answer = tokio::select! {
             answer = answered => answer.map_err(|_| ClientError::Gone),
-            () = cancel.cancelled() => Err(ClientError::Cancelled),
+            () = cancel.cancelled_or_ended() => Err(ClientError::Cancelled),
         };
         drop(outstanding);
         answer

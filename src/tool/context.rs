@@ -733,9 +733,12 @@ impl Cancellation {
         }
     }
 
-    /// Marks the request ended: its reply is made.
+    /// Marks the request ended: its reply is made. A question to the
+    /// client still waiting for its answer stops waiting
+    /// ([`Cancellation::cancelled_or_ended`]).
     pub(crate) fn end(&self) {
         self.0.ended.store(true, Ordering::Release);
+        self.0.wake.notify_waiters();
     }
 
     /// Whether the request has ended.
@@ -750,14 +753,29 @@ impl Cancellation {
 
     /// Completes when the signal fires (at once if it already has).
     pub async fn cancelled(&self) {
-        let notified = self.0.wake.notified();
-        tokio::pin!(notified);
-        // Listen before looking, so a signal in between is not missed.
-        notified.as_mut().enable();
-        if self.is_cancelled() {
-            return;
+        self.until(Self::is_cancelled).await;
+    }
+
+    /// Completes when the signal fires or the request ends, whichever
+    /// comes first: what a question to the client waits for beside its
+    /// answer.
+    pub(crate) async fn cancelled_or_ended(&self) {
+        self.until(|c| c.is_cancelled() || c.has_ended()).await;
+    }
+
+    /// Completes once `done` holds, looking again at each wake (the end of
+    /// a request wakes too).
+    async fn until(&self, done: impl Fn(&Self) -> bool) {
+        loop {
+            let notified = self.0.wake.notified();
+            tokio::pin!(notified);
+            // Listen before looking, so a wake in between is not missed.
+            notified.as_mut().enable();
+            if done(self) {
+                return;
+            }
+            notified.await;
         }
-        notified.await;
     }
 }
 
