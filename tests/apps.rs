@@ -190,6 +190,34 @@ async fn a_tool_asks_whether_its_client_renders_apps_per_session_and_per_request
     }
 }
 
+/// A revision before 2025-06-18 has no `_meta` on items to link a tool to
+/// its page, nor `structuredContent` for the page to render: such a
+/// session is not offered the extension, and its client renders no apps
+/// whatever it declares.
+#[tokio::test]
+async fn a_session_before_2025_06_18_has_no_apps() {
+    let server = server();
+    for (version, apps) in [
+        ("2025-03-26", false),
+        ("2025-06-18", true),
+        ("2025-11-25", true),
+    ] {
+        let mut session = TestClient::connect_model_context(&server).await;
+        let initialized = session
+            .initialize_model_context(json!({
+                "protocolVersion": version, "capabilities": ui_capabilities(),
+                "clientInfo": {"name": "t", "version": "1"},
+            }))
+            .await;
+        let declared = &initialized["capabilities"]["extensions"][UI];
+        assert_eq!(declared.is_object(), apps, "{version}: {initialized}");
+        let called = session.call_tool("supports", json!({})).await.unwrap();
+        let said =
+            serde_json::from_str::<Value>(called["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(said["apps"], apps, "{version}: {called}");
+    }
+}
+
 #[test]
 fn build_refuses_a_page_a_host_could_not_render_and_a_link_to_no_page() {
     let refused = |builder: clawmcp::ServerBuilder| match builder.build() {

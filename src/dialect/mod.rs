@@ -257,6 +257,13 @@ impl ClientInfo {
         self.revision.as_str()
     }
 
+    /// Whether the negotiated revision carries what app pages need
+    /// (`_meta` on tools and resources, `structuredContent`): 2025-06-18
+    /// on.
+    pub(crate) fn carries_apps(&self) -> bool {
+        self.revision.has_structured_content()
+    }
+
     /// The client of a session another process saved, if it negotiated a
     /// version this server speaks over HTTP.
     #[cfg(feature = "http")]

@@ -13,7 +13,7 @@ use super::outbox::{About, Outgoing};
 use super::peer::Answer;
 use super::shared::Shared;
 use crate::client::{ClientError, LogLevel};
-use crate::dialect::{Dialect, ToClient};
+use crate::dialect::{ClientInfo, Dialect, ToClient};
 use crate::handle::ServerHandle;
 use crate::jsonrpc::{RequestId, encode_request};
 use crate::round_trip::{Question, RoundTrip};
@@ -210,6 +210,10 @@ impl ClientLink for Link {
     fn client_capabilities(&self) -> Option<Value> {
         let shared = self.model_context()?;
         shared.client.get().map(|c| c.capabilities.clone())
+    }
+
+    fn carries_apps(&self) -> bool {
+        (self.model_context()).is_some_and(|s| s.client.get().is_some_and(ClientInfo::carries_apps))
     }
 }
 

@@ -117,6 +117,12 @@ pub(crate) trait ClientLink: Send + Sync + fmt::Debug {
     /// The capabilities the client declared, once it did.
     fn client_capabilities(&self) -> Option<Value>;
 
+    /// Whether the request's protocol revision carries what app pages need
+    /// (`_meta` on items, `structuredContent`).
+    fn carries_apps(&self) -> bool {
+        true
+    }
+
     /// Says what the work is doing now (a task's `statusMessage`); nothing
     /// where the request carries no status.
     async fn status(&self, _message: String) {}
@@ -565,7 +571,9 @@ impl ToolContext {
     /// Whether the client renders app pages (MCP Apps, [`crate::app`]): it
     /// declared the `io.modelcontextprotocol/ui` extension, with the app
     /// media type among its `mimeTypes` (or none named) — per request in
-    /// 2026-07-28, per session before. A tool linked to a page answers the
+    /// 2026-07-28, per session before, in a session of 2025-06-18 or later
+    /// (an older revision carries no `_meta` to link a tool to its page, nor
+    /// `structuredContent`). A tool linked to a page answers the
     /// same either way (its `content` is the text a host without apps
     /// shows); it may add what only the page uses when this is true.
     ///
@@ -575,7 +583,8 @@ impl ToolContext {
     /// # let _ = detail; }
     /// ```
     pub fn client_supports_apps(&self) -> bool {
-        let Some(capabilities) = self.client_capabilities() else {
+        let link = self.link.as_ref().filter(|link| link.carries_apps());
+        let Some(capabilities) = link.and_then(|link| link.client_capabilities()) else {
             return false;
         };
         let Some(ui) = capabilities

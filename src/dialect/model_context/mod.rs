@@ -121,9 +121,10 @@ pub(crate) struct Provides {
 /// session of it first asks.
 pub(crate) struct Lists {
     pub(crate) provides: Provides,
-    capabilities: Box<RawValue>,
-    /// The capabilities without `completions`, which 2024-11-05 lacks.
-    capabilities_2024_11_05: Box<RawValue>,
+    /// The capabilities `initialize` answers: from 2025-06-18 on; in
+    /// 2025-03-26, without the apps extension (its tools and pages carry
+    /// no `_meta` there); in 2024-11-05, also without `completions`.
+    capabilities: [Box<RawValue>; 3],
     /// The capabilities `server/discover` lists (2026-07-28).
     revision_2026_capabilities: Box<RawValue>,
     server_info: Box<RawValue>,
@@ -404,7 +405,16 @@ impl Lists {
         if !extensions.is_empty() {
             capabilities.insert("extensions".into(), serde_json::Value::Object(extensions));
         }
-        let mut capabilities_2024_11_05 = capabilities.clone();
+        let mut capabilities_2025_03_26 = capabilities.clone();
+        if let Some(serde_json::Value::Object(extensions)) =
+            capabilities_2025_03_26.get_mut("extensions")
+        {
+            extensions.remove(app::EXTENSION);
+            if extensions.is_empty() {
+                capabilities_2025_03_26.remove("extensions");
+            }
+        }
+        let mut capabilities_2024_11_05 = capabilities_2025_03_26.clone();
         capabilities_2024_11_05.remove("completions");
         // 2026-07-28 hears of the same changes through
         // `subscriptions/listen` streams, and offers tasks when a tool runs
@@ -424,8 +434,11 @@ impl Lists {
         }
         Self {
             provides,
-            capabilities: crate::dialect::raw(&capabilities),
-            capabilities_2024_11_05: crate::dialect::raw(&capabilities_2024_11_05),
+            capabilities: [
+                crate::dialect::raw(&capabilities_2024_11_05),
+                crate::dialect::raw(&capabilities_2025_03_26),
+                crate::dialect::raw(&capabilities),
+            ],
             revision_2026_capabilities: crate::dialect::raw(&revision_2026),
             server_info: crate::dialect::raw(info),
             instructions: instructions.map(str::to_owned),
@@ -519,10 +532,13 @@ pub(crate) fn initialize(
     let revision = Revision::negotiate(asked, session.over_http());
     let listing = session.server().listing();
     let lists = &listing.model_context;
-    let capabilities = if revision.has_tool_annotations() {
-        &lists.capabilities
+    let [before_2025_03_26, before_2025_06_18, since_2025_06_18] = &lists.capabilities;
+    let capabilities = if revision.has_structured_content() {
+        since_2025_06_18
+    } else if revision.has_tool_annotations() {
+        before_2025_06_18
     } else {
-        &lists.capabilities_2024_11_05
+        before_2025_03_26
     };
     let reply = encode_result(
         id,

@@ -92,6 +92,11 @@ impl Revision {
         self >= Self::V2025_03_26
     }
 
+    /// Whether content may be audio.
+    fn has_audio(self) -> bool {
+        self >= Self::V2025_03_26
+    }
+
     /// `blocks` as this revision has them: as they are from 2025-06-18 on.
     /// Before it, a resource link is a text block holding the link's JSON
     /// (the model still reads where it points), annotations lose
@@ -159,7 +164,7 @@ impl Revision {
                 mime_type,
                 annotations: a,
                 ..
-            } if !self.has_tool_annotations() => Content::Text {
+            } if !self.has_audio() => Content::Text {
                 text: format!(
                     "[an audio block ({mime_type}) was left out: protocol version {} has no audio content]",
                     self.as_str()
