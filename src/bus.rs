@@ -168,7 +168,9 @@ impl Inbox {
     /// Tells every stream of this process that it may have missed
     /// changes (the bus lost its connection for a while): each hears that
     /// every list changed and that every resource was updated, so that its
-    /// client fetches them again.
+    /// client fetches them again; and each shared session this process
+    /// holds reads its saved state again (its client's `initialized` or
+    /// log level may have reached another process meanwhile).
     pub fn gap(&self) {
         self.0.gap();
     }

@@ -61,6 +61,9 @@ pub(crate) trait SessionEvents: Send + Sync {
     /// A client's response in session `session`, for whichever copy sent
     /// the request.
     fn client_response(&self, session: &str, message: &str);
+    /// Announcements may have been lost: every session's saved state is
+    /// read again.
+    fn gap(&self);
 }
 
 /// A cloneable handle to a server, for announcing changes to every ready
@@ -335,6 +338,11 @@ impl Delivery for Delivered {
         let Some(parts) = self.0.upgrade() else {
             return;
         };
+        let sessions: Vec<_> = {
+            let all = (parts.session_events.lock()).unwrap_or_else(PoisonError::into_inner);
+            all.iter().filter_map(Weak::upgrade).collect()
+        };
+        sessions.iter().for_each(|s| s.gap());
         for list in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
             parts.registry.broadcast(&Push::ListChanged(list), None);
         }

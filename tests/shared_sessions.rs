@@ -44,6 +44,19 @@ struct Hub {
     gone: Mutex<HashSet<usize>>,
     /// The JSON length of every record saved.
     saved_sizes: Mutex<Vec<usize>>,
+    /// Processes whose announcements are lost (they hear nothing).
+    deaf: Mutex<HashSet<usize>>,
+}
+
+impl Hub {
+    /// Tells process `who` that it may have missed announcements.
+    fn gap(&self, who: usize) {
+        let inboxes = self.inboxes.lock().unwrap().clone();
+        inboxes
+            .iter()
+            .filter(|(me, _)| *me == who)
+            .for_each(|(_, inbox)| inbox.gap());
+    }
 }
 
 /// One process's end of the hub.
@@ -55,8 +68,9 @@ struct End {
 impl Bus for End {
     fn publish(&self, message: BusMessage) {
         let inboxes = self.hub.inboxes.lock().unwrap().clone();
+        let deaf = self.hub.deaf.lock().unwrap().clone();
         for (who, inbox) in inboxes {
-            if who != self.me {
+            if who != self.me && !deaf.contains(&who) {
                 inbox.deliver(message.clone());
             }
         }
@@ -315,6 +329,38 @@ async fn an_elicitation_answered_to_another_process_reaches_the_waiting_tool() {
         .as_str()
         .unwrap_or_default();
     assert!(text.contains("Ada"), "{reply}");
+}
+
+/// A process that lost the announcement that the client said
+/// `initialized` elsewhere reads the session's saved state again when its
+/// bus reports the gap: its tool may then ask the client at once.
+#[tokio::test]
+async fn after_a_gap_a_process_learns_the_client_said_initialized_elsewhere() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = open_session(&a).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let (_c, response) = send(&b, post(Some(&id), &ping)).await;
+    assert_eq!(response.status(), StatusCode::OK, "B adopted it, not ready");
+    body_text(response).await;
+    hub.deaf.lock().unwrap().insert(1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    hub.deaf.lock().unwrap().remove(&1);
+    hub.gap(1);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {}}});
+    let (_c, response) = send(&b, post(Some(&id), &call)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let question = until(&mut body, &mut buffer, |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
+    assert_eq!(question["params"]["message"], "Who are you?");
 }
 
 #[tokio::test]

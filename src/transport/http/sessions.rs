@@ -775,6 +775,16 @@ impl SessionEvents for Sessions {
         self.remove(id);
     }
 
+    fn gap(&self) {
+        // A lost `SessionChanged` may have held back a copy's readiness
+        // (the client's `initialized` reached another copy) or its log
+        // level: each copy reads its saved state again.
+        let ids: Vec<String> = self.map().keys().cloned().collect();
+        for id in ids {
+            self.changed(&id);
+        }
+    }
+
     fn client_response(&self, session: &str, message: &str) {
         let Some(shared) = self.get(session).and_then(|s| s.shared()) else {
             return;
