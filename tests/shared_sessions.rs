@@ -155,6 +155,10 @@ struct Process {
 }
 
 async fn process(hub: &Arc<Hub>, me: usize) -> Process {
+    process_with(hub, me, HttpConfig::default()).await
+}
+
+async fn process_with(hub: &Arc<Hub>, me: usize, config: HttpConfig) -> Process {
     let probe = Probe::default();
     let status = model_context_support::status();
     let server = model_context_support::builder(&probe, &status)
@@ -169,7 +173,7 @@ async fn process(hub: &Arc<Hub>, me: usize) -> Process {
     let serving = server.clone();
     tokio::spawn(async move {
         serving
-            .serve_http_on(listener, HttpConfig::default(), std::future::pending())
+            .serve_http_on(listener, config, std::future::pending())
             .await
     });
     Process {
@@ -354,6 +358,43 @@ async fn after_a_gap_a_process_learns_the_client_said_initialized_elsewhere() {
                       "params": {"name": "ask", "arguments": {}}});
     let (_c, response) = send(&b, post(Some(&id), &call)).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let question = until(&mut body, &mut buffer, |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
+    assert_eq!(question["params"]["message"], "Who are you?");
+}
+
+/// A copy that has not heard `initialized` renews the saved state by
+/// reading it first: it never writes "not ready" over the "ready" another
+/// copy saved, and is readied by it.
+#[tokio::test]
+async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
+    let hub = Arc::new(Hub::default());
+    // Renewed once the last save is a quarter of the idle timeout old.
+    let config = || HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
+    let a = process_with(&hub, 0, config()).await;
+    let b = process_with(&hub, 1, config()).await;
+    let id = open_session(&a).await;
+    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
+    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
+    body_text(response).await;
+    hub.deaf.lock().unwrap().insert(1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let ready = || hub.sessions.lock().unwrap().get(&id).is_some_and(|r| r.ready);
+    assert!(ready(), "A saved it ready");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
+    body_text(response).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(ready(), "B's renewal kept it ready");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {}}});
+    let (_c, response) = send(&b, post(Some(&id), &call)).await;
     let mut body = response.into_body();
     let mut buffer = String::new();
     let question = until(&mut body, &mut buffer, |m| {

@@ -115,6 +115,9 @@ struct Saver {
     bus: Arc<dyn Bus>,
     ttl: Duration,
     saved: Mutex<Instant>,
+    /// The store, which reads the saved state again for a renewal by a
+    /// copy not ready (`Sessions::resync`).
+    sessions: Weak<Sessions>,
 }
 
 impl Saver {
@@ -157,11 +160,23 @@ impl Saver {
     }
 
     /// Saves again when the last save is a quarter of the time to live
-    /// old: a session in use never expires.
+    /// old: a session in use never expires. A copy that has not heard
+    /// `initialized` reads the saved state first (another copy may have
+    /// heard it), so that it never writes "not ready" over "ready".
     fn renew(&self, shared: &Shared) {
-        let saved = *self.saved.lock().unwrap_or_else(PoisonError::into_inner);
-        if saved.elapsed() > self.ttl / 4 {
+        let mut saved = self.saved.lock().unwrap_or_else(PoisonError::into_inner);
+        if saved.elapsed() <= self.ttl / 4 {
+            return;
+        }
+        if shared.is_ready() {
+            drop(saved);
             self.save(shared);
+            return;
+        }
+        *saved = Instant::now();
+        drop(saved);
+        if let Some(sessions) = self.sessions.upgrade() {
+            sessions.resync(&self.id, Resync::Renew);
         }
     }
 }
@@ -625,6 +640,7 @@ impl Sessions {
                 bus,
                 ttl: self.idle,
                 saved: Mutex::new(Instant::now()),
+                sessions: Arc::downgrade(self),
             })
         });
         if let Some(saver) = &saver {
@@ -734,17 +750,38 @@ async fn load(bus: &Arc<dyn Bus>, id: &str) -> Option<SessionRecord> {
     }
 }
 
-impl SessionEvents for Sessions {
-    fn changed(&self, id: &str) {
+/// Why a copy reads its session's saved state again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resync {
+    /// Another copy changed it.
+    Changed,
+    /// This copy, not ready, renews it: it saves its own state after,
+    /// unless the saved state readied it (whose save renews it).
+    Renew,
+}
+
+impl Sessions {
+    /// Reads session `id`'s saved state again and applies it to this copy.
+    fn resync(&self, id: &str, why: Resync) {
         let (Some(session), Some(bus)) = (self.get(id), self.shared_by.clone()) else {
             return;
         };
         let id = id.to_owned();
         tokio::spawn(async move {
-            let Some(record) = load(&bus, &id).await else {
+            let record = load(&bus, &id).await;
+            let Some(shared) = session.shared() else {
                 return;
             };
-            let Some(shared) = session.shared() else {
+            let renew = || {
+                if let Some(saver) = (why == Resync::Renew)
+                    .then_some(session.saver.as_ref())
+                    .flatten()
+                {
+                    saver.save(&shared);
+                }
+            };
+            let Some(record) = record else {
+                renew();
                 return;
             };
             // Applied without saving again (the copy that changed saved
@@ -752,13 +789,21 @@ impl SessionEvents for Sessions {
             shared.restore(Change::LogLevel(record.log_level));
             if record.ready && !shared.is_ready() {
                 // The client's `initialized` reached another copy: this
-                // one's reader takes it as its own.
+                // one's reader takes it as its own (and saves it).
                 let initialized = Bytes::from_static(
                     br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 );
                 session.send(initialized, &Caller::default()).await;
+            } else {
+                renew();
             }
         });
+    }
+}
+
+impl SessionEvents for Sessions {
+    fn changed(&self, id: &str) {
+        self.resync(id, Resync::Changed);
     }
 
     fn subscription_changed(&self, id: &str, uri: &str, on: bool) {
@@ -781,7 +826,7 @@ impl SessionEvents for Sessions {
         // level: each copy reads its saved state again.
         let ids: Vec<String> = self.map().keys().cloned().collect();
         for id in ids {
-            self.changed(&id);
+            self.resync(&id, Resync::Changed);
         }
     }
 
