@@ -385,7 +385,13 @@ async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let ready = || hub.sessions.lock().unwrap().get(&id).is_some_and(|r| r.ready);
+    let ready = || {
+        hub.sessions
+            .lock()
+            .unwrap()
+            .get(&id)
+            .is_some_and(|r| r.ready)
+    };
     assert!(ready(), "A saved it ready");
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
