@@ -209,7 +209,17 @@ async fn a_session_lists_only_the_members_its_negotiated_version_has() {
         let result = client.initialize_model_context(init).await;
         assert_eq!(result["protocolVersion"], version);
         let tools = client.call("tools/list", None).await.expect("tools/list");
-        assert_eq!(keys(named(&tools, "tools", "erase")), tool, "{version}");
+        let erase = named(&tools, "tools", "erase");
+        assert_eq!(keys(erase), tool, "{version}");
+        // 2025-03-26 has no `title` but `annotations.title`: the tool's
+        // title goes there.
+        let annotated_title = (version == "2025-03-26").then_some("Erase everything");
+        assert_eq!(
+            erase["annotations"]["title"].as_str(),
+            annotated_title,
+            "{version}"
+        );
+        assert!(named(&tools, "tools", "plain").get("annotations").is_none());
         let prompts = client.call("prompts/list", None).await.expect("prompts");
         assert_eq!(
             keys(named(&prompts, "prompts", "plan")),

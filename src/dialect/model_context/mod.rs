@@ -31,7 +31,7 @@ use super::{
 use crate::app;
 use crate::completion::CompletionContext;
 use crate::content::{Content, StructuredJson, ToolOutput};
-use crate::definition::ServerInfo;
+use crate::definition::{ServerInfo, ToolAnnotations};
 use crate::engine::access::Item;
 use crate::engine::catalog::{CompiledPrompt, CompiledTool};
 use crate::engine::operation::Completing;
@@ -284,17 +284,28 @@ fn seen<'a>(
 }
 
 /// A tool as `revision` lists it: `title`, `outputSchema` and `_meta`
-/// from 2025-06-18, `annotations` from 2025-03-26, `icons` from
-/// 2025-11-25.
+/// from 2025-06-18, `annotations` from 2025-03-26 (where, before
+/// 2025-06-18, `annotations.title` is the one title a host reads: the
+/// tool's own when the annotations name none), `icons` from 2025-11-25.
 fn tool_item(t: &CompiledTool, revision: Revision) -> schema::Tool<'_> {
     let since_2025_06_18 = revision.has_structured_content();
+    let annotations = match (&t.metadata.annotations, &t.metadata.title) {
+        _ if !revision.has_tool_annotations() => None,
+        (Some(a), _) if since_2025_06_18 || a.title.is_some() => Some(Cow::Borrowed(a)),
+        (None, _) if since_2025_06_18 => None,
+        (annotations, Some(title)) => Some(Cow::Owned(ToolAnnotations {
+            title: Some(title.clone()),
+            ..annotations.clone().unwrap_or_default()
+        })),
+        (annotations, None) => annotations.as_ref().map(Cow::Borrowed),
+    };
     schema::Tool {
         name: &t.definition.name,
         title: t.metadata.title.as_deref().filter(|_| since_2025_06_18),
         description: &t.definition.description,
         input_schema: &t.definition.input_schema,
         output_schema: (t.lists_output && since_2025_06_18).then_some(&t.definition.output_schema),
-        annotations: (t.metadata.annotations.as_ref()).filter(|_| revision.has_tool_annotations()),
+        annotations,
         icons: if revision.has_icons() {
             &t.metadata.icons
         } else {

@@ -143,7 +143,7 @@ pub(super) struct Tool<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) output_schema: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) annotations: Option<&'a ToolAnnotations>,
+    pub(super) annotations: Option<Cow<'a, ToolAnnotations>>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub(super) icons: &'a [Icon],
     /// Its app page's link (MCP Apps).
