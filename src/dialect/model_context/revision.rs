@@ -229,7 +229,14 @@ mod tests {
             Revision::V2025_11_25,
         ] {
             assert_eq!(Revision::of_session(r.as_str()), Some(r));
+            #[cfg(feature = "http")]
+            assert_eq!(
+                super::super::supported_over_http(r.as_str()),
+                r.is_served_over_http()
+            );
         }
+        #[cfg(feature = "http")]
+        assert!(!super::super::supported_over_http("2026-07-28"));
     }
 
     #[test]
