@@ -49,6 +49,25 @@ struct Hub {
 }
 
 impl Hub {
+    /// Waits until session `id` is saved ready (the 202 of `initialized`
+    /// comes before the session takes it).
+    async fn saved_ready(&self, id: &str) {
+        let ready = || {
+            self.sessions
+                .lock()
+                .unwrap()
+                .get(id)
+                .is_some_and(|r| r.ready)
+        };
+        timeout(PATIENCE, async {
+            while !ready() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("saved ready in time");
+    }
+
     /// Tells process `who` that it may have missed announcements.
     fn gap(&self, who: usize) {
         let inboxes = self.inboxes.lock().unwrap().clone();
@@ -352,6 +371,7 @@ async fn after_a_gap_a_process_learns_the_client_said_initialized_elsewhere() {
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
+    hub.saved_ready(&id).await;
     hub.deaf.lock().unwrap().remove(&1);
     hub.gap(1);
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -392,7 +412,7 @@ async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
             .get(&id)
             .is_some_and(|r| r.ready)
     };
-    assert!(ready(), "A saved it ready");
+    hub.saved_ready(&id).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
     body_text(response).await;

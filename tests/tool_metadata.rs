@@ -72,10 +72,32 @@ fn server() -> Server {
     )
     .expect("a template")
     .with_presentation(Presentation::new().title("Files"));
+    // A title alone; and a title beside annotations that name their own.
+    let titled = |name: &str, annotations: Option<ToolAnnotations>| {
+        let metadata = ToolMetadata::new().title(format!("The {name} tool"));
+        let definition = ToolDefinition {
+            mcp_id: format!("mcp://t/tools/{name}:v1"),
+            name: name.into(),
+            description: "Titled.".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!({}),
+        };
+        tool_fn(definition, |_, _| async { Ok::<_, ToolError>(json!(null)) }).with_metadata(
+            match annotations {
+                Some(annotations) => metadata.annotations(annotations),
+                None => metadata,
+            },
+        )
+    };
     Server::builder()
         .name("t")
         .tool(erase)
         .tool(plain)
+        .tool(titled("titled", None))
+        .tool(titled(
+            "renamed",
+            Some(ToolAnnotations::new().title("Its own")),
+        ))
         .prompt(Planner)
         .resource_template(files)
         .build()
@@ -220,6 +242,17 @@ async fn a_session_lists_only_the_members_its_negotiated_version_has() {
             "{version}"
         );
         assert!(named(&tools, "tools", "plain").get("annotations").is_none());
+        let titled = &named(&tools, "tools", "titled")["annotations"];
+        let expected = (version == "2025-03-26").then(|| json!({"title": "The titled tool"}));
+        assert_eq!(titled.is_null(), expected.is_none(), "{version}: {titled}");
+        if let Some(expected) = expected {
+            assert_eq!(*titled, expected);
+        }
+        // Annotations that name their own title keep it.
+        let renamed = &named(&tools, "tools", "renamed")["annotations"];
+        if version >= "2025-03-26" {
+            assert_eq!(renamed["title"], "Its own", "{version}");
+        }
         let prompts = client.call("prompts/list", None).await.expect("prompts");
         assert_eq!(
             keys(named(&prompts, "prompts", "plan")),

@@ -84,7 +84,9 @@ impl Shared {
             about: About::Related(related.clone()),
         })
         .await;
+        // An answer that came is taken, though the request ended with it.
         let outcome = tokio::select! {
+            biased;
             answer = answer => answer.unwrap_or(Err(ClientError::Gone)),
             () = tokio::time::sleep_until(deadline) => Err(ClientError::TimedOut(timeout)),
             () = cancel.cancelled_or_ended() => Err(ClientError::Cancelled),
@@ -333,6 +335,8 @@ pub(crate) async fn ask_in_round(
         method,
         params,
     });
-    cancel.cancelled().await;
+    // (A context kept past the request asks too late: its request has
+    // ended, and no round will bring the answer.)
+    cancel.cancelled_or_ended().await;
     Err(ClientError::Cancelled)
 }

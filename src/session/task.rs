@@ -525,6 +525,7 @@ impl ClientLink for TaskLink {
         };
         runner.save().await;
         let answer = tokio::select! {
+            biased;
             answer = answered => answer.map_err(|_| ClientError::Gone),
             () = cancel.cancelled_or_ended() => Err(ClientError::Cancelled),
         };

@@ -168,13 +168,13 @@ impl Saver {
         if saved.elapsed() <= self.ttl / 4 {
             return;
         }
+        // (Marked now, under the lock: two requests at once renew once.)
+        *saved = Instant::now();
+        drop(saved);
         if shared.is_ready() {
-            drop(saved);
             self.save(shared);
             return;
         }
-        *saved = Instant::now();
-        drop(saved);
         if let Some(sessions) = self.sessions.upgrade() {
             sessions.resync(&self.id, Resync::Renew);
         }
@@ -756,7 +756,8 @@ enum Resync {
     /// Another copy changed it.
     Changed,
     /// This copy, not ready, renews it: it saves its own state after,
-    /// unless the saved state readied it (whose save renews it).
+    /// unless the saved state readied it (whose save renews it), or could
+    /// not be read (the next renewal tries again).
     Renew,
 }
 
@@ -780,8 +781,9 @@ impl Sessions {
                     saver.save(&shared);
                 }
             };
+            // Unread (gone, or the bus slow): nothing is written over a
+            // state this copy could not see.
             let Some(record) = record else {
-                renew();
                 return;
             };
             // Applied without saving again (the copy that changed saved
