@@ -41,8 +41,7 @@ use crate::tool::CancelReason;
 pub(crate) use choice::{ByHead, HeadVerdict, HeadVersion, HttpHead, Post};
 pub(crate) use handshake::Phase;
 pub(crate) use listing::{Blueprint, Listings};
-/// The Model Context Protocol's method names, and the versions a session
-/// of it speaks (newest first) over HTTP.
+/// The Model Context Protocol's method names.
 #[cfg(feature = "http")]
 pub(crate) use model_context::methods;
 pub(crate) use revision_2026::seal::{RequestStateKeys, keys_from_hex};

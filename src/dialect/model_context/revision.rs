@@ -1,9 +1,9 @@
 //! The revisions of the Model Context Protocol this dialect speaks, and
-//! what each one's shapes hold. A session's replies take the shapes of the
-//! version it negotiated (docs/model-context.md §2): a client built against
-//! an older `schema.ts` never meets a member or a content block its
-//! revision does not define, and a content block it could not read is sent
-//! as one it can.
+//! what each one's shapes hold. A session's results, lists and
+//! capabilities take the shapes of the version it negotiated
+//! (docs/model-context.md §2): a client built against an older `schema.ts`
+//! meets no member or content block there that its revision does not
+//! define, and a content block it could not read is sent as one it can.
 
 use std::borrow::Cow;
 
@@ -12,7 +12,7 @@ use crate::prompt::PromptMessage;
 
 /// A revision of the protocol, oldest first: a later one has every shape
 /// of an earlier one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Revision {
     /// Served on stdio only (over HTTP it meant the retired HTTP+SSE
     /// transport).

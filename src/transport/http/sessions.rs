@@ -773,14 +773,6 @@ impl Sessions {
             let Some(shared) = session.shared() else {
                 return;
             };
-            let renew = || {
-                if let Some(saver) = (why == Resync::Renew)
-                    .then_some(session.saver.as_ref())
-                    .flatten()
-                {
-                    saver.save(&shared);
-                }
-            };
             // Unread (gone, or the bus slow): nothing is written over a
             // state this copy could not see.
             let Some(record) = record else {
@@ -796,8 +788,10 @@ impl Sessions {
                     br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 );
                 session.send(initialized, &Caller::default()).await;
-            } else {
-                renew();
+            } else if why == Resync::Renew
+                && let Some(saver) = &session.saver
+            {
+                saver.save(&shared);
             }
         });
     }
