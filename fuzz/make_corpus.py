@@ -78,6 +78,33 @@ stdio_session = {
                             + frame(req(10, "mcp/executeTool", {"id": "mcp://fuzz/none"}))),
 }
 
+def line(message):
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def mc_init(version):
+    return line(req(1, "initialize", {"protocolVersion": version, "capabilities": {},
+                                      "clientInfo": {"name": "f", "version": "1"}})) \
+        + line(note("notifications/initialized"))
+
+
+MC_CALLS = (line(req(2, "tools/list")) + line(req(3, "tools/call", {"name": "echo", "arguments": {"a": 1}}))
+            + line(req(4, "tools/call", {"name": "rich", "arguments": {}})))
+model_context_session = {
+    "latest": seed(2, [], mc_init("2025-11-25") + MC_CALLS),
+    "v2025_06_18": seed(2, [7], mc_init("2025-06-18") + MC_CALLS),
+    "v2025_03_26": seed(3, [], mc_init("2025-03-26") + MC_CALLS
+                        + line([req(5, "tools/list"), req(6, "ping")])),
+    "v2024_11_05": seed(2, [3, 1], mc_init("2024-11-05") + MC_CALLS),
+    "old_with_2026": seed(2, [], mc_init("2025-03-26") + line(req(7, "tools/call", {
+        "name": "rich", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}))),
+    "before_initialize": seed(2, [], MC_CALLS + mc_init("2099-01-01") + MC_CALLS),
+    "cancel": seed(2, [], mc_init("2025-11-25") + line(req(8, "tools/call", {"name": "echo"}))
+                   + line(note("notifications/cancelled", {"requestId": 8}))),
+}
+
 PRETTY = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "mcp/listTools", "params": {"a": [1, {"b": None}]}},
                     indent=2).encode()
 http_stream_body = {
@@ -97,6 +124,7 @@ http_stream_body = {
 }
 
 for target, seeds in [("frame_decoder", frame_decoder), ("stdio_session", stdio_session),
+                      ("model_context_session", model_context_session),
                       ("http_stream_body", http_stream_body)]:
     d = os.path.join(HERE, "corpus", target)
     shutil.rmtree(d, ignore_errors=True)

@@ -25,7 +25,7 @@ use tokio_util::codec::Decoder;
 #[path = "../../tests/common/stdio_output.rs"]
 #[allow(dead_code)]
 mod stdio_output;
-pub use stdio_output::check_stdio_output;
+pub use stdio_output::{check_line_output, check_stdio_output};
 
 /// An input split into its configuration and its byte stream.
 #[derive(Debug)]
@@ -158,4 +158,3 @@ pub fn assert_in_order_slices(items: &[Input], data: &[u8]) {
         }
     }
 }
-
