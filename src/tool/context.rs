@@ -760,7 +760,10 @@ impl Cancellation {
         self.0.reason.load(Ordering::Acquire) != 0
     }
 
-    /// Completes when the signal fires (at once if it already has).
+    /// Completes when the signal fires (at once if it already has). A
+    /// request that ends with its reply does not fire it: work spawned to
+    /// outlive the call is not stopped by its end, and work that must stop
+    /// with the request is work the tool awaits.
     pub async fn cancelled(&self) {
         self.until(Self::is_cancelled).await;
     }
