@@ -75,6 +75,53 @@ pub fn pieces<'a>(data: &'a [u8], chunks: &[usize]) -> Vec<&'a [u8]> {
     out
 }
 
+/// Pipe buffer sizes of the session targets, by `choice` (bits 0-1).
+const PIPES: [usize; 4] = [16, 256, 4096, 64 * 1024];
+
+/// Serves one whole stdio session of the server `make` builds (inside the
+/// runtime) over an in-memory pipe
+/// (its size by the plan's `choice`, bits 0-1), on a current-thread
+/// runtime: the plan's stream written in its chunks, the input closed, the
+/// output read to its end. Panics if the session hangs after its input
+/// ended (10 s), the server does not read all of its input, or `serve_io`
+/// fails. Returns the output.
+pub fn serve_stdio_session(make: impl FnOnce() -> clawmcp::Server, plan: &Plan<'_>) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pipe = PIPES[plan.choice & 3];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (served, output) = runtime.block_on(async {
+        let server = make();
+        let (client, server_end) = tokio::io::duplex(pipe);
+        let (server_read, server_write) = tokio::io::split(server_end);
+        let (mut from_server, mut to_server) = tokio::io::split(client);
+        let serve = server.serve_io(server_read, server_write);
+        let write = async move {
+            for piece in pieces(plan.data, &plan.chunks) {
+                to_server.write_all(piece).await?;
+                tokio::task::yield_now().await;
+            }
+            to_server.shutdown().await
+        };
+        let read = async move {
+            let mut out = Vec::new();
+            from_server.read_to_end(&mut out).await.map(|_| out)
+        };
+        let (served, written, output) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                tokio::join!(serve, write, read)
+            })
+            .await
+            .expect("the session hangs after its input ended");
+        written.expect("the server reads all of its input");
+        (served, output.expect("the output is readable"))
+    });
+    assert!(served.is_ok(), "serve_io failed: {served:?}");
+    output
+}
+
 /// What a chunked decoding produced.
 #[derive(Debug)]
 pub struct Decoded {
