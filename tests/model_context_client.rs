@@ -31,6 +31,29 @@ fn text(reply: &Value) -> String {
         .to_owned()
 }
 
+/// A tool `name` over any object, run by `function`, alone on a server
+/// (built with `builder`'s other settings).
+fn alone<F, Fut>(name: &str, function: F, builder: clawmcp::ServerBuilder) -> clawmcp::Server
+where
+    F: Fn(Value, clawmcp::ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<clawmcp::ToolOutput, clawmcp::ToolError>>
+        + Send
+        + 'static,
+{
+    let definition = clawmcp::definition::ToolDefinition {
+        mcp_id: format!("mcp://mc-test/tools/{name}"),
+        name: name.into(),
+        description: format!("The {name} test tool."),
+        input_schema: json!({"type": "object"}),
+        output_schema: json!({}),
+    };
+    builder
+        .tools_provider(true)
+        .tool(clawmcp::tool::rich_tool_fn(definition, function))
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn elicitation_round_trips_with_the_restricted_form_schema() {
     let (server, probe, _) = server();
@@ -191,36 +214,24 @@ async fn a_context_kept_past_its_call_sends_the_client_nothing() {
     use clawmcp::client::{ClientError, Elicitation, LogLevel};
     let go = std::sync::Arc::new(tokio::sync::Notify::new());
     let (asked, mut late) = tokio::sync::mpsc::unbounded_channel();
+    // Keeps its context past its call.
     let lingering = {
         let go = go.clone();
-        clawmcp::tool::rich_tool_fn(
-            clawmcp::definition::ToolDefinition {
-                mcp_id: "mcp://mc-test/tools/linger".into(),
-                name: "linger".into(),
-                description: "Keeps its context past its call.".into(),
-                input_schema: json!({"type": "object"}),
-                output_schema: json!({}),
-            },
-            move |_args: Value, ctx: clawmcp::ToolContext| {
-                let (go, asked) = (go.clone(), asked.clone());
-                async move {
-                    tokio::spawn(async move {
-                        go.notified().await;
-                        ctx.progress(1.0, None, Some("late")).await;
-                        ctx.log(LogLevel::Error, "late").await;
-                        let answer = ctx.elicit(Elicitation::new("Still there?")).await;
-                        let _ = asked.send(answer.err());
-                    });
-                    Ok(clawmcp::ToolOutput::text("done"))
-                }
-            },
-        )
+        move |_args: Value, ctx: clawmcp::ToolContext| {
+            let (go, asked) = (go.clone(), asked.clone());
+            async move {
+                tokio::spawn(async move {
+                    go.notified().await;
+                    ctx.progress(1.0, None, Some("late")).await;
+                    ctx.log(LogLevel::Error, "late").await;
+                    let answer = ctx.elicit(Elicitation::new("Still there?")).await;
+                    let _ = asked.send(answer.err());
+                });
+                Ok(clawmcp::ToolOutput::text("done"))
+            }
+        }
     };
-    let server = clawmcp::Server::builder()
-        .tools_provider(true)
-        .tool(lingering)
-        .build()
-        .unwrap();
+    let server = alone("linger", lingering, clawmcp::Server::builder());
     let mut client = TestClient::model_context(&server, json!({"elicitation": {}})).await;
     client
         .send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
@@ -248,35 +259,23 @@ async fn a_question_in_flight_when_its_request_ends_is_cancelled() {
     use clawmcp::client::{ClientError, Elicitation};
     let go = std::sync::Arc::new(tokio::sync::Notify::new());
     let (asked, mut late) = tokio::sync::mpsc::unbounded_channel();
-    let asking = {
+    // Asks, and returns before the answer.
+    let leaving = {
         let go = go.clone();
-        clawmcp::tool::rich_tool_fn(
-            clawmcp::definition::ToolDefinition {
-                mcp_id: "mcp://mc-test/tools/leave".into(),
-                name: "leave".into(),
-                description: "Asks, and returns before the answer.".into(),
-                input_schema: json!({"type": "object"}),
-                output_schema: json!({}),
-            },
-            move |_args: Value, ctx: clawmcp::ToolContext| {
-                let (go, asked) = (go.clone(), asked.clone());
-                async move {
-                    tokio::spawn(async move {
-                        let answer = ctx.elicit(Elicitation::new("Still there?")).await;
-                        let _ = asked.send(answer.err());
-                    });
-                    go.notified().await;
-                    Ok(clawmcp::ToolOutput::text("done"))
-                }
-            },
-        )
+        move |_args: Value, ctx: clawmcp::ToolContext| {
+            let (go, asked) = (go.clone(), asked.clone());
+            async move {
+                tokio::spawn(async move {
+                    let answer = ctx.elicit(Elicitation::new("Still there?")).await;
+                    let _ = asked.send(answer.err());
+                });
+                go.notified().await;
+                Ok(clawmcp::ToolOutput::text("done"))
+            }
+        }
     };
-    let server = clawmcp::Server::builder()
-        .tools_provider(true)
-        .tool(asking)
-        .client_request_timeout(Duration::from_secs(3600))
-        .build()
-        .unwrap();
+    let builder = clawmcp::Server::builder().client_request_timeout(Duration::from_secs(3600));
+    let server = alone("leave", leaving, builder);
     let mut client = TestClient::model_context(&server, json!({"elicitation": {}})).await;
     let question = start("leave", &mut client).await;
     assert_eq!(question["method"], "elicitation/create");

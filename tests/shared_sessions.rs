@@ -52,20 +52,28 @@ impl Hub {
     /// Waits until session `id` is saved ready (the 202 of `initialized`
     /// comes before the session takes it).
     async fn saved_ready(&self, id: &str) {
-        let ready = || {
-            self.sessions
-                .lock()
-                .unwrap()
-                .get(id)
-                .is_some_and(|r| r.ready)
-        };
         timeout(PATIENCE, async {
-            while !ready() {
+            while !self.is_saved_ready(id) {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
         .await
         .expect("saved ready in time");
+    }
+
+    /// Whether session `id` is saved ready.
+    fn is_saved_ready(&self, id: &str) -> bool {
+        (self.sessions.lock().unwrap().get(id)).is_some_and(|r| r.ready)
+    }
+
+    /// The client says `initialized` to `on` (and it is saved) while
+    /// process `deaf` hears no announcement; it stays deaf.
+    async fn initialized_unheard(&self, on: &Process, id: &str, deaf: usize) {
+        self.deaf.lock().unwrap().insert(deaf);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (_c, response) = send(on, post(Some(id), &initialized)).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        self.saved_ready(id).await;
     }
 
     /// Tells process `who` that it may have missed announcements.
@@ -281,6 +289,22 @@ async fn ready_session(on: &Process) -> String {
     id
 }
 
+/// The `ask` tool, called on `on` in session `id`, asks its question at
+/// once (the process knows the client said `initialized`).
+async fn asks_at_once(on: &Process, id: &str) {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {}}});
+    let (_c, response) = send(on, post(Some(id), &call)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let question = until(&mut body, &mut buffer, |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
+    assert_eq!(question["params"]["message"], "Who are you?");
+}
+
 #[tokio::test]
 async fn a_session_opened_on_one_process_is_served_by_another_with_its_state() {
     let hub = Arc::new(Hub::default());
@@ -367,24 +391,10 @@ async fn after_a_gap_a_process_learns_the_client_said_initialized_elsewhere() {
     let (_c, response) = send(&b, post(Some(&id), &ping)).await;
     assert_eq!(response.status(), StatusCode::OK, "B adopted it, not ready");
     body_text(response).await;
-    hub.deaf.lock().unwrap().insert(1);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    hub.saved_ready(&id).await;
+    hub.initialized_unheard(&a, &id, 1).await;
     hub.deaf.lock().unwrap().remove(&1);
     hub.gap(1);
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "ask", "arguments": {}}});
-    let (_c, response) = send(&b, post(Some(&id), &call)).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let mut body = response.into_body();
-    let mut buffer = String::new();
-    let question = until(&mut body, &mut buffer, |m| {
-        m["method"] == "elicitation/create"
-    })
-    .await;
-    assert_eq!(question["params"]["message"], "Who are you?");
+    asks_at_once(&b, &id).await;
 }
 
 /// A copy that has not heard `initialized` renews the saved state by
@@ -401,33 +411,13 @@ async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
     let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
     let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
     body_text(response).await;
-    hub.deaf.lock().unwrap().insert(1);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (_c, response) = send(&a, post(Some(&id), &initialized)).await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let ready = || {
-        hub.sessions
-            .lock()
-            .unwrap()
-            .get(&id)
-            .is_some_and(|r| r.ready)
-    };
-    hub.saved_ready(&id).await;
+    hub.initialized_unheard(&a, &id, 1).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
     body_text(response).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(ready(), "B's renewal kept it ready");
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "ask", "arguments": {}}});
-    let (_c, response) = send(&b, post(Some(&id), &call)).await;
-    let mut body = response.into_body();
-    let mut buffer = String::new();
-    let question = until(&mut body, &mut buffer, |m| {
-        m["method"] == "elicitation/create"
-    })
-    .await;
-    assert_eq!(question["params"]["message"], "Who are you?");
+    assert!(hub.is_saved_ready(&id), "B's renewal kept it ready");
+    asks_at_once(&b, &id).await;
 }
 
 #[tokio::test]
