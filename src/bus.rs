@@ -222,7 +222,22 @@ pub trait Bus: Send + Sync + 'static {
 
     /// Keeps session `id`'s state for `ttl` from now (each save renews
     /// it). Never waits: the write is queued.
+    ///
+    /// Readiness only ever goes from not ready to ready: a record saved
+    /// with `ready: false` over a stored one that is ready keeps it ready
+    /// (a copy that has not heard the client's `initialized` may save a
+    /// change of its own after another copy saved it ready).
     fn save_session(&self, _id: &str, _record: &SessionRecord, _ttl: std::time::Duration) {}
+
+    /// Keeps session `id`'s state, as it is stored, for `ttl` from now;
+    /// writes `record` (as [`save_session`](Self::save_session) does) only
+    /// when none is stored (it lapsed, or the store lost it). A copy
+    /// renews what it holds while its client uses it: a renewal never
+    /// writes its copy's state over a newer one another copy saved. Never
+    /// waits. The default saves `record`, for a store that cannot tell.
+    fn renew_session(&self, id: &str, record: &SessionRecord, ttl: std::time::Duration) {
+        self.save_session(id, record, ttl);
+    }
 
     /// Adds `uri` to session `id`'s subscriptions (`on`), or removes it,
     /// kept as long as the session's state. Never waits: the write is

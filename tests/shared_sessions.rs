@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawmcp::bus::{Bus, BusMessage, Inbox, SessionRecord, StreamClaim};
+use clawmcp::client::LogLevel;
 use clawmcp::transport::HttpConfig;
 use clawmcp::{Server, SharedResource};
 use http_body_util::BodyExt;
@@ -46,6 +47,8 @@ struct Hub {
     saved_sizes: Mutex<Vec<usize>>,
     /// Processes whose announcements are lost (they hear nothing).
     deaf: Mutex<HashSet<usize>>,
+    /// How many renewals reached the store.
+    renewals: Mutex<usize>,
 }
 
 impl Hub {
@@ -111,11 +114,23 @@ impl Bus for End {
         true
     }
 
+    /// Saved as `Bus::save_session` says: readiness never goes back.
     fn save_session(&self, id: &str, record: &SessionRecord, _ttl: Duration) {
         let size = serde_json::to_string(record).expect("a record").len();
         self.hub.saved_sizes.lock().unwrap().push(size);
         let mut sessions = self.hub.sessions.lock().unwrap();
-        sessions.insert(id.to_owned(), record.clone());
+        let was_ready = sessions.get(id).is_some_and(|r| r.ready);
+        let mut record = record.clone();
+        record.ready |= was_ready;
+        sessions.insert(id.to_owned(), record);
+    }
+
+    /// Renewed as `Bus::renew_session` says: what is stored stays.
+    fn renew_session(&self, id: &str, record: &SessionRecord, ttl: Duration) {
+        *self.hub.renewals.lock().unwrap() += 1;
+        if !self.hub.sessions.lock().unwrap().contains_key(id) {
+            self.save_session(id, record, ttl);
+        }
     }
 
     fn save_subscription(&self, id: &str, uri: &str, on: bool, _ttl: Duration) {
@@ -418,6 +433,47 @@ async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(hub.is_saved_ready(&id), "B's renewal kept it ready");
     asks_at_once(&b, &id).await;
+}
+
+/// A copy renews the saved state's life, not its content: a copy that
+/// missed another's change (here a log level) never writes its own
+/// older state over it.
+#[tokio::test]
+async fn a_renewal_keeps_the_state_another_copy_saved() {
+    let hub = Arc::new(Hub::default());
+    // Renewed once the last save is a quarter of the idle timeout old.
+    let config = || HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
+    let a = process_with(&hub, 0, config()).await;
+    let b = process_with(&hub, 1, config()).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
+    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
+    body_text(response).await;
+    // B, ready, misses A's change.
+    hub.deaf.lock().unwrap().insert(1);
+    let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+        "params": {"level": "debug"}});
+    let (_c, response) = send(&a, post(Some(&id), &level)).await;
+    body_text(response).await;
+    let saved_level = || hub.sessions.lock().unwrap().get(&id).map(|r| r.log_level);
+    assert_eq!(saved_level(), Some(LogLevel::Debug));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_c, response) = send(&b, post(Some(&id), &ping(4))).await;
+    body_text(response).await;
+    timeout(PATIENCE, async {
+        while *hub.renewals.lock().unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("B renewed the saved state");
+    assert_eq!(
+        saved_level(),
+        Some(LogLevel::Debug),
+        "B's renewal kept A's level"
+    );
+    assert!(hub.is_saved_ready(&id));
 }
 
 #[tokio::test]

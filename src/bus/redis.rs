@@ -18,8 +18,9 @@
 //! Sessions are shared: each Streamable HTTP session's state is a key
 //! (`clawmcp:{deployment}:session:{id}`, JSON, expiring after the
 //! endpoint's session idle timeout), written by the publisher in order
-//! with the messages, and read when a process is asked for a session it
-//! does not have. Its subscriptions are a set beside it
+//! with the messages through one script (a renewal only extends a stored
+//! state's life, and readiness never goes back), and read when a process
+//! is asked for a session it does not have. Its subscriptions are a set beside it
 //! (`…:session:{id}:subscriptions`, one `SADD` or `SREM` a change, so a
 //! change costs the same however many it holds), and the process holding
 //! its `GET` stream is named by a key (`…:session:{id}:stream`, set and
@@ -96,10 +97,15 @@ struct Shared {
 /// What the publisher sends, in order.
 enum Outbound {
     Publish(BusMessage),
+    /// A session's state (`SAVE`).
     SaveSession {
         id: String,
         json: String,
+        /// The same record ready, when `json`'s is not.
+        ready_json: Option<String>,
         ttl: Duration,
+        /// Only renew what is stored, if anything is.
+        renewal: bool,
     },
     SaveSubscription {
         id: String,
@@ -134,6 +140,30 @@ if free then
   return 1
 end
 return 0";
+
+/// Writes a session's state `ARGV[1]` (`KEYS[1]`) for `ARGV[2]`
+/// milliseconds, with its subscriptions (`KEYS[2]`). A renewal
+/// (`ARGV[4]` = `1`) of a state that is stored only extends its life.
+/// Readiness never goes back: a record not ready over a stored one that
+/// is ready is written as `ARGV[3]`, the same record ready. 1 when it
+/// wrote, else 0.
+const SAVE: &str = r"
+local stored = redis.call('GET', KEYS[1])
+if stored and ARGV[4] == '1' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return 0
+end
+local record = ARGV[1]
+if stored and ARGV[3] ~= '' then
+  local read, old = pcall(cjson.decode, stored)
+  if read and type(old) == 'table' and old.ready == true then
+    record = ARGV[3]
+  end
+end
+redis.call('SET', KEYS[1], record, 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1";
 
 /// How long a process's liveness key outlives its last renewal.
 const LIVENESS: Duration = Duration::from_secs(5);
@@ -238,14 +268,11 @@ impl Bus for RedisBus {
     }
 
     fn save_session(&self, id: &str, record: &SessionRecord, ttl: Duration) {
-        match serde_json::to_string(record) {
-            Ok(json) => self.queue(Outbound::SaveSession {
-                id: id.to_owned(),
-                json,
-                ttl,
-            }),
-            Err(e) => tracing::warn!("a session's state cannot be written: {e}"),
-        }
+        self.queue_save(id, record, ttl, false);
+    }
+
+    fn renew_session(&self, id: &str, record: &SessionRecord, ttl: Duration) {
+        self.queue_save(id, record, ttl, true);
     }
 
     fn save_subscription(&self, id: &str, uri: &str, on: bool, ttl: Duration) {
@@ -362,6 +389,32 @@ impl Bus for RedisBus {
 }
 
 impl RedisBus {
+    /// Queues a write of session `id`'s state (`SAVE`): a save, or a
+    /// `renewal` that writes only what is not stored.
+    fn queue_save(&self, id: &str, record: &SessionRecord, ttl: Duration, renewal: bool) {
+        let ready_json = if record.ready {
+            Ok(None)
+        } else {
+            let ready = SessionRecord {
+                ready: true,
+                ..record.clone()
+            };
+            serde_json::to_string(&ready).map(Some)
+        };
+        match (serde_json::to_string(record), ready_json) {
+            (Ok(json), Ok(ready_json)) => self.queue(Outbound::SaveSession {
+                id: id.to_owned(),
+                json,
+                ready_json,
+                ttl,
+                renewal,
+            }),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!("a session's state cannot be written: {e}");
+            }
+        }
+    }
+
     /// The task store's names: the deployment's key prefix, and this
     /// process's liveness key.
     pub(super) fn task_names(&self) -> (String, String) {
@@ -430,15 +483,24 @@ async fn publish(
                 }
                 pipe.publish(&names.channel, &payload).ignore();
             }
-            Outbound::SaveSession { id, json, ttl } => {
+            Outbound::SaveSession {
+                id,
+                json,
+                ready_json,
+                ttl,
+                renewal,
+            } => {
                 let key = format!("{}{id}", names.sessions);
-                let ttl = millis(*ttl);
-                pipe.pset_ex(&key, json, ttl).ignore();
-                pipe.pexpire(
-                    format!("{key}:subscriptions"),
-                    i64::try_from(ttl).unwrap_or(i64::MAX),
-                )
-                .ignore();
+                pipe.cmd("EVAL")
+                    .arg(SAVE)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(format!("{key}:subscriptions"))
+                    .arg(json)
+                    .arg(millis(*ttl).max(1))
+                    .arg(ready_json.as_deref().unwrap_or(""))
+                    .arg(if *renewal { "1" } else { "0" })
+                    .ignore();
             }
             Outbound::SaveSubscription { id, uri, on, ttl } => {
                 let key = format!("{}{id}:subscriptions", names.sessions);

@@ -139,18 +139,25 @@ impl Saver {
         }
     }
 
-    /// Saves the record (its subscriptions are saved one by one).
-    fn save(&self, shared: &Shared) {
-        let Some(client) = shared.client.get() else {
-            return; // not initialized yet: nothing another process could serve
-        };
-        let record = SessionRecord {
+    /// This copy's state, as the bus keeps it (its subscriptions are
+    /// saved one by one); `None` before the handshake.
+    fn record(&self, shared: &Shared) -> Option<SessionRecord> {
+        // Not initialized yet: nothing another process could serve.
+        let client = shared.client.get()?;
+        Some(SessionRecord {
             version: client.version().to_owned(),
             capabilities: client.capabilities.clone(),
             owner: self.owner.clone(),
             ready: shared.is_ready(),
             log_level: shared.log_level(),
             subscriptions: Vec::new(),
+        })
+    }
+
+    /// Saves the record, and tells the other copies it changed.
+    fn save(&self, shared: &Shared) {
+        let Some(record) = self.record(shared) else {
+            return;
         };
         self.bus.save_session(&self.id, &record, self.ttl);
         self.bus.publish(BusMessage::SessionChanged {
@@ -159,10 +166,12 @@ impl Saver {
         *self.saved.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
     }
 
-    /// Saves again when the last save is a quarter of the time to live
-    /// old: a session in use never expires. A copy that has not heard
-    /// `initialized` reads the saved state first (another copy may have
-    /// heard it), so that it never writes "not ready" over "ready".
+    /// Renews the saved state's life when the last save or renewal is a
+    /// quarter of the time to live old: a session in use never expires.
+    /// The store keeps what it holds (`Bus::renew_session`), so a copy
+    /// that missed another's change never writes its own over it; a copy
+    /// that has not heard `initialized` reads the saved state first
+    /// (another copy may have heard it), and is readied by it.
     fn renew(&self, shared: &Shared) {
         let mut saved = self.saved.lock().unwrap_or_else(PoisonError::into_inner);
         if saved.elapsed() <= self.ttl / 4 {
@@ -172,11 +181,19 @@ impl Saver {
         *saved = Instant::now();
         drop(saved);
         if shared.is_ready() {
-            self.save(shared);
+            self.renew_saved(shared);
             return;
         }
         if let Some(sessions) = self.sessions.upgrade() {
             sessions.resync(&self.id, Resync::Renew);
+        }
+    }
+
+    /// Renews the saved state's life (`Bus::renew_session`), saving this
+    /// copy's only if none is stored. Nothing changed: nobody is told.
+    fn renew_saved(&self, shared: &Shared) {
+        if let Some(record) = self.record(shared) {
+            self.bus.renew_session(&self.id, &record, self.ttl);
         }
     }
 }
@@ -755,7 +772,7 @@ async fn load(bus: &Arc<dyn Bus>, id: &str) -> Option<SessionRecord> {
 enum Resync {
     /// Another copy changed it.
     Changed,
-    /// This copy, not ready, renews it: it saves its own state after,
+    /// This copy, not ready, renews it: it renews the saved state after,
     /// unless the saved state readied it (whose save renews it), or could
     /// not be read (the next renewal tries again).
     Renew,
@@ -791,7 +808,7 @@ impl Sessions {
             } else if why == Resync::Renew
                 && let Some(saver) = &session.saver
             {
-                saver.save(&shared);
+                saver.renew_saved(&shared);
             }
         });
     }

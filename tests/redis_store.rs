@@ -1,0 +1,182 @@
+//! The Redis bus keeps a shared session's state by the rules of
+//! `clawmcp::bus::Bus`, against a real redis-server (started here on
+//! loopback, stopped with the test; the test fails, never skips, without
+//! one: Debian `apt-get install -y redis-server`):
+//! - a renewal extends the stored state's life and never writes its copy's
+//!   state over it;
+//! - a renewal of a state no longer stored writes it again;
+//! - a save by a copy that is not ready never unreadies the stored state.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use clawmcp::bus::{Bus, RedisBus, SessionRecord};
+use clawmcp::client::LogLevel;
+use redis::AsyncCommands;
+use serde_json::json;
+use tokio::time::timeout;
+
+/// A hang guard, never a performance bound.
+const PATIENCE: Duration = Duration::from_secs(10);
+const DEPLOYMENT: &str = "store-test";
+
+/// A redis-server of its own, killed when dropped.
+struct RedisServer {
+    child: Child,
+    url: String,
+}
+
+impl RedisServer {
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("redis-server runs (Debian: apt-get install -y redis-server)");
+        let server = RedisServer {
+            child,
+            url: format!("redis://127.0.0.1:{port}/"),
+        };
+        timeout(PATIENCE, async {
+            while tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("redis-server listens");
+        server
+    }
+
+    async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url.as_str())
+            .expect("a Redis URL")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connects")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn record(ready: bool, log_level: LogLevel) -> SessionRecord {
+    let mut record: SessionRecord = serde_json::from_value(json!({
+        "version": "2025-11-25",
+        "capabilities": {},
+        "owner": null,
+        "ready": ready,
+        "log_level": "info",
+        "subscriptions": [],
+    }))
+    .expect("a record");
+    record.log_level = log_level;
+    record
+}
+
+/// Waits until the bus wrote what it queued: the key's life exceeds
+/// `at_least` milliseconds.
+async fn lives_longer_than(redis: &RedisServer, id: &str, at_least: i64) {
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
+    timeout(PATIENCE, async {
+        loop {
+            let left: i64 = connection.pttl(&key).await.expect("PTTL");
+            if left > at_least {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the write landed");
+}
+
+async fn loaded(bus: &RedisBus, id: &str) -> SessionRecord {
+    timeout(PATIENCE, bus.load_session(id))
+        .await
+        .expect("read in time")
+        .expect("stored")
+}
+
+#[tokio::test]
+async fn a_renewal_extends_the_stored_state_and_never_writes_over_it() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "a".repeat(32);
+    bus.save_session(&id, &record(true, LogLevel::Debug), Duration::from_secs(5));
+    bus.save_subscription(&id, "mcp://a", true, Duration::from_secs(5));
+    // A copy that missed the change renews with its older state.
+    bus.renew_session(&id, &record(false, LogLevel::Info), Duration::from_secs(60));
+    lives_longer_than(&redis, &id, 30_000).await;
+    let stored = loaded(&bus, &id).await;
+    assert!(stored.ready, "{stored:?}");
+    assert_eq!(stored.log_level, LogLevel::Debug);
+    assert_eq!(stored.subscriptions, ["mcp://a"]);
+    let mut connection = redis.connection().await;
+    let subscriptions_left: i64 = connection
+        .pttl(format!("clawmcp:{DEPLOYMENT}:session:{id}:subscriptions"))
+        .await
+        .expect("PTTL");
+    assert!(
+        subscriptions_left > 30_000,
+        "the subscriptions live as long"
+    );
+}
+
+#[tokio::test]
+async fn a_renewal_of_a_state_no_longer_stored_writes_it_again() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "b".repeat(32);
+    bus.renew_session(
+        &id,
+        &record(true, LogLevel::Warning),
+        Duration::from_secs(60),
+    );
+    lives_longer_than(&redis, &id, 30_000).await;
+    let stored = loaded(&bus, &id).await;
+    assert!(stored.ready);
+    assert_eq!(stored.log_level, LogLevel::Warning);
+}
+
+#[tokio::test]
+async fn a_save_by_a_copy_not_ready_never_unreadies_the_stored_state() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "c".repeat(32);
+    bus.save_session(&id, &record(true, LogLevel::Info), Duration::from_secs(5));
+    // Its change (a level set before it heard `initialized`) is written,
+    // its readiness is not.
+    bus.save_session(
+        &id,
+        &record(false, LogLevel::Error),
+        Duration::from_secs(60),
+    );
+    lives_longer_than(&redis, &id, 30_000).await;
+    let stored = loaded(&bus, &id).await;
+    assert!(stored.ready, "{stored:?}");
+    assert_eq!(stored.log_level, LogLevel::Error);
+
+    // A session never saved ready is saved as it is.
+    let fresh = "d".repeat(32);
+    bus.save_session(
+        &fresh,
+        &record(false, LogLevel::Info),
+        Duration::from_secs(60),
+    );
+    lives_longer_than(&redis, &fresh, 30_000).await;
+    assert!(!loaded(&bus, &fresh).await.ready);
+}
