@@ -169,8 +169,8 @@ impl Inbox {
     /// changes (the bus lost its connection for a while): each hears that
     /// every list changed and that every resource was updated, so that its
     /// client fetches them again; and each shared session this process
-    /// holds reads its saved state again (its client's `initialized` or
-    /// log level may have reached another process meanwhile).
+    /// holds reads its saved state again (its client's `initialized`, log
+    /// level or subscriptions may have reached another process meanwhile).
     pub fn gap(&self) {
         self.0.gap();
     }

@@ -412,6 +412,41 @@ async fn after_a_gap_a_process_learns_the_client_said_initialized_elsewhere() {
     asks_at_once(&b, &id).await;
 }
 
+/// A process that lost the announcement of a subscription made through
+/// another process takes it from the saved state when its bus reports the
+/// gap: the session's `GET` stream it holds hears of the resource's
+/// updates.
+#[tokio::test]
+async fn after_a_gap_a_process_takes_the_subscriptions_made_elsewhere() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    let (_g, stream) = send(&b, get(&id)).await;
+    assert_eq!(
+        stream.status(),
+        StatusCode::OK,
+        "B adopted it and holds its stream"
+    );
+    let mut stream = stream.into_body();
+    hub.deaf.lock().unwrap().insert(1);
+    let subscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+                           "params": {"uri": STATUS}});
+    let (_c, response) = send(&a, post(Some(&id), &subscribe)).await;
+    body_text(response).await;
+    hub.deaf.lock().unwrap().remove(&1);
+    hub.gap(1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    a.status.set("changed on A");
+    let mut buffer = String::new();
+    let updated = until(&mut stream, &mut buffer, |m| {
+        m["method"] == "notifications/resources/updated" && m["params"]["uri"] == STATUS
+    })
+    .await;
+    assert_eq!(updated["params"]["uri"], STATUS);
+}
+
 /// A copy that has not heard `initialized` renews the saved state by
 /// reading it first: it never writes "not ready" over the "ready" another
 /// copy saved, and is readied by it.

@@ -772,6 +772,12 @@ async fn load(bus: &Arc<dyn Bus>, id: &str) -> Option<SessionRecord> {
 enum Resync {
     /// Another copy changed it.
     Changed,
+    /// The bus may have lost messages: besides the state, this copy
+    /// takes the subscriptions saved beside it (a subscription made
+    /// through another copy meanwhile; one given up meanwhile stays here,
+    /// since a subscription this copy made a moment ago may not be saved
+    /// yet, and an update too many is better than one lost).
+    Gap,
     /// This copy, not ready, renews it: it renews the saved state after,
     /// unless the saved state readied it (whose save renews it), or could
     /// not be read (the next renewal tries again).
@@ -796,8 +802,14 @@ impl Sessions {
                 return;
             };
             // Applied without saving again (the copy that changed saved
-            // it); subscriptions come one by one (`subscription_changed`).
+            // it); subscriptions come one by one (`subscription_changed`),
+            // unless the messages that carried them may be lost.
             shared.restore(Change::LogLevel(record.log_level));
+            if why == Resync::Gap {
+                for uri in record.subscriptions {
+                    shared.restore(Change::Subscription { uri, on: true });
+                }
+            }
             if record.ready && !shared.is_ready() {
                 // The client's `initialized` reached another copy: this
                 // one's reader takes it as its own (and saves it).
@@ -836,10 +848,11 @@ impl SessionEvents for Sessions {
     fn gap(&self) {
         // A lost `SessionChanged` may have held back a copy's readiness
         // (the client's `initialized` reached another copy) or its log
-        // level: each copy reads its saved state again.
+        // level, a lost `SubscriptionChanged` a subscription: each copy
+        // reads its saved state again.
         let ids: Vec<String> = self.map().keys().cloned().collect();
         for id in ids {
-            self.resync(&id, Resync::Changed);
+            self.resync(&id, Resync::Gap);
         }
     }
 
