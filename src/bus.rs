@@ -129,6 +129,33 @@ pub struct SessionRecord {
     /// however many a session holds; [`Bus::load_session`] gives them back
     /// here.
     pub subscriptions: Vec<String>,
+    /// The session was ended ([`Bus::remove_session`]): what a store may
+    /// keep for a while in its place ([`SessionRecord::ended`]), so that a
+    /// copy that missed [`BusMessage::SessionEnded`] learns of it, and no
+    /// copy's later save brings the session back. No process serves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
+}
+
+impl SessionRecord {
+    /// The record that says only that a session ended: nothing else in it
+    /// is read.
+    ///
+    /// ```
+    /// let ended = clawmcp::bus::SessionRecord::ended();
+    /// assert!(ended.ended && !ended.ready);
+    /// ```
+    pub fn ended() -> Self {
+        SessionRecord {
+            version: String::new(),
+            capabilities: serde_json::Value::Null,
+            owner: None,
+            ready: false,
+            log_level: crate::client::LogLevel::Info,
+            subscriptions: Vec::new(),
+            ended: true,
+        }
+    }
 }
 
 /// The answer to [`Bus::claim_stream`].
@@ -245,7 +272,9 @@ pub trait Bus: Send + Sync + 'static {
     fn save_subscription(&self, _id: &str, _uri: &str, _on: bool, _ttl: std::time::Duration) {}
 
     /// Forgets session `id`, its subscriptions and its stream's claim.
-    /// Never waits.
+    /// Never waits. A store that can keeps [`SessionRecord::ended`] in its
+    /// place for a while (as [`load_session`](Self::load_session) gives
+    /// it back), and writes no save or renewal over it.
     fn remove_session(&self, _id: &str) {}
 
     /// Claims session `id`'s `GET` stream for the stream named `claim`

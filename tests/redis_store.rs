@@ -5,7 +5,8 @@
 //! - a renewal extends the stored state's life and never writes its copy's
 //!   state over it;
 //! - a renewal of a state no longer stored writes it again;
-//! - a save by a copy that is not ready never unreadies the stored state.
+//! - a save by a copy that is not ready never unreadies the stored state;
+//! - an ended session's mark stays: no save or renewal brings it back.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -150,6 +151,31 @@ async fn a_renewal_of_a_state_no_longer_stored_writes_it_again() {
     let stored = loaded(&bus, &id).await;
     assert!(stored.ready);
     assert_eq!(stored.log_level, LogLevel::Warning);
+}
+
+#[tokio::test]
+async fn an_ended_session_stays_ended_whatever_a_copy_saves_or_renews() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "e".repeat(32);
+    bus.save_session(&id, &record(true, LogLevel::Info), Duration::from_secs(60));
+    bus.save_subscription(&id, "mcp://a", true, Duration::from_secs(60));
+    bus.remove_session(&id);
+    // A copy that missed the news saves a change, and renews.
+    bus.save_session(&id, &record(true, LogLevel::Debug), Duration::from_secs(5));
+    bus.renew_session(
+        &id,
+        &record(true, LogLevel::Debug),
+        Duration::from_secs(3600),
+    );
+    // (The renewal extends the mark past its own 10 minutes.)
+    lives_longer_than(&redis, &id, 30 * 60 * 1000).await;
+    let stored = loaded(&bus, &id).await;
+    assert!(stored.ended, "{stored:?}");
+    assert!(
+        stored.subscriptions.is_empty(),
+        "its subscriptions are gone"
+    );
 }
 
 #[tokio::test]

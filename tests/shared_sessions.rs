@@ -114,11 +114,15 @@ impl Bus for End {
         true
     }
 
-    /// Saved as `Bus::save_session` says: readiness never goes back.
+    /// Saved as `Bus::save_session` says: readiness never goes back, and
+    /// an ended session stays ended.
     fn save_session(&self, id: &str, record: &SessionRecord, _ttl: Duration) {
         let size = serde_json::to_string(record).expect("a record").len();
         self.hub.saved_sizes.lock().unwrap().push(size);
         let mut sessions = self.hub.sessions.lock().unwrap();
+        if sessions.get(id).is_some_and(|r| r.ended) {
+            return;
+        }
         let was_ready = sessions.get(id).is_some_and(|r| r.ready);
         let mut record = record.clone();
         record.ready |= was_ready;
@@ -143,8 +147,14 @@ impl Bus for End {
         }
     }
 
+    /// Keeps the ended session's mark, as the Redis bus does.
     fn remove_session(&self, id: &str) {
-        self.hub.sessions.lock().unwrap().remove(id);
+        let ended = SessionRecord::ended();
+        self.hub
+            .sessions
+            .lock()
+            .unwrap()
+            .insert(id.to_owned(), ended);
         self.hub.subscriptions.lock().unwrap().remove(id);
         self.hub.streams.lock().unwrap().remove(id);
     }
@@ -445,6 +455,55 @@ async fn after_a_gap_a_process_takes_the_subscriptions_made_elsewhere() {
     })
     .await;
     assert_eq!(updated["params"]["uri"], STATUS);
+}
+
+/// A process that lost the announcement that a session was ended
+/// (`DELETE` on another process) ends its copy when its bus reports the
+/// gap; no copy's save brings the session back.
+#[tokio::test]
+async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
+    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
+    assert_eq!(response.status(), StatusCode::OK, "B adopted it");
+    body_text(response).await;
+    hub.deaf.lock().unwrap().insert(1);
+    let (_c, response) = send(
+        &a,
+        request(Method::DELETE, "/mcp", &[("mcp-session-id", &id)], empty()),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    // B, which missed it, still serves the session, and saves a change.
+    let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+        "params": {"level": "debug"}});
+    let (_c, response) = send(&b, post(Some(&id), &level)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    body_text(response).await;
+    hub.deaf.lock().unwrap().remove(&1);
+    hub.gap(1);
+    timeout(PATIENCE, async {
+        loop {
+            let (_c, response) = send(&b, post(Some(&id), &ping(4))).await;
+            if response.status() == StatusCode::NOT_FOUND {
+                return;
+            }
+            body_text(response).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("B ended its copy");
+    let (_c, response) = send(&a, post(Some(&id), &ping(5))).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::NOT_FOUND,
+        "and A adopts nothing"
+    );
 }
 
 /// A copy that has not heard `initialized` renews the saved state by

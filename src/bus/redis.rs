@@ -20,7 +20,9 @@
 //! endpoint's session idle timeout), written by the publisher in order
 //! with the messages through one script (a renewal only extends a stored
 //! state's life, and readiness never goes back), and read when a process
-//! is asked for a session it does not have. Its subscriptions are a set beside it
+//! is asked for a session it does not have. An ended session's key holds
+//! its mark ([`SessionRecord::ended`]) for [`ENDED_KEPT`], which no save
+//! overwrites. Its subscriptions are a set beside it
 //! (`…:session:{id}:subscriptions`, one `SADD` or `SREM` a change, so a
 //! change costs the same however many it holds), and the process holding
 //! its `GET` stream is named by a key (`…:session:{id}:stream`, set and
@@ -145,25 +147,38 @@ return 0";
 /// milliseconds, with its subscriptions (`KEYS[2]`). A renewal
 /// (`ARGV[4]` = `1`) of a state that is stored only extends its life.
 /// Readiness never goes back: a record not ready over a stored one that
-/// is ready is written as `ARGV[3]`, the same record ready. 1 when it
-/// wrote, else 0.
+/// is ready is written as `ARGV[3]`, the same record ready. Nothing is
+/// written over a session that ended (a renewal extends its mark). 1 when
+/// it wrote, else 0.
 const SAVE: &str = r"
 local stored = redis.call('GET', KEYS[1])
+local old = nil
+if stored then
+  local read, decoded = pcall(cjson.decode, stored)
+  if read and type(decoded) == 'table' then old = decoded end
+end
+if old and old.ended == true then
+  if ARGV[4] == '1' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  return 0
+end
 if stored and ARGV[4] == '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 0
 end
 local record = ARGV[1]
-if stored and ARGV[3] ~= '' then
-  local read, old = pcall(cjson.decode, stored)
-  if read and type(old) == 'table' and old.ready == true then
-    record = ARGV[3]
-  end
+if old and ARGV[3] ~= '' and old.ready == true then
+  record = ARGV[3]
 end
 redis.call('SET', KEYS[1], record, 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1";
+
+/// How long an ended session's mark ([`SessionRecord::ended`]) stays in
+/// its key's place: longer than an outage of the bus that a copy which
+/// missed the news recovers from, short enough that a deployment whose
+/// clients end many sessions keeps few marks.
+const ENDED_KEPT: Duration = Duration::from_secs(10 * 60);
 
 /// How long a process's liveness key outlives its last renewal.
 const LIVENESS: Duration = Duration::from_secs(5);
@@ -514,12 +529,12 @@ async fn publish(
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
-                pipe.del(&[
-                    key.clone(),
-                    format!("{key}:subscriptions"),
-                    format!("{key}:stream"),
-                ])
-                .ignore();
+                match serde_json::to_string(&SessionRecord::ended()) {
+                    Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)).ignore(),
+                    Err(_) => pipe.del(&key).ignore(),
+                };
+                pipe.del(&[format!("{key}:subscriptions"), format!("{key}:stream")])
+                    .ignore();
             }
             Outbound::ReleaseStream { id, claim } => {
                 pipe.cmd("EVAL")

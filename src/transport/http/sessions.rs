@@ -151,6 +151,7 @@ impl Saver {
             ready: shared.is_ready(),
             log_level: shared.log_level(),
             subscriptions: Vec::new(),
+            ended: false,
         })
     }
 
@@ -502,6 +503,7 @@ impl Sessions {
         let ours = match (&here, &self.shared_by) {
             (Some(session), _) => session.serves(caller),
             (None, Some(bus)) if is_session_id(id) => match load(bus, id).await {
+                Some(record) if record.ended => false,
                 Some(record) => owner_of(&record)
                     .is_none_or(|o| caller.principal.as_deref().is_some_and(|p| o.is(p))),
                 None => false,
@@ -542,7 +544,7 @@ impl Sessions {
                 break;
             }
         }
-        let record = record?;
+        let record = record.filter(|r| !r.ended)?;
         let Some(client) = ClientInfo::saved(&record.version, record.capabilities.clone()) else {
             tracing::warn!(
                 session = id,
@@ -801,6 +803,13 @@ impl Sessions {
             let Some(record) = record else {
                 return;
             };
+            if record.ended {
+                // Ended on another process; this copy missed the news.
+                if let Some(sessions) = session.saver.as_ref().and_then(|s| s.sessions.upgrade()) {
+                    sessions.remove(&id);
+                }
+                return;
+            }
             // Applied without saving again (the copy that changed saved
             // it); subscriptions come one by one (`subscription_changed`),
             // unless the messages that carried them may be lost.
