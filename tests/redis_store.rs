@@ -6,7 +6,9 @@
 //!   state over it;
 //! - a renewal of a state no longer stored writes it again;
 //! - a save by a copy that is not ready never unreadies the stored state;
-//! - an ended session's mark stays: no save or renewal brings it back.
+//! - an ended session's mark stays its full time: no save, renewal or
+//!   subscription brings the session back;
+//! - a key of another type in a state's place does not stop the writes.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -176,6 +178,63 @@ async fn an_ended_session_stays_ended_whatever_a_copy_saves_or_renews() {
         stored.subscriptions.is_empty(),
         "its subscriptions are gone"
     );
+}
+
+/// A renewal by a copy whose idle timeout is short never shortens the
+/// mark; a subscription written after the end is not kept.
+#[tokio::test]
+async fn an_ended_session_keeps_its_mark_its_full_time_and_takes_no_subscription() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "f".repeat(32);
+    bus.save_session(&id, &record(true, LogLevel::Info), Duration::from_secs(60));
+    bus.remove_session(&id);
+    bus.renew_session(&id, &record(true, LogLevel::Info), Duration::from_secs(1));
+    bus.save_subscription(&id, "mcp://late", true, Duration::from_secs(60));
+    // Written in order: once the marker below is stored, all above is.
+    let marker = "9".repeat(32);
+    bus.save_session(
+        &marker,
+        &record(true, LogLevel::Info),
+        Duration::from_secs(60),
+    );
+    lives_longer_than(&redis, &marker, 30_000).await;
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
+    let left: i64 = connection.pttl(&key).await.expect("PTTL");
+    assert!(
+        left > 60_000,
+        "the mark keeps its 10 minutes: {left} ms left"
+    );
+    let subscriptions: bool = connection
+        .exists(format!("{key}:subscriptions"))
+        .await
+        .expect("EXISTS");
+    assert!(
+        !subscriptions,
+        "no subscription is kept for an ended session"
+    );
+    assert!(loaded(&bus, &id).await.ended);
+}
+
+/// A key of another type where a session's state goes does not stop the
+/// bus's writes: the state is written over it, and what was queued after
+/// it is written too.
+#[tokio::test]
+async fn a_key_of_another_type_is_written_over() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "7".repeat(32);
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
+    let _: i64 = connection.rpush(&key, "not a state").await.expect("RPUSH");
+    bus.save_session(
+        &id,
+        &record(true, LogLevel::Notice),
+        Duration::from_secs(60),
+    );
+    lives_longer_than(&redis, &id, 30_000).await;
+    assert_eq!(loaded(&bus, &id).await.log_level, LogLevel::Notice);
 }
 
 #[tokio::test]

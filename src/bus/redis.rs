@@ -116,6 +116,8 @@ enum Outbound {
         ttl: Duration,
     },
     RemoveSession(String),
+    /// Answered once everything queued before it is written.
+    Written(tokio::sync::oneshot::Sender<()>),
     ReleaseStream {
         id: String,
         claim: String,
@@ -143,22 +145,39 @@ if free then
 end
 return 0";
 
-/// Writes a session's state `ARGV[1]` (`KEYS[1]`) for `ARGV[2]`
-/// milliseconds, with its subscriptions (`KEYS[2]`). A renewal
-/// (`ARGV[4]` = `1`) of a state that is stored only extends its life.
-/// Readiness never goes back: a record not ready over a stored one that
-/// is ready is written as `ARGV[3]`, the same record ready. Nothing is
-/// written over a session that ended (a renewal extends its mark). 1 when
-/// it wrote, else 0.
-const SAVE: &str = r"
-local stored = redis.call('GET', KEYS[1])
+/// Lua that reads the session state stored at `KEYS[1]` into `stored`
+/// (its text, or `false`: none, or a key of another type) and `old` (the
+/// state decoded, or `nil`), and sets `ended` when it is an ended
+/// session's mark.
+macro_rules! read_stored {
+    () => {
+        r"
+local stored = redis.pcall('GET', KEYS[1])
+if type(stored) ~= 'string' then stored = false end
 local old = nil
 if stored then
   local read, decoded = pcall(cjson.decode, stored)
   if read and type(decoded) == 'table' then old = decoded end
 end
-if old and old.ended == true then
-  if ARGV[4] == '1' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local ended = old ~= nil and old.ended == true
+"
+    };
+}
+
+/// Writes a session's state `ARGV[1]` (`KEYS[1]`) for `ARGV[2]`
+/// milliseconds, with its subscriptions (`KEYS[2]`). A renewal
+/// (`ARGV[4]` = `1`) of a state that is stored only extends its life.
+/// Readiness never goes back: a record not ready over a stored one that
+/// is ready is written as `ARGV[3]`, the same record ready. Nothing is
+/// written over a session that ended (a renewal extends its mark's life,
+/// never shortens it). 1 when it wrote, else 0.
+const SAVE: &str = concat!(
+    read_stored!(),
+    r"
+if ended then
+  if ARGV[4] == '1' and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
   return 0
 end
 if stored and ARGV[4] == '1' then
@@ -172,7 +191,25 @@ if old and ARGV[3] ~= '' and old.ready == true then
 end
 redis.call('SET', KEYS[1], record, 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return 1";
+return 1"
+);
+
+/// Adds (`ARGV[2]` = `1`) or removes the subscription `ARGV[1]` of the
+/// session stored at `KEYS[1]` to its set `KEYS[2]`, kept for `ARGV[3]`
+/// milliseconds; nothing for a session that ended. 1 when it wrote, else
+/// 0.
+const SUBSCRIBE: &str = concat!(
+    read_stored!(),
+    r"
+if ended then return 0 end
+if ARGV[2] == '1' then
+  redis.call('SADD', KEYS[2], ARGV[1])
+else
+  redis.call('SREM', KEYS[2], ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1"
+);
 
 /// How long an ended session's mark ([`SessionRecord::ended`]) stays in
 /// its key's place: longer than an outage of the bus that a copy which
@@ -484,8 +521,13 @@ async fn publish(
     let mut connection = None;
     let mut backoff = Duration::from_millis(50);
     while let Some(next) = outbound.recv().await {
+        if let Outbound::Written(written) = next {
+            let _ = written.send(());
+            continue;
+        }
         let mut pipe = ::redis::pipe();
         match &next {
+            Outbound::Written(_) => continue,
             Outbound::Publish(message) => {
                 let Ok(payload) = serde_json::to_string(&Stamped {
                     origin,
@@ -518,13 +560,15 @@ async fn publish(
                     .ignore();
             }
             Outbound::SaveSubscription { id, uri, on, ttl } => {
-                let key = format!("{}{id}:subscriptions", names.sessions);
-                if *on {
-                    pipe.sadd(&key, uri).ignore();
-                } else {
-                    pipe.srem(&key, uri).ignore();
-                }
-                pipe.pexpire(&key, i64::try_from(millis(*ttl)).unwrap_or(i64::MAX))
+                let key = format!("{}{id}", names.sessions);
+                pipe.cmd("EVAL")
+                    .arg(SUBSCRIBE)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(format!("{key}:subscriptions"))
+                    .arg(uri)
+                    .arg(if *on { "1" } else { "0" })
+                    .arg(millis(*ttl).max(1))
                     .ignore();
             }
             Outbound::RemoveSession(id) => {
@@ -627,7 +671,8 @@ async fn subscribe(client: ::redis::Client, names: Names, shared: Arc<Shared>) {
     let mut subscribed_before = false;
     let mut backoff = Duration::from_millis(50);
     loop {
-        match one_subscription(&client, &names, shared.origin, &inbox, subscribed_before).await {
+        let from = (shared.origin, &shared.queue);
+        match one_subscription(&client, &names, from, &inbox, subscribed_before).await {
             Ok(()) => {
                 tracing::warn!("the Redis bus lost its subscription: reconnecting");
                 backoff = Duration::from_millis(50);
@@ -640,11 +685,30 @@ async fn subscribe(client: ::redis::Client, names: Names, shared: Arc<Shared>) {
     }
 }
 
+/// How long a gap's report waits for the publisher to write what was
+/// queued before it.
+const WRITTEN_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Waits (for [`WRITTEN_PATIENCE`] at most) until the publisher has
+/// written everything queued so far.
+async fn written(queue: &mpsc::Sender<Outbound>) {
+    let (done, answered) = tokio::sync::oneshot::channel();
+    let waited = tokio::time::timeout(WRITTEN_PATIENCE, async {
+        if queue.send(Outbound::Written(done)).await.is_ok() {
+            let _ = answered.await;
+        }
+    })
+    .await;
+    if waited.is_err() {
+        tracing::warn!("the Redis bus reports a gap before its queue is written");
+    }
+}
+
 /// One subscription, to its end (`Ok` when Redis closed it).
 async fn one_subscription(
     client: &::redis::Client,
     names: &Names,
-    origin: u64,
+    (origin, queue): (u64, &mpsc::Sender<Outbound>),
     inbox: &Inbox,
     after_a_gap: bool,
 ) -> ::redis::RedisResult<()> {
@@ -656,6 +720,9 @@ async fn one_subscription(
     let contents: HashMap<String, String> = connection.hgetall(&names.contents).await?;
     drop(connection);
     if after_a_gap {
+        // What this process queued while Redis was away is written first,
+        // so that its sessions' copies read their own changes back.
+        written(queue).await;
         inbox.gap();
     }
     for (uri, content) in contents {

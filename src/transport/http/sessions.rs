@@ -8,7 +8,8 @@
 //!
 //! With a bus that shares sessions ([`Bus::shares_sessions`]), every
 //! session's state is saved where every process reads it, after each
-//! change (and again while it is used, so it does not expire): a request
+//! change (and its life renewed while it is used, so it does not
+//! expire): a request
 //! or a `GET` naming a session this process does not have adopts it — a
 //! local copy past its handshake with the saved client, log level and
 //! subscriptions — so any process serves any session. Copies hear of each
@@ -581,6 +582,10 @@ impl Sessions {
         drop(map);
         tokio::spawn(session.run(PostInputs(inputs)));
         tracing::debug!(session = id, "adopted a session another process created");
+        // Read once more: the session may have ended elsewhere between the
+        // read and the insert, its `SessionEnded` heard before there was a
+        // copy to end (the mark is written before the news is sent).
+        self.resync(id, Resync::Changed);
         Some(http)
     }
 
