@@ -139,6 +139,10 @@ pub(crate) struct RoundTrip {
     unnamed: AtomicUsize,
     /// The questions asked that the answers do not cover.
     asked: Mutex<Vec<Question>>,
+    /// Woken when a question is asked: the work that waits, which ends
+    /// with it (a question asked off the work's own task, from a task it
+    /// spawned, wakes it there).
+    asker: Mutex<Option<std::task::Waker>>,
     /// Capabilities a question needed that the client did not declare.
     missing: Mutex<Vec<&'static str>>,
     /// What the round's sealed state is bound to (the request, its
@@ -208,11 +212,32 @@ impl RoundTrip {
         self.answers.get(key)
     }
 
-    /// Records a question the answers do not cover.
+    /// Records a question the answers do not cover, and wakes the work
+    /// that waits ([`wake_on_question`](Self::wake_on_question)).
     pub(crate) fn ask(&self, question: Question) {
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        if !asked.iter().any(|q| q.key == question.key) {
+        {
+            let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+            if asked.iter().any(|q| q.key == question.key) {
+                return;
+            }
             asked.push(question);
+        }
+        let asker = self
+            .asker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(asker) = asker {
+            asker.wake();
+        }
+    }
+
+    /// Wakes `waker` at the next question asked (its work looks at the
+    /// questions after each poll).
+    pub(crate) fn wake_on_question(&self, waker: &std::task::Waker) {
+        let mut asker = self.asker.lock().unwrap_or_else(PoisonError::into_inner);
+        if !asker.as_ref().is_some_and(|a| a.will_wake(waker)) {
+            *asker = Some(waker.clone());
         }
     }
 

@@ -1455,6 +1455,45 @@ async fn a_tool_that_asks_in_sequence_needs_two_rounds_each_with_a_new_state() {
     assert_eq!(probe.past(), 1);
 }
 
+/// A question asked from a task the tool spawned (the tool awaits it)
+/// ends the round as one the tool asked itself: the request ends with it,
+/// and the retry that brings the answer finishes the call.
+#[tokio::test]
+async fn a_question_asked_from_a_spawned_task_ends_the_round_with_it() {
+    let probe = Probe::default();
+    let server = builder(&probe)
+        .tool(rich_tool_fn(
+            def("asks_from_a_task", no_arguments()),
+            |_args: Value, ctx: ToolContext| async move {
+                // (It asks once the call waits for it.)
+                let asking = tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    ctx.keyed("spawned").elicit(name_form()).await
+                });
+                let name = asking.await.expect("the asking task ran")?;
+                Ok(ToolOutput::text(format!("Hi, {}!", field(&name, "name"))))
+            },
+        ))
+        .build()
+        .expect("builds");
+    let mut client = stdio(&server).await;
+    let round = timeout(
+        PATIENCE,
+        exchange(&mut client, &call26("asks_from_a_task", json!({}))),
+    )
+    .await
+    .expect("the round ends with the question");
+    assert_eq!(asked(&round), ["spawned"]);
+    let retry = retry26(
+        "asks_from_a_task",
+        json!({}),
+        json!({"spawned": accept(json!({"name": "Ada"}))}),
+        Some(&state(&round)),
+    );
+    let done = exchange(&mut client, &retry).await;
+    assert_eq!(text(&done), "Hi, Ada!");
+}
+
 #[tokio::test]
 async fn questions_asked_together_travel_in_one_round() {
     let probe = Probe::default();

@@ -620,7 +620,8 @@ fn source<'s>(
 
 /// A 2026-07-28 request's work, stopped at the end of a poll in which it
 /// asked the client a question its round has no answer for: the request
-/// then ends with the questions (`round_trip`).
+/// then ends with the questions (`round_trip`). A question asked from a
+/// task the work spawned wakes it, so that it is stopped then too.
 struct InputGate {
     inner: Running,
     round: Arc<RoundTrip>,
@@ -630,6 +631,7 @@ impl Future for InputGate {
     type Output = Outcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        self.round.wake_on_question(cx.waker());
         match self.inner.as_mut().poll(cx) {
             Poll::Pending if self.round.waits_for_input() => {
                 Poll::Ready(Ok(Err(Failure::InputRequired)))
