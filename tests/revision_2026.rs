@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use clawmcp::client::{ElicitResult, Elicitation, LogLevel, Sampling};
+use clawmcp::client::{ClientError, ElicitResult, Elicitation, LogLevel, Sampling};
 use clawmcp::content::ResourceBody;
 use clawmcp::definition::{PromptDefinition, Role, ToolDefinition};
 use clawmcp::error::ErrorCode;
@@ -1457,21 +1457,32 @@ async fn a_tool_that_asks_in_sequence_needs_two_rounds_each_with_a_new_state() {
 
 /// A question asked from a task the tool spawned (the tool awaits it)
 /// ends the round as one the tool asked itself: the request ends with it,
-/// and the retry that brings the answer finishes the call.
+/// the spawned question, still in flight, gets `Cancelled`, and the retry
+/// that brings the answer finishes the call.
 #[tokio::test]
 async fn a_question_asked_from_a_spawned_task_ends_the_round_with_it() {
     let probe = Probe::default();
+    let (answered, mut answers) = tokio::sync::mpsc::unbounded_channel();
     let server = builder(&probe)
         .tool(rich_tool_fn(
             def("asks_from_a_task", no_arguments()),
-            |_args: Value, ctx: ToolContext| async move {
-                // (It asks once the call waits for it.)
-                let asking = tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    ctx.keyed("spawned").elicit(name_form()).await
-                });
-                let name = asking.await.expect("the asking task ran")?;
-                Ok(ToolOutput::text(format!("Hi, {}!", field(&name, "name"))))
+            move |_args: Value, ctx: ToolContext| {
+                let answered = answered.clone();
+                async move {
+                    // (It asks once the call waits for it.)
+                    let asking = tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        let answer = ctx.keyed("spawned").elicit(name_form()).await;
+                        let _ = answered.send(match &answer {
+                            Ok(_) => "answered",
+                            Err(ClientError::Cancelled) => "cancelled",
+                            Err(_) => "failed",
+                        });
+                        answer
+                    });
+                    let name = asking.await.expect("the asking task ran")?;
+                    Ok(ToolOutput::text(format!("Hi, {}!", field(&name, "name"))))
+                }
             },
         ))
         .build()
@@ -1484,6 +1495,11 @@ async fn a_question_asked_from_a_spawned_task_ends_the_round_with_it() {
     .await
     .expect("the round ends with the question");
     assert_eq!(asked(&round), ["spawned"]);
+    let in_flight = timeout(PATIENCE, answers.recv()).await;
+    assert_eq!(
+        in_flight.expect("the spawned question ends with its request"),
+        Some("cancelled")
+    );
     let retry = retry26(
         "asks_from_a_task",
         json!({}),
@@ -1492,6 +1508,7 @@ async fn a_question_asked_from_a_spawned_task_ends_the_round_with_it() {
     );
     let done = exchange(&mut client, &retry).await;
     assert_eq!(text(&done), "Hi, Ada!");
+    assert_eq!(answers.recv().await, Some("answered"));
 }
 
 #[tokio::test]
