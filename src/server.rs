@@ -642,7 +642,9 @@ impl ServerBuilder {
     }
 
     /// How long an ended task is kept for `tasks/get` (default one hour;
-    /// `None`: for as long as the store lives). Its `ttlMs` counts from its
+    /// `None`: for as long as the store keeps it, which for Redis is for
+    /// ever, each ended task counting against its principal's bound of
+    /// tasks until it goes). Its `ttlMs` counts from its
     /// creation and grows when it ends, so that it says when the task goes.
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.tasks.ttl = ttl;

@@ -259,7 +259,10 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
 
     /// Saves a task's new state (from the process running it). An ended
     /// task's state is never replaced: that is [`TaskError::Ended`], and
-    /// the runner stops its call.
+    /// the runner stops its call. So is a task the store no longer holds
+    /// (it expired, or was lost): nobody could read what it would save.
+    /// [`TaskError::Store`] is tried again for a while, with the newest
+    /// state.
     async fn put(&self, task: &TaskState) -> Result<(), TaskError>;
 
     /// Delivers `signal` to the process running the task, wherever it
@@ -463,7 +466,7 @@ impl TaskStore for MemoryTaskStore {
         let mut kept = self.lock();
         // (Only a task it holds is saved: one swept already stays gone.)
         let Some(slot) = kept.tasks.get_mut(&task.task_id) else {
-            return Ok(());
+            return Err(TaskError::Ended);
         };
         if slot.status.is_terminal() {
             return Err(TaskError::Ended);

@@ -544,11 +544,13 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
     );
 }
 
-/// A store whose saves wait `delay` (a slow backend), over memory.
+/// A store whose saves wait `delay` (a slow backend), and whose next
+/// `failing` saves fail (a backend away for a moment), over memory.
 #[derive(Debug)]
 struct SlowSaves {
     inner: Arc<MemoryTaskStore>,
     delay: Duration,
+    failing: AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -561,6 +563,12 @@ impl TaskStore for SlowSaves {
     }
     async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
         tokio::time::sleep(self.delay).await;
+        let fails = self
+            .failing
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if fails.is_ok() {
+            return Err(TaskError::Store("the backend is away".into()));
+        }
         self.inner.put(task).await
     }
     async fn signal(&self, task_id: &str, signal: TaskSignal) -> Result<(), TaskError> {
@@ -593,6 +601,7 @@ async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_e
     let store = SlowSaves {
         inner: memory.clone(),
         delay: Duration::from_millis(200),
+        failing: 0.into(),
     };
     let server = Server::builder()
         .tool(
@@ -618,6 +627,33 @@ async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_e
     let id = watch.recv().await.expect("the task's first save");
     drop(client);
     let task = ended_in(&*memory, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+}
+
+/// A store that fails for a moment does not lose the task's end: the
+/// save is tried again, with the newest state.
+#[tokio::test]
+async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = SlowSaves {
+        inner: memory.clone(),
+        delay: Duration::ZERO,
+        // Its first save after it is created, and its end's first.
+        failing: 2.into(),
+    };
+    let server = Server::builder()
+        .tool(
+            rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
+                Ok(ToolOutput::text("done"))
+            })
+            .with_task_support(TaskSupport::Optional),
+        )
+        .task_store(store)
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let reply = call(&mut client, "quick", json!({}), true).await;
+    let task = ended_in(&*memory, &task_id(&reply)).await;
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
 }
 

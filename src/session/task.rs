@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -173,6 +174,9 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
     Ok(Done::TaskCreated(Box::new(created)))
 }
 
+/// How long a task's state is tried again while its store fails.
+const SAVE_PATIENCE: Duration = Duration::from_secs(30);
+
 /// A task's tool call.
 struct Call {
     listing: Arc<Listing>,
@@ -292,23 +296,38 @@ impl Runner {
     }
 
     /// Saves the task's state as it is now, once the task is in the store
-    /// (until then its state waits here, and is created as it is).
+    /// (until then its state waits here, and is created as it is). A store
+    /// that fails (its backend away for a moment) is tried again, with the
+    /// newest state each time, for [`SAVE_PATIENCE`]: a task's end, or its
+    /// question, is not lost to a blip.
     async fn save(&self) {
         if !self.created.load(Ordering::Acquire) {
             return;
         }
         let _saving = self.saving.lock().await;
-        let task = self.lock().clone();
-        if !task.status.is_terminal() {
-            let bytes = self.arguments_bytes + json_size(&task);
-            self.server.tasks.ledger.resize(&task.task_id, bytes);
-        }
-        match self.server.tasks.store.put(&task).await {
-            Ok(()) => {}
-            // Ended elsewhere (failed as a dead process's, say): the call
-            // has nobody to answer, and its state stays as it ended.
-            Err(TaskError::Ended) => self.cancel.cancel(CancelReason::Gone),
-            Err(e) => tracing::warn!(task_id = %task.task_id, "a task's state was not saved: {e}"),
+        let given_up = tokio::time::Instant::now() + SAVE_PATIENCE;
+        let mut wait = Duration::from_millis(50);
+        loop {
+            let task = self.lock().clone();
+            if !task.status.is_terminal() {
+                let bytes = self.arguments_bytes + json_size(&task);
+                self.server.tasks.ledger.resize(&task.task_id, bytes);
+            }
+            match self.server.tasks.store.put(&task).await {
+                Ok(()) => return,
+                // Ended elsewhere (failed as a dead process's, say): the
+                // call has nobody to answer, and its state stays as it
+                // ended.
+                Err(TaskError::Ended) => return self.cancel.cancel(CancelReason::Gone),
+                Err(e) if tokio::time::Instant::now() + wait > given_up => {
+                    return tracing::error!(task_id = %task.task_id, "a task's state was not saved: {e}");
+                }
+                Err(e) => {
+                    tracing::warn!(task_id = %task.task_id, "a task's state was not saved (trying again): {e}");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(2));
+                }
+            }
         }
     }
 
