@@ -1,7 +1,8 @@
 //! The Redis bus keeps a shared session's state by the rules of
-//! `clawmcp::bus::Bus`, against a real redis-server (started here on
-//! loopback, stopped with the test; the test fails, never skips, without
-//! one: Debian `apt-get install -y redis-server`):
+//! `clawmcp::bus::Bus`, and its task store a task's by those of
+//! `clawmcp::task::TaskStore`, against a real redis-server (started here
+//! on loopback, stopped with the test; the test fails, never skips,
+//! without one: Debian `apt-get install -y redis-server`). Sessions:
 //! - a renewal extends the stored state's life and never writes its copy's
 //!   state over it;
 //! - a renewal of a state no longer stored writes it again;
@@ -9,12 +10,19 @@
 //! - an ended session's mark stays its full time: no save, renewal or
 //!   subscription brings the session back;
 //! - a key of another type in a state's place does not stop the writes.
+//!
+//! Tasks:
+//! - a task whose runner lives is never failed because its process's
+//!   liveness key went missing (Redis away for a while);
+//! - a task this process created and no runner here runs is failed;
+//! - a save of a task the store no longer holds is `Ended`.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use clawmcp::bus::{Bus, RedisBus, SessionRecord};
 use clawmcp::client::LogLevel;
+use clawmcp::task::{TaskError, TaskState, TaskStatus, TaskStore};
 use redis::AsyncCommands;
 use serde_json::json;
 use tokio::time::timeout;
@@ -264,4 +272,71 @@ async fn a_save_by_a_copy_not_ready_never_unreadies_the_stored_state() {
     );
     lives_longer_than(&redis, &fresh, 30_000).await;
     assert!(!loaded(&bus, &fresh).await.ready);
+}
+
+fn task() -> TaskState {
+    TaskState::new(
+        String::new(),
+        "build".into(),
+        Some(Duration::from_secs(60)),
+        Duration::from_secs(1),
+    )
+    .expect("the system's random numbers")
+}
+
+/// The liveness key of the process that runs task `id`, as stored.
+async fn runner_of(redis: &RedisServer, id: &str) -> String {
+    let mut connection = redis.connection().await;
+    let text: String = connection
+        .get(format!("clawmcp:{DEPLOYMENT}:task:{id}"))
+        .await
+        .expect("the task is stored");
+    let stored: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    stored["runner"].as_str().expect("a runner").to_owned()
+}
+
+#[tokio::test]
+async fn a_task_whose_runner_lives_is_not_failed_when_its_liveness_key_went_missing() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = bus.task_store();
+    let task = task();
+    let _runner = store.signals_for(&task.task_id);
+    store.create(&task, 10).await.expect("created");
+    // Redis was away longer than the key lives: it is gone, for now.
+    let mut connection = redis.connection().await;
+    let _: i64 = connection
+        .del(runner_of(&redis, &task.task_id).await)
+        .await
+        .expect("DEL");
+    let read = store.get(&task.task_id).await.expect("read");
+    assert_eq!(read.map(|t| t.status), Some(TaskStatus::Working), "its own");
+    // Another process, which cannot tell yet, does not fail it either.
+    let other = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let read = other.task_store().get(&task.task_id).await.expect("read");
+    assert_eq!(
+        read.map(|t| t.status),
+        Some(TaskStatus::Working),
+        "another's"
+    );
+}
+
+#[tokio::test]
+async fn a_task_no_runner_here_runs_is_failed_when_read() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = bus.task_store();
+    let task = task();
+    // Created, but its creating request stopped before a runner took it.
+    store.create(&task, 10).await.expect("created");
+    let read = store.get(&task.task_id).await.expect("read").expect("kept");
+    assert_eq!(read.status, TaskStatus::Failed, "{read:?}");
+}
+
+#[tokio::test]
+async fn a_save_of_a_task_the_store_no_longer_holds_is_ended() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let saved = bus.task_store().put(&task()).await;
+    assert!(matches!(saved, Err(TaskError::Ended)), "{saved:?}");
 }

@@ -94,6 +94,9 @@ struct Shared {
     names: Names,
     /// The connection session states are read on, once made.
     reader: tokio::sync::OnceCell<::redis::aio::ConnectionManager>,
+    /// Since when this process's liveness key has been renewed without a
+    /// miss (`None`: its last renewal failed, or none was made yet).
+    live_since: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// What the publisher sends, in order.
@@ -218,7 +221,7 @@ return 1"
 const ENDED_KEPT: Duration = Duration::from_secs(10 * 60);
 
 /// How long a process's liveness key outlives its last renewal.
-const LIVENESS: Duration = Duration::from_secs(5);
+const LIVENESS: Duration = Duration::from_secs(LIVENESS_MS / 1000);
 /// The same, in milliseconds (for the task store's scripts).
 pub(super) const LIVENESS_MS: u64 = 5000;
 /// How often a process renews its liveness key.
@@ -280,6 +283,7 @@ impl RedisBus {
             client: client.clone(),
             names: names.clone(),
             reader: tokio::sync::OnceCell::new(),
+            live_since: std::sync::Mutex::new(None),
         });
         runtime.spawn(publish(
             client.clone(),
@@ -489,6 +493,17 @@ impl RedisBus {
         self.0.client.clone()
     }
 
+    /// Whether a missing liveness key says its process is gone: this
+    /// process has kept its own key for [`LIVENESS`] without a miss, so
+    /// every live process has had the time to set its key again since
+    /// Redis was last away (or since this process started).
+    pub(super) fn judges_liveness(&self) -> bool {
+        let since = self.0.live_since.lock();
+        since
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|since| since.elapsed() >= LIVENESS)
+    }
+
     /// The connection session states and claims are read on.
     async fn reader(&self) -> Result<::redis::aio::ConnectionManager, String> {
         let shared = &self.0;
@@ -635,6 +650,18 @@ async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>
     let mut connection = None;
     let mut beats = tokio::time::interval(BEAT);
     beats.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Whether this beat renewed the key: since when it has been, unbroken.
+    let renewed = |done: bool| {
+        if let Some(bus) = bus.upgrade() {
+            let mut since =
+                (bus.live_since.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+            match (done, *since) {
+                (true, None) => *since = Some(std::time::Instant::now()),
+                (false, _) => *since = None,
+                (true, Some(_)) => {}
+            }
+        }
+    };
     loop {
         beats.tick().await;
         let alive = bus.strong_count() > 0;
@@ -642,6 +669,7 @@ async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>
             Ok(manager) => manager,
             Err(e) => {
                 tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
+                renewed(false);
                 continue;
             }
         };
@@ -650,9 +678,10 @@ async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>
         } else {
             manager.del::<_, ()>(&key).await
         };
-        if let Err(e) = done {
+        if let Err(e) = &done {
             tracing::debug!("the Redis bus cannot renew this process's liveness: {e}");
         }
+        renewed(done.is_ok());
         if !alive {
             return;
         }

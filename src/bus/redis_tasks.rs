@@ -64,9 +64,11 @@ return 1";
 /// expected text or empty, the new text, its time to live in ms (0:
 /// none), its score in that set, the task id, whether it ended ("1"), the
 /// channel and the announcement. 1 when written.
+/// (A key of another type reads as gone; a stored text that does not
+/// read as a task as one that has not ended.)
 const WRITE: &str = r"
-local current = redis.call('GET', KEYS[1])
-if not current then
+local current = redis.pcall('GET', KEYS[1])
+if type(current) ~= 'string' then
   return 2
 end
 if ARGV[1] ~= '' then
@@ -74,7 +76,11 @@ if ARGV[1] ~= '' then
     return 0
   end
 else
-  local status = cjson.decode(current).task.status
+  local read, stored = pcall(cjson.decode, current)
+  local status = nil
+  if read and type(stored) == 'table' and type(stored.task) == 'table' then
+    status = stored.task.status
+  end
   if status == 'completed' or status == 'failed' or status == 'cancelled' then
     return 0
   end
@@ -99,6 +105,15 @@ redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1";
+
+/// Forgets process `ARGV[1]` in the set of processes with tasks
+/// (`KEYS[2]`) when its set of running tasks (`KEYS[1]`) is empty: in one
+/// step, so that a task it creates meanwhile keeps it listed.
+const FORGET_PROCESS: &str = r"
+if redis.call('SCARD', KEYS[1]) == 0 then
+  return redis.call('SREM', KEYS[2], ARGV[1])
+end
+return 0";
 
 /// Takes a task's queued signals (`KEYS[1]`), oldest first.
 const TAKE: &str = r"
@@ -223,9 +238,11 @@ impl Inner {
     /// Writes `task`, run by `runner`: an ended one expires with its time
     /// to live, and its place in the set it counts in with it, and leaves its
     /// runner's set. Every process hears of the new state after it is
-    /// there to read. With `expected`, only over exactly that stored text;
-    /// else never over an ended state (`TaskError::Ended`). `Ok(false)`:
-    /// nothing was written (the task is gone, or `expected` is not there).
+    /// there to read. With `expected`, only over exactly that stored text
+    /// (`Ok(false)`: nothing was written, the task is gone or `expected` is
+    /// not there); else never over an ended state, nor a task no longer
+    /// stored (`TaskError::Ended` either way: nobody can read what the
+    /// runner would write).
     async fn write(
         &self,
         runner: &str,
@@ -266,7 +283,7 @@ impl Inner {
             .map_err(|e| TaskError::Store(e.to_string()))?;
         match written {
             1 => Ok(true),
-            0 if expected.is_none() => Err(TaskError::Ended),
+            _ if expected.is_none() => Err(TaskError::Ended),
             _ => Ok(false),
         }
     }
@@ -303,7 +320,11 @@ impl Inner {
         Ok(())
     }
 
-    /// Fails, in the store, the running tasks of the processes that died.
+    /// Fails, in the store, the running tasks of the processes that died
+    /// (once this process can tell a dead one, `RedisBus::judges_liveness`),
+    /// and those of this process that no runner here runs (a task whose
+    /// creating request stopped after the store took it). One task or
+    /// process that cannot be read is skipped, not the sweep.
     async fn sweep(&self) -> Result<(), TaskError> {
         let mut connection = self.connection().await?;
         let processes: Vec<String> = ::redis::cmd("SMEMBERS")
@@ -311,46 +332,85 @@ impl Inner {
             .query_async(&mut connection)
             .await
             .map_err(|e| TaskError::Store(e.to_string()))?;
+        let judges = self.bus.judges_liveness();
         for process in processes {
-            let alive: bool = ::redis::cmd("EXISTS")
-                .arg(&process)
-                .query_async(&mut connection)
-                .await
-                .map_err(|e| TaskError::Store(e.to_string()))?;
-            if alive {
-                continue;
-            }
-            let running: Vec<String> = ::redis::cmd("SMEMBERS")
-                .arg(self.running_key(&process))
-                .query_async(&mut connection)
-                .await
-                .map_err(|e| TaskError::Store(e.to_string()))?;
-            for task_id in running {
-                // A read fails it (or finds it ended, or gone).
-                if self.get_stored(&task_id).await?.is_none() {
-                    ::redis::cmd("SREM")
-                        .arg(self.running_key(&process))
-                        .arg(&task_id)
-                        .query_async::<i64>(&mut connection)
-                        .await
-                        .map_err(|e| TaskError::Store(e.to_string()))?;
+            let mine = process == self.process;
+            if !mine {
+                if !judges {
+                    continue;
+                }
+                let alive = ::redis::cmd("EXISTS")
+                    .arg(&process)
+                    .query_async::<bool>(&mut connection)
+                    .await;
+                if alive.unwrap_or(true) {
+                    continue;
                 }
             }
-            let left: i64 = ::redis::cmd("SCARD")
+            let running: Vec<String> = match ::redis::cmd("SMEMBERS")
                 .arg(self.running_key(&process))
                 .query_async(&mut connection)
                 .await
-                .map_err(|e| TaskError::Store(e.to_string()))?;
-            if left == 0 {
-                ::redis::cmd("SREM")
+            {
+                Ok(running) => running,
+                Err(e) => {
+                    tracing::warn!("the running tasks of {process} were not read: {e}");
+                    continue;
+                }
+            };
+            for task_id in running {
+                if mine && self.runners.runs(&task_id) {
+                    continue;
+                }
+                // A read fails it (or finds it ended, or gone).
+                match self.get_stored(&task_id).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        let removed = ::redis::cmd("SREM")
+                            .arg(self.running_key(&process))
+                            .arg(&task_id)
+                            .query_async::<i64>(&mut connection)
+                            .await;
+                        if let Err(e) = removed {
+                            tracing::warn!("a gone task {task_id} stays listed: {e}");
+                        }
+                    }
+                    Err(e) => tracing::warn!("task {task_id} was not swept: {e}"),
+                }
+            }
+            if !mine {
+                let forgotten = ::redis::cmd("EVAL")
+                    .arg(FORGET_PROCESS)
+                    .arg(2)
+                    .arg(self.running_key(&process))
                     .arg(self.processes_key())
                     .arg(&process)
                     .query_async::<i64>(&mut connection)
-                    .await
-                    .map_err(|e| TaskError::Store(e.to_string()))?;
+                    .await;
+                if let Err(e) = forgotten {
+                    tracing::warn!("the dead process {process} stays listed: {e}");
+                }
             }
         }
         Ok(())
+    }
+
+    /// Whether `runner` still runs task `task_id`: this process when a
+    /// runner here has it; another while its liveness key is there, or
+    /// while this process cannot tell (`RedisBus::judges_liveness`).
+    async fn runs(&self, runner: &str, task_id: &str) -> Result<bool, TaskError> {
+        if runner == self.process {
+            return Ok(self.runners.runs(task_id));
+        }
+        if !self.bus.judges_liveness() {
+            return Ok(true);
+        }
+        let mut connection = self.connection().await?;
+        ::redis::cmd("EXISTS")
+            .arg(runner)
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| TaskError::Store(e.to_string()))
     }
 
     /// The task with this id, as its store holds it now: a running task
@@ -368,17 +428,16 @@ impl Inner {
             if task.status.is_terminal() {
                 return Ok(Some(task));
             }
-            let mut connection = self.connection().await?;
-            let alive: bool = ::redis::cmd("EXISTS")
-                .arg(&runner)
-                .query_async(&mut connection)
-                .await
-                .map_err(|e| TaskError::Store(e.to_string()))?;
-            if alive {
+            if self.runs(&runner, &task.task_id).await? {
                 return Ok(Some(task));
             }
-            // Its process is gone: the task cannot end by itself any more.
-            let message = "the process running the task ended before the task did";
+            // Its process is gone (or, this process, runs it no more): the
+            // task cannot end by itself any more.
+            let message = if runner == self.process {
+                "the task's call stopped before the task ended"
+            } else {
+                "the process running the task ended before the task did"
+            };
             task.error = Some(json!({"code": -32603, "message": message}));
             task.status_message = Some(message.to_owned());
             // (A running task's `ttlMs` is still the server's time to
@@ -468,6 +527,30 @@ impl TaskStore for RedisTaskStore {
     }
 }
 
+/// Takes the signals queued for `task_id`, tried again while that fails
+/// and a runner here still has the task: else they would wait in their
+/// queue for the next signal, which may never come.
+async fn take_signals_patiently(store: std::sync::Weak<Inner>, task_id: String) {
+    let mut wait = Duration::from_millis(50);
+    loop {
+        let Some(inner) = store.upgrade() else {
+            return;
+        };
+        if !inner.runners.runs(&task_id) {
+            return;
+        }
+        match inner.take_signals(&task_id).await {
+            Ok(()) => return,
+            Err(e) => {
+                tracing::warn!("the signals of task {task_id} were not read (trying again): {e}")
+            }
+        }
+        drop(inner);
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(2));
+    }
+}
+
 /// Hands the queued signals of every task this process runs to its
 /// runner when they are announced (and all of them whenever it
 /// subscribes, so that none sent meanwhile is lost), and every saved state
@@ -489,8 +572,8 @@ async fn relay_channel(store: std::sync::Weak<Inner>) {
             // Signals queued before this subscription.
             if let Some(inner) = store.upgrade() {
                 for task_id in inner.runners.ids() {
-                    if let Err(e) = inner.take_signals(&task_id).await {
-                        tracing::warn!("the queued signals of task {task_id} were not read: {e}");
+                    if inner.take_signals(&task_id).await.is_err() {
+                        tokio::spawn(take_signals_patiently(store.clone(), task_id));
                     }
                 }
             }
@@ -505,8 +588,8 @@ async fn relay_channel(store: std::sync::Weak<Inner>) {
                 };
                 match serde_json::from_str::<Travelling>(&payload) {
                     Ok(Travelling::Signalled { signalled }) if inner.runners.runs(&signalled) => {
-                        if let Err(e) = inner.take_signals(&signalled).await {
-                            tracing::warn!("the signals of task {signalled} were not read: {e}");
+                        if inner.take_signals(&signalled).await.is_err() {
+                            tokio::spawn(take_signals_patiently(store.clone(), signalled));
                         }
                     }
                     Ok(Travelling::Signalled { .. }) => {}
