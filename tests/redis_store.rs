@@ -11,6 +11,9 @@
 //!   subscription brings the session back;
 //! - a key of another type in a state's place does not stop the writes.
 //!
+//! A session's `GET` stream stays with its holder while Redis was away
+//! (its liveness key missing), for a process that cannot tell yet.
+//!
 //! Tasks:
 //! - a task whose runner lives is never failed because its process's
 //!   liveness key went missing (Redis away for a while);
@@ -20,7 +23,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use clawmcp::bus::{Bus, RedisBus, SessionRecord};
+use clawmcp::bus::{Bus, RedisBus, SessionRecord, StreamClaim};
 use clawmcp::client::LogLevel;
 use clawmcp::task::{TaskError, TaskState, TaskStatus, TaskStore};
 use redis::AsyncCommands;
@@ -339,4 +342,26 @@ async fn a_save_of_a_task_the_store_no_longer_holds_is_ended() {
     let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
     let saved = bus.task_store().put(&task()).await;
     assert!(matches!(saved, Err(TaskError::Ended)), "{saved:?}");
+}
+
+#[tokio::test]
+async fn a_stream_claim_stays_with_its_holder_whose_liveness_key_went_missing() {
+    let redis = RedisServer::start().await;
+    let holder = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "5".repeat(32);
+    let lease = Duration::from_secs(60);
+    let claimed = holder.claim_stream(&id, "first", lease).await;
+    assert_eq!(claimed, StreamClaim::Granted);
+    // Redis was away longer than the holder's key lives: it is gone, for
+    // now (the claim set it; the holder's own beat may have too).
+    let mut connection = redis.connection().await;
+    let keys: Vec<String> = connection
+        .keys(format!("clawmcp:{DEPLOYMENT}:process:*"))
+        .await
+        .expect("KEYS");
+    assert!(!keys.is_empty(), "the holder's liveness key");
+    let _: i64 = connection.del(&keys).await.expect("DEL");
+    let newcomer = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let claimed = newcomer.claim_stream(&id, "second", lease).await;
+    assert_eq!(claimed, StreamClaim::HeldElsewhere);
 }

@@ -131,7 +131,8 @@ enum Outbound {
 /// milliseconds when it is free: unset, this very claim (a renewal), a
 /// claim of this process (`ARGV[5]`, whose caller holds no stream for the
 /// session), or one whose process's liveness key (`ARGV[3]` and the
-/// holder's origin) is gone: 1, else 0. A claim also renews the claimer's
+/// holder's origin) is gone, when this process can tell (`ARGV[6]` = `1`,
+/// [`RedisBus::judges_liveness`]): 1, else 0. A claim also renews the claimer's
 /// own liveness key (for `ARGV[4]` milliseconds), so that it holds from
 /// the claim on, even right after Redis lost its keys.
 const CLAIM: &str = r"
@@ -139,7 +140,8 @@ local holder = redis.call('GET', KEYS[1])
 local free = holder == false or holder == ARGV[1]
 if not free then
   local origin = string.match(holder, '^([^:]*)')
-  free = origin == ARGV[5] or redis.call('EXISTS', ARGV[3] .. origin) == 0
+  free = origin == ARGV[5]
+    or (ARGV[6] == '1' and redis.call('EXISTS', ARGV[3] .. origin) == 0)
 end
 if free then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -368,6 +370,7 @@ impl Bus for RedisBus {
                             .arg(&self.0.names.processes)
                             .arg(millis(LIVENESS))
                             .arg(self.0.origin.to_string())
+                            .arg(if self.judges_liveness() { "1" } else { "0" })
                             .query_async::<i64>(&mut connection)
                             .await
                             .map_err(|e| e.to_string())
