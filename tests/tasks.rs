@@ -544,13 +544,15 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
     );
 }
 
-/// A store whose saves wait `delay` (a slow backend), and whose next
-/// `failing` saves fail (a backend away for a moment), over memory.
-#[derive(Debug)]
+/// A store whose saves wait `delay` milliseconds (a slow backend), and
+/// whose next `failing` saves fail (a backend away for a moment), over
+/// memory; `saves` counts the saves begun.
+#[derive(Debug, Default)]
 struct SlowSaves {
     inner: Arc<MemoryTaskStore>,
-    delay: Duration,
+    delay: AtomicU64,
     failing: AtomicUsize,
+    saves: AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -562,7 +564,9 @@ impl TaskStore for SlowSaves {
         self.inner.get(task_id).await
     }
     async fn put(&self, task: &TaskState) -> Result<(), TaskError> {
-        tokio::time::sleep(self.delay).await;
+        self.saves.fetch_add(1, Ordering::SeqCst);
+        let delay = self.delay.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
         let fails = self
             .failing
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -600,8 +604,8 @@ async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_e
     let memory = Arc::new(MemoryTaskStore::new());
     let store = SlowSaves {
         inner: memory.clone(),
-        delay: Duration::from_millis(200),
-        failing: 0.into(),
+        delay: 200.into(),
+        ..SlowSaves::default()
     };
     let server = Server::builder()
         .tool(
@@ -630,6 +634,65 @@ async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_e
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
 }
 
+/// An answer that arrives while a save of the call's own is under way (a
+/// slow store) does not wait for that save, which only the call's own
+/// polling finishes: the call goes on and ends.
+#[tokio::test]
+async fn an_answer_during_a_save_of_the_calls_own_does_not_stop_the_call() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = Arc::new(SlowSaves {
+        inner: memory.clone(),
+        ..SlowSaves::default()
+    });
+    let go = Arc::new(tokio::sync::Notify::new());
+    let told = go.clone();
+    let server = Server::builder()
+        .tool(
+            rich_tool_fn(
+                def("asks_then_saves"),
+                move |_args: Value, ctx: ToolContext| {
+                    let told = told.clone();
+                    async move {
+                        let form = Elicitation::new("Name?").field(
+                            "name",
+                            json!({"type": "string"}),
+                            true,
+                        );
+                        let ask = ctx.keyed("name").elicit(form);
+                        // A save of its own, once told, while it waits.
+                        let save = async {
+                            told.notified().await;
+                            ctx.set_status_message("saving").await;
+                        };
+                        let (answer, ()) = tokio::join!(ask, save);
+                        answer?;
+                        Ok(ToolOutput::text("done"))
+                    }
+                },
+            )
+            .with_task_support(TaskSupport::Optional),
+        )
+        .task_store(store.clone())
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "asks_then_saves", json!({}), true).await);
+    let waiting = until(&mut client, &id, "input_required").await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    // Its next save takes a second: the answer comes meanwhile.
+    store.delay.store(1000, Ordering::SeqCst);
+    let before = store.saves.load(Ordering::SeqCst);
+    go.notify_one();
+    while store.saves.load(Ordering::SeqCst) == before {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let answer = json!({"taskId": id, "inputResponses": {
+        "name": {"action": "accept", "content": {"name": "Luca"}}}});
+    exchange(&mut client, request("tasks/update", answer, true)).await;
+    let task = ended_in(&*memory, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+}
+
 /// A store that fails for a moment does not lose the task's end: the
 /// save is tried again, with the newest state.
 #[tokio::test]
@@ -637,9 +700,9 @@ async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
     let memory = Arc::new(MemoryTaskStore::new());
     let store = SlowSaves {
         inner: memory.clone(),
-        delay: Duration::ZERO,
-        // Its first save after it is created, and its end's first.
+        // Two tries of its first saves.
         failing: 2.into(),
+        ..SlowSaves::default()
     };
     let server = Server::builder()
         .tool(

@@ -283,7 +283,14 @@ impl Runner {
                     self.cancel.cancel(CancelReason::Shutdown);
                 }
                 Some(signal) = signals.recv() => match signal {
-                    TaskSignal::Answers { responses } => self.answer(responses).await,
+                    // Saved beside the call, not here: a save of the call's
+                    // own may hold `saving`, and only this loop polls it.
+                    TaskSignal::Answers { responses } => {
+                        if self.answer(responses) {
+                            let saving = self.clone();
+                            (self.server.tasks.running).spawn(async move { saving.save().await });
+                        }
+                    }
                     TaskSignal::Cancel => self.cancel.cancel(CancelReason::Client),
                 },
             }
@@ -304,26 +311,34 @@ impl Runner {
         if !self.created.load(Ordering::Acquire) {
             return;
         }
-        let _saving = self.saving.lock().await;
         let given_up = tokio::time::Instant::now() + SAVE_PATIENCE;
         let mut wait = Duration::from_millis(50);
         loop {
-            let task = self.lock().clone();
-            if !task.status.is_terminal() {
-                let bytes = self.arguments_bytes + json_size(&task);
-                self.server.tasks.ledger.resize(&task.task_id, bytes);
-            }
-            match self.server.tasks.store.put(&task).await {
+            // The state is read under `saving`, so that saves land in the
+            // order of their states; a retry waits outside it.
+            let (task_id, saved) = {
+                let _saving = self.saving.lock().await;
+                let task = self.lock().clone();
+                if !task.status.is_terminal() {
+                    let bytes = self.arguments_bytes + json_size(&task);
+                    self.server.tasks.ledger.resize(&task.task_id, bytes);
+                }
+                (
+                    task.task_id.clone(),
+                    self.server.tasks.store.put(&task).await,
+                )
+            };
+            match saved {
                 Ok(()) => return,
                 // Ended elsewhere (failed as a dead process's, say): the
                 // call has nobody to answer, and its state stays as it
                 // ended.
                 Err(TaskError::Ended) => return self.cancel.cancel(CancelReason::Gone),
                 Err(e) if tokio::time::Instant::now() + wait > given_up => {
-                    return tracing::error!(task_id = %task.task_id, "a task's state was not saved: {e}");
+                    return tracing::error!(%task_id, "a task's state was not saved: {e}");
                 }
                 Err(e) => {
-                    tracing::warn!(task_id = %task.task_id, "a task's state was not saved (trying again): {e}");
+                    tracing::warn!(%task_id, "a task's state was not saved (trying again): {e}");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(2));
                 }
@@ -333,27 +348,22 @@ impl Runner {
 
     /// Hands the answers to the questions they answer; the task works
     /// again once none is outstanding. Answers to no outstanding question
-    /// are ignored.
-    async fn answer(&self, responses: Map<String, Value>) {
-        let changed = {
-            let mut task = self.lock();
-            let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut changed = false;
-            for (key, answer) in responses {
-                if let Some(waits) = waiting.remove(&key) {
-                    task.input_requests.remove(&key);
-                    let _ = waits.send(answer);
-                    changed = true;
-                }
+    /// are ignored. Whether the state changed (and is to be saved).
+    fn answer(&self, responses: Map<String, Value>) -> bool {
+        let mut task = self.lock();
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut changed = false;
+        for (key, answer) in responses {
+            if let Some(waits) = waiting.remove(&key) {
+                task.input_requests.remove(&key);
+                let _ = waits.send(answer);
+                changed = true;
             }
-            if changed && task.input_requests.is_empty() {
-                task.set_status(TaskStatus::Working, None);
-            }
-            changed
-        };
-        if changed {
-            self.save().await;
         }
+        if changed && task.input_requests.is_empty() {
+            task.set_status(TaskStatus::Working, None);
+        }
+        changed
     }
 
     /// Records how the call ended: its reply's result (`completed`) or
