@@ -17,7 +17,8 @@
 //! Tasks:
 //! - a task whose runner lives is never failed because its process's
 //!   liveness key went missing (Redis away for a while);
-//! - a task this process created and no runner here runs is failed;
+//! - a task this process created and no runner here runs is failed (the
+//!   runners are the process's: every store on its bus sees them);
 //! - a save of a task the store no longer holds is `Ended`.
 
 use std::process::{Child, Command, Stdio};
@@ -334,6 +335,20 @@ async fn a_task_no_runner_here_runs_is_failed_when_read() {
     store.create(&task, 10).await.expect("created");
     let read = store.get(&task.task_id).await.expect("read").expect("kept");
     assert_eq!(read.status, TaskStatus::Failed, "{read:?}");
+}
+
+/// Two task stores on one bus (two servers in one process) run tasks
+/// for one process: neither fails a task the other runs.
+#[tokio::test]
+async fn a_task_run_through_one_store_of_a_bus_lives_for_another() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let (first, second) = (bus.task_store(), bus.task_store());
+    let task = task();
+    let _runner = first.signals_for(&task.task_id);
+    first.create(&task, 10).await.expect("created");
+    let read = second.get(&task.task_id).await.expect("read");
+    assert_eq!(read.map(|t| t.status), Some(TaskStatus::Working));
 }
 
 #[tokio::test]

@@ -97,6 +97,9 @@ struct Shared {
     /// Since when this process's liveness key has been renewed without a
     /// miss (`None`: its last renewal failed, or none was made yet).
     live_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The runners of the tasks this process runs, which every task store
+    /// on this bus shares: the process, not a store, runs a task.
+    task_runners: Arc<crate::task::Runners>,
 }
 
 /// What the publisher sends, in order.
@@ -286,6 +289,7 @@ impl RedisBus {
             names: names.clone(),
             reader: tokio::sync::OnceCell::new(),
             live_since: std::sync::Mutex::new(None),
+            task_runners: Arc::default(),
         });
         runtime.spawn(publish(
             client.clone(),
@@ -489,6 +493,11 @@ impl RedisBus {
     /// The connection states are read and written on.
     pub(super) async fn connection(&self) -> Result<::redis::aio::ConnectionManager, String> {
         self.reader().await
+    }
+
+    /// The runners of the tasks this process runs.
+    pub(super) fn task_runners(&self) -> Arc<crate::task::Runners> {
+        self.0.task_runners.clone()
     }
 
     /// The Redis client, for a subscription of its own.

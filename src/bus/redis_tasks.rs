@@ -146,7 +146,8 @@ pub struct RedisTaskStore(Arc<Inner>);
 
 struct Inner {
     bus: RedisBus,
-    runners: Runners,
+    /// The bus's: shared by every task store on it.
+    runners: Arc<Runners>,
     changes: TaskChanges,
     /// `clawmcp:{deployment}:`.
     prefix: String,
@@ -188,7 +189,7 @@ impl RedisBus {
         let (prefix, process) = self.task_names();
         let store = RedisTaskStore(Arc::new(Inner {
             bus: self.clone(),
-            runners: Runners::default(),
+            runners: self.task_runners(),
             changes: TaskChanges::default(),
             prefix,
             process,
