@@ -143,6 +143,9 @@ pub(crate) struct RoundTrip {
     /// with it (a question asked off the work's own task, from a task it
     /// spawned, wakes it there).
     asker: Mutex<Option<std::task::Waker>>,
+    /// It takes no more questions: its request goes on as a task, which
+    /// asks its own. Set under `asked`'s lock.
+    sealed: std::sync::atomic::AtomicBool,
     /// Capabilities a question needed that the client did not declare.
     missing: Mutex<Vec<&'static str>>,
     /// What the round's sealed state is bound to (the request, its
@@ -213,12 +216,16 @@ impl RoundTrip {
     }
 
     /// Records a question the answers do not cover, and wakes the work
-    /// that waits ([`wake_on_question`](Self::wake_on_question)).
-    pub(crate) fn ask(&self, question: Question) {
+    /// that waits ([`wake_on_question`](Self::wake_on_question)); gives it
+    /// back when the round is [sealed](Self::seal).
+    pub(crate) fn ask(&self, question: Question) -> Result<(), Question> {
         {
             let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.sealed.load(Ordering::Relaxed) {
+                return Err(question);
+            }
             if asked.iter().any(|q| q.key == question.key) {
-                return;
+                return Ok(());
             }
             asked.push(question);
         }
@@ -230,6 +237,15 @@ impl RoundTrip {
         if let Some(asker) = asker {
             asker.wake();
         }
+        Ok(())
+    }
+
+    /// Takes no more questions from now on (its request goes on as a
+    /// task); whether it was asked any before.
+    pub(crate) fn seal(&self) -> bool {
+        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sealed.store(true, Ordering::Relaxed);
+        !asked.is_empty()
     }
 
     /// Wakes `waker` at the next question asked (its work looks at the

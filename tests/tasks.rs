@@ -546,18 +546,26 @@ async fn a_listen_stream_hears_each_new_state_of_the_callers_own_tasks_until_the
 
 /// A store whose saves wait `delay` milliseconds (a slow backend), and
 /// whose next `failing` saves fail (a backend away for a moment), over
-/// memory; `saves` counts the saves begun.
+/// memory; `saves` counts the saves begun. A creation waits
+/// `create_delay`, then fails if `create_fails`.
 #[derive(Debug, Default)]
 struct SlowSaves {
     inner: Arc<MemoryTaskStore>,
     delay: AtomicU64,
     failing: AtomicUsize,
     saves: AtomicUsize,
+    create_delay: AtomicU64,
+    create_fails: AtomicBool,
 }
 
 #[async_trait::async_trait]
 impl TaskStore for SlowSaves {
     async fn create(&self, task: &TaskState, most: usize) -> Result<(), TaskError> {
+        let delay = self.create_delay.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        if self.create_fails.load(Ordering::SeqCst) {
+            return Err(TaskError::Store("the backend is away".into()));
+        }
         self.inner.create(task, most).await
     }
     async fn get(&self, task_id: &str) -> Result<Option<TaskState>, TaskError> {
@@ -691,6 +699,83 @@ async fn an_answer_during_a_save_of_the_calls_own_does_not_stop_the_call() {
     exchange(&mut client, request("tasks/update", answer, true)).await;
     let task = ended_in(&*memory, &id).await;
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+}
+
+/// A tool that asks before its task (`elicit_before_task`) from a task it
+/// spawned, once its request is on its way to becoming a task (the store
+/// takes its time to create it): the question is the task's, and the
+/// task's answer reaches it. If the task is never created, the question
+/// ends `Cancelled`.
+fn asks_from_a_spawned_task(
+    asked: tokio::sync::mpsc::UnboundedSender<&'static str>,
+) -> impl clawmcp::Tool {
+    rich_tool_fn(def("asks_later"), move |_args: Value, ctx: ToolContext| {
+        let asked = asked.clone();
+        async move {
+            let asking = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let form = Elicitation::new("Name?").field("name", json!({"type": "string"}), true);
+                let answer = ctx.elicit_before_task("name", form).await;
+                let _ = asked.send(match &answer {
+                    Ok(_) => "answered",
+                    Err(clawmcp::client::ClientError::Cancelled) => "cancelled",
+                    Err(_) => "failed",
+                });
+                answer
+            });
+            asking.await.expect("the asking task ran")?;
+            Ok(ToolOutput::text("done"))
+        }
+    })
+    .with_task_support(TaskSupport::Optional)
+}
+
+#[tokio::test]
+async fn a_question_asked_while_the_task_is_created_is_the_tasks() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = SlowSaves {
+        inner: memory.clone(),
+        create_delay: 200.into(),
+        ..SlowSaves::default()
+    };
+    let (asked, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let server = Server::builder()
+        .tool(asks_from_a_spawned_task(asked))
+        .task_store(store)
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "asks_later", json!({}), true).await);
+    let waiting = until(&mut client, &id, "input_required").await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let answer = json!({"taskId": id, "inputResponses": {
+        "name": {"action": "accept", "content": {"name": "Luca"}}}});
+    exchange(&mut client, request("tasks/update", answer, true)).await;
+    assert_eq!(
+        until(&mut client, &id, "completed").await["status"],
+        "completed"
+    );
+    assert_eq!(answers.recv().await, Some("answered"));
+}
+
+#[tokio::test]
+async fn a_question_asked_while_the_task_fails_to_be_created_is_cancelled() {
+    let store = SlowSaves {
+        create_delay: 200.into(),
+        create_fails: true.into(),
+        ..SlowSaves::default()
+    };
+    let (asked, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let server = Server::builder()
+        .tool(asks_from_a_spawned_task(asked))
+        .task_store(store)
+        .build()
+        .expect("the test server builds");
+    let mut client = TestClient::connect_model_context(&server).await;
+    let reply = call(&mut client, "asks_later", json!({}), true).await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    let ended = tokio::time::timeout(Duration::from_secs(10), answers.recv()).await;
+    assert_eq!(ended.expect("the question ends"), Some("cancelled"));
 }
 
 /// A store that fails for a moment does not lose the task's end: the

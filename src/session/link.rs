@@ -307,7 +307,9 @@ impl ClientLink for RoundLink {
     ) -> Result<Value, ClientError> {
         self.can_ask(request)?;
         let method = (self.stream.to_client.method)(request);
-        ask_in_round(&self.round, method, params, key, cancel).await
+        // (Only a round that becomes a task is sealed.)
+        (ask_in_round(&self.round, method, params, key, cancel).await)
+            .unwrap_or(Err(ClientError::Cancelled))
     }
 
     fn client_capabilities(&self) -> Option<Value> {
@@ -319,24 +321,29 @@ impl ClientLink for RoundLink {
 /// round when it brought the answer, else recorded for the request's reply
 /// (an `InputRequiredResult`), which ends the round at the end of this poll;
 /// the work is dropped there, or here when it is cancelled first.
+/// A round that was [sealed](RoundTrip::seal) takes no question: it gives
+/// back the question's params (`Err`).
 pub(crate) async fn ask_in_round(
     round: &RoundTrip,
     method: &'static str,
     params: Box<RawValue>,
     key: Option<&str>,
     cancel: &Cancellation,
-) -> Result<Value, ClientError> {
+) -> Result<Result<Value, ClientError>, Box<RawValue>> {
     let key = round.key(key);
     if let Some(answer) = round.answer(&key) {
-        return Ok(answer.clone());
+        return Ok(Ok(answer.clone()));
     }
-    round.ask(Question {
+    let question = Question {
         key,
         method,
         params,
-    });
+    };
+    if let Err(question) = round.ask(question) {
+        return Err(question.params);
+    }
     // (A context kept past the request asks too late: its request has
     // ended, and no round will bring the answer.)
     cancel.cancelled_or_ended().await;
-    Err(ClientError::Cancelled)
+    Ok(Err(ClientError::Cancelled))
 }

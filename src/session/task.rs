@@ -130,6 +130,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         saving: tokio::sync::Mutex::new(()),
         round: start.round.clone(),
         created: AtomicBool::new(false),
+        created_news: tokio::sync::Notify::new(),
         cancel: Cancellation::default(),
     });
     let call = Call {
@@ -138,9 +139,12 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         arguments,
         caller,
     };
+    let _ends = EndedUnlessCreated(runner.clone());
     let mut running = runner.clone().call(call);
     let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
-    if start.round.as_ref().is_some_and(|r| r.waits_for_input()) {
+    // From here a question (from a task the call spawned) waits for the
+    // task, and is the task's.
+    if start.round.as_ref().is_some_and(|r| r.seal()) {
         return Err(Failure::InputRequired);
     }
     let task_id = runner.lock().task_id.clone();
@@ -158,6 +162,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
             })
         })?;
     runner.created.store(true, Ordering::Release);
+    runner.created_news.notify_waiters();
     reservation.kept();
     let created = runner.lock().clone();
     // From here the task exists: it runs to its end whatever becomes of
@@ -172,6 +177,20 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
         }
     });
     Ok(Done::TaskCreated(Box::new(created)))
+}
+
+/// Ends the call's request when dropped before the task exists (its
+/// request asked first, the store refused it, or the request stopped
+/// while it was created): the call goes with it, and a question its
+/// spawned work waits on stops waiting.
+struct EndedUnlessCreated(Arc<Runner>);
+
+impl Drop for EndedUnlessCreated {
+    fn drop(&mut self) {
+        if !self.0.created.load(Ordering::Acquire) {
+            self.0.cancel.end();
+        }
+    }
 }
 
 /// How long a task's state is tried again while its store fails.
@@ -214,6 +233,8 @@ struct Runner {
     round: Option<Arc<RoundTrip>>,
     /// The task is in the store: saves go there from now on.
     created: AtomicBool,
+    /// Told when `created` is set.
+    created_news: tokio::sync::Notify,
     /// Stops the call.
     cancel: Cancellation,
 }
@@ -300,6 +321,24 @@ impl Runner {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
         self.task.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until the task is in the store; `Cancelled` when its call
+    /// stops first (its creation failed, say).
+    async fn until_created(&self, cancel: &Cancellation) -> Result<(), ClientError> {
+        loop {
+            let news = self.created_news.notified();
+            tokio::pin!(news);
+            // Listen before looking, so that the news in between is heard.
+            news.as_mut().enable();
+            if self.created.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            tokio::select! {
+                () = news => {}
+                () = cancel.cancelled_or_ended() => return Err(ClientError::Cancelled),
+            }
+        }
     }
 
     /// Saves the task's state as it is now, once the task is in the store
@@ -583,7 +622,16 @@ impl ClientLink for TaskLink {
             return self.ask(related, request, params, key, cancel).await;
         };
         self.can_ask(request)?;
-        super::link::ask_in_round(round, method_of(request), params, key, cancel).await
+        let asked = super::link::ask_in_round(round, method_of(request), params, key, cancel);
+        match asked.await {
+            Ok(answered) => answered,
+            // The request is becoming a task: the question is the task's,
+            // once it exists.
+            Err(params) => {
+                runner.until_created(cancel).await?;
+                self.ask(related, request, params, key, cancel).await
+            }
+        }
     }
 
     async fn status(&self, message: String) {
