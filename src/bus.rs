@@ -130,7 +130,7 @@ pub struct SessionRecord {
     /// here.
     pub subscriptions: Vec<String>,
     /// The session was ended ([`Bus::remove_session`]): what a store may
-    /// keep for a while in its place ([`SessionRecord::ended`]), so that a
+    /// keep for a while in its place ([`SessionRecord::ended_mark`]), so that a
     /// copy that missed [`BusMessage::SessionEnded`] learns of it, and no
     /// copy's later save brings the session back. No process serves it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -142,10 +142,10 @@ impl SessionRecord {
     /// is read.
     ///
     /// ```
-    /// let ended = clawmcp::bus::SessionRecord::ended();
+    /// let ended = clawmcp::bus::SessionRecord::ended_mark();
     /// assert!(ended.ended && !ended.ready);
     /// ```
-    pub fn ended() -> Self {
+    pub fn ended_mark() -> Self {
         SessionRecord {
             version: String::new(),
             capabilities: serde_json::Value::Null,
@@ -272,7 +272,7 @@ pub trait Bus: Send + Sync + 'static {
     fn save_subscription(&self, _id: &str, _uri: &str, _on: bool, _ttl: std::time::Duration) {}
 
     /// Forgets session `id`, its subscriptions and its stream's claim.
-    /// Never waits. A store that can keeps [`SessionRecord::ended`] in its
+    /// Never waits. A store that can keeps [`SessionRecord::ended_mark`] in its
     /// place for a while (as [`load_session`](Self::load_session) gives
     /// it back), and writes no save or renewal over it.
     fn remove_session(&self, _id: &str) {}

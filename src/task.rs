@@ -386,8 +386,9 @@ impl TaskChanges {
 }
 
 /// Tasks kept in this process's memory: the default store. Ended tasks
-/// are deleted once their time to live has passed; every operation costs
-/// the same however many tasks it holds.
+/// are deleted once their time to live has passed (a save of a task no
+/// longer held is [`TaskError::Ended`]); every operation costs the same
+/// however many tasks it holds.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     kept: Mutex<Kept>,

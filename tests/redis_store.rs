@@ -19,6 +19,7 @@
 //!   liveness key went missing (Redis away for a while);
 //! - a task this process created and no runner here runs is failed (the
 //!   runners are the process's: every store on its bus sees them);
+//! - a dead process's task is failed by a process that can tell;
 //! - a save of a task the store no longer holds is `Ended`.
 
 use std::process::{Child, Command, Stdio};
@@ -349,6 +350,45 @@ async fn a_task_run_through_one_store_of_a_bus_lives_for_another() {
     first.create(&task, 10).await.expect("created");
     let read = second.get(&task.task_id).await.expect("read");
     assert_eq!(read.map(|t| t.status), Some(TaskStatus::Working));
+}
+
+/// A process that has kept its own liveness key long enough (10 s) takes
+/// another's missing key for a process gone: a dead process's task is
+/// failed then, and left `working` before.
+#[tokio::test]
+async fn a_dead_process_task_is_failed_once_the_reader_can_tell() {
+    let redis = RedisServer::start().await;
+    let reader = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let reader = reader.task_store();
+    let task = task();
+    let other = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = other.task_store();
+    let _runner = store.signals_for(&task.task_id);
+    store.create(&task, 10).await.expect("created");
+    // Its runner becomes a process that is gone (its key lapsed).
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:task:{}", task.task_id);
+    let text: String = connection.get(&key).await.expect("stored");
+    let mut stored: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    stored["runner"] = json!(format!("clawmcp:{DEPLOYMENT}:process:gone"));
+    let _: () = connection.set(&key, stored.to_string()).await.expect("SET");
+    let early = reader.get(&task.task_id).await.expect("read");
+    assert_eq!(
+        early.map(|t| t.status),
+        Some(TaskStatus::Working),
+        "too early to tell"
+    );
+    timeout(Duration::from_secs(30), async {
+        loop {
+            let read = reader.get(&task.task_id).await.expect("read");
+            if read.is_some_and(|t| t.status == TaskStatus::Failed) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("failed once the reader can tell");
 }
 
 #[tokio::test]

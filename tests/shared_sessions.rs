@@ -160,7 +160,7 @@ impl Bus for End {
 
     /// Keeps the ended session's mark, as the Redis bus does.
     fn remove_session(&self, id: &str) {
-        let ended = SessionRecord::ended();
+        let ended = SessionRecord::ended_mark();
         self.hub
             .sessions
             .lock()

@@ -778,6 +778,16 @@ async fn a_question_asked_while_the_task_fails_to_be_created_is_cancelled() {
     assert_eq!(ended.expect("the question ends"), Some("cancelled"));
 }
 
+/// The memory store refuses a save of a task it does not hold (expired,
+/// say): the runner then stops its call.
+#[tokio::test]
+async fn a_save_of_a_task_the_memory_store_does_not_hold_is_ended() {
+    let task = TaskState::new(String::new(), "t".into(), None, Duration::from_secs(1))
+        .expect("the system's random numbers");
+    let saved = MemoryTaskStore::new().put(&task).await;
+    assert!(matches!(saved, Err(TaskError::Ended)), "{saved:?}");
+}
+
 /// A store that fails for a moment does not lose the task's end: the
 /// save is tried again, with the newest state.
 #[tokio::test]

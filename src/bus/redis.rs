@@ -21,7 +21,7 @@
 //! with the messages through one script (a renewal only extends a stored
 //! state's life, and readiness never goes back), and read when a process
 //! is asked for a session it does not have. An ended session's key holds
-//! its mark ([`SessionRecord::ended`]) for [`ENDED_KEPT`], which no save
+//! its mark ([`SessionRecord::ended_mark`]) for [`ENDED_KEPT`], which no save
 //! overwrites. Its subscriptions are a set beside it
 //! (`…:session:{id}:subscriptions`, one `SADD` or `SREM` a change, so a
 //! change costs the same however many it holds), and the process holding
@@ -29,7 +29,9 @@
 //! given up only by its holder, through scripts). Each process keeps a
 //! key of its own alive (`clawmcp:{deployment}:process:{origin}`, renewed
 //! every second, gone [`LIVENESS`] after the process): a claim whose
-//! holder's key is gone is free.
+//! holder's key is gone is free, for a process that has kept its own key
+//! for [`JUDGES_AFTER`] (so that, after Redis was away, every live
+//! process has set its key again before any is judged gone).
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -95,8 +97,9 @@ struct Shared {
     /// The connection session states are read on, once made.
     reader: tokio::sync::OnceCell<::redis::aio::ConnectionManager>,
     /// Since when this process's liveness key has been renewed without a
-    /// miss (`None`: its last renewal failed, or none was made yet).
-    live_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// miss, and when last (`None`: its last renewal failed, or none was
+    /// made yet).
+    live_since: std::sync::Mutex<Option<(std::time::Instant, std::time::Instant)>>,
     /// The runners of the tasks this process runs, which every task store
     /// on this bus shares: the process, not a store, runs a task.
     task_runners: Arc<crate::task::Runners>,
@@ -210,16 +213,17 @@ const SUBSCRIBE: &str = concat!(
     read_stored!(),
     r"
 if ended then return 0 end
+-- (A set of another type stays as it is: no write of its can succeed.)
 if ARGV[2] == '1' then
-  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.pcall('SADD', KEYS[2], ARGV[1])
 else
-  redis.call('SREM', KEYS[2], ARGV[1])
+  redis.pcall('SREM', KEYS[2], ARGV[1])
 end
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1"
 );
 
-/// How long an ended session's mark ([`SessionRecord::ended`]) stays in
+/// How long an ended session's mark ([`SessionRecord::ended_mark`]) stays in
 /// its key's place: longer than an outage of the bus that a copy which
 /// missed the news recovers from, short enough that a deployment whose
 /// clients end many sessions keeps few marks.
@@ -231,6 +235,10 @@ const LIVENESS: Duration = Duration::from_secs(LIVENESS_MS / 1000);
 pub(super) const LIVENESS_MS: u64 = 5000;
 /// How often a process renews its liveness key.
 const BEAT: Duration = Duration::from_secs(1);
+/// How long a process keeps its own liveness key without a miss before
+/// it takes another's missing key for a process gone
+/// ([`RedisBus::judges_liveness`]).
+const JUDGES_AFTER: Duration = Duration::from_secs(2 * LIVENESS_MS / 1000);
 
 /// Deletes the stream's claim when the claim `ARGV[1]` (`origin:claim`)
 /// holds it.
@@ -506,14 +514,20 @@ impl RedisBus {
     }
 
     /// Whether a missing liveness key says its process is gone: this
-    /// process has kept its own key for [`LIVENESS`] without a miss, so
-    /// every live process has had the time to set its key again since
-    /// Redis was last away (or since this process started).
+    /// process has kept its own key for [`JUDGES_AFTER`] without a miss,
+    /// its last renewal a moment ago, so that every live process has had
+    /// the time to reconnect and set its key again since Redis was last
+    /// away (or since this process started). A live process whose own
+    /// reconnection takes longer may be judged gone.
     pub(super) fn judges_liveness(&self) -> bool {
-        let since = self.0.live_since.lock();
-        since
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_some_and(|since| since.elapsed() >= LIVENESS)
+        let kept = *self
+            .0
+            .live_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.is_some_and(|(since, last)| {
+            since.elapsed() >= JUDGES_AFTER && last.elapsed() < LIVENESS - BEAT
+        })
     }
 
     /// The connection session states and claims are read on.
@@ -548,13 +562,15 @@ async fn publish(
     let mut connection = None;
     let mut backoff = Duration::from_millis(50);
     while let Some(next) = outbound.recv().await {
-        if let Outbound::Written(written) = next {
-            let _ = written.send(());
-            continue;
-        }
         let mut pipe = ::redis::pipe();
         match &next {
-            Outbound::Written(_) => continue,
+            Outbound::Written(_) => {
+                // Everything queued before it is written.
+                if let Outbound::Written(written) = next {
+                    let _ = written.send(());
+                }
+                continue;
+            }
             Outbound::Publish(message) => {
                 let Ok(payload) = serde_json::to_string(&Stamped {
                     origin,
@@ -600,7 +616,7 @@ async fn publish(
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
-                match serde_json::to_string(&SessionRecord::ended()) {
+                match serde_json::to_string(&SessionRecord::ended_mark()) {
                     Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)).ignore(),
                     Err(_) => pipe.del(&key).ignore(),
                 };
@@ -667,11 +683,12 @@ async fn beat(client: ::redis::Client, key: String, bus: std::sync::Weak<Shared>
         if let Some(bus) = bus.upgrade() {
             let mut since =
                 (bus.live_since.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
-            match (done, *since) {
-                (true, None) => *since = Some(std::time::Instant::now()),
-                (false, _) => *since = None,
-                (true, Some(_)) => {}
-            }
+            let now = std::time::Instant::now();
+            *since = match (done, *since) {
+                (true, None) => Some((now, now)),
+                (true, Some((from, _))) => Some((from, now)),
+                (false, _) => None,
+            };
         }
     };
     loop {

@@ -19,10 +19,16 @@
 //! - A running task names its process, and sits in that process's set of
 //!   running tasks (`…:running:{process}`); the process's liveness key
 //!   (kept by the bus, gone a few seconds after the process) says whether
-//!   it still runs. A read of a running task whose process is gone makes
-//!   it `failed`, and every process sweeps the sets of dead processes every
-//!   few seconds, so no task stays `working` after its process died, read
-//!   or not, and its place in the bound is freed once it expires.
+//!   it still runs, to a process that has kept its own key long enough to
+//!   tell (`RedisBus::judges_liveness`: after Redis was away, not before
+//!   every live process has set its key again). A process knows its own
+//!   tasks by its runners, not by its key. A read of a running task whose
+//!   process is gone (or, this process's, that no runner here has) makes
+//!   it `failed`, and every process sweeps the sets of dead processes,
+//!   and its own, every few seconds, so no task stays `working` after its
+//!   process died, read or not, and its place in the bound is freed once
+//!   it expires. A save the store fails is tried again by its runner, and
+//!   a signal queue that could not be taken is taken again.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -183,7 +189,9 @@ enum Travelling {
 impl RedisBus {
     /// A task store on this bus's Redis and deployment: any process of the
     /// deployment reads, answers and cancels any task, and a task whose
-    /// process died reads as `failed` within a few seconds. Starts its
+    /// process died reads as `failed` within a few seconds (to a process
+    /// that has run for 10 s, the time every live process has to set its
+    /// liveness key again after Redis was away). Starts its
     /// subscriber on the current tokio runtime.
     pub fn task_store(&self) -> RedisTaskStore {
         let (prefix, process) = self.task_names();
