@@ -504,18 +504,7 @@ async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     body_text(response).await;
     hub.deaf.lock().unwrap().remove(&1);
     hub.gap(1);
-    timeout(PATIENCE, async {
-        loop {
-            let (_c, response) = send(&b, post(Some(&id), &ping(4))).await;
-            if response.status() == StatusCode::NOT_FOUND {
-                return;
-            }
-            body_text(response).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("B ended its copy");
+    ended_on(&b, &id).await;
     let (_c, response) = send(&a, post(Some(&id), &ping(5))).await;
     assert_eq!(
         response.status(),
@@ -563,18 +552,7 @@ async fn a_session_ended_while_a_process_adopts_it_ends_there_too() {
         .await
         .expect("answered in time")
         .expect("the request ran");
-    timeout(PATIENCE, async {
-        loop {
-            let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
-            if response.status() == StatusCode::NOT_FOUND {
-                return;
-            }
-            body_text(response).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("B ended its copy");
+    ended_on(&b, &id).await;
 }
 
 /// A copy that has not heard `initialized` renews the saved state by
@@ -667,6 +645,24 @@ async fn delete_on_one_process_ends_the_session_on_every_process() {
     // An id no process saved: a clean 404.
     let (_c, response) = send(&b, post(Some(&"0".repeat(32)), &list)).await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+/// Waits until process `on` has no session `id` (404), as it serves its
+/// copy meanwhile.
+async fn ended_on(on: &Process, id: &str) {
+    let ping = json!({"jsonrpc": "2.0", "id": 90, "method": "ping"});
+    timeout(PATIENCE, async {
+        loop {
+            let (_c, response) = send(on, post(Some(id), &ping)).await;
+            if response.status() == StatusCode::NOT_FOUND {
+                return;
+            }
+            body_text(response).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the process ended its copy");
 }
 
 /// A `GET` request for session `id`'s stream.

@@ -594,6 +594,15 @@ impl TaskStore for SlowSaves {
     }
 }
 
+/// A server of `tool` alone, its tasks kept in `store`.
+fn one_tool_server(tool: impl clawmcp::Tool, store: impl TaskStore) -> Server {
+    Server::builder()
+        .tool(tool)
+        .task_store(store)
+        .build()
+        .expect("the test server builds")
+}
+
 /// The store's task `id` once it has ended.
 async fn ended_in(store: &dyn TaskStore, id: &str) -> TaskState {
     for _ in 0..1000 {
@@ -615,17 +624,14 @@ async fn a_task_whose_creating_client_left_before_the_answer_still_runs_to_its_e
         delay: 200.into(),
         ..SlowSaves::default()
     };
-    let server = Server::builder()
-        .tool(
-            rich_tool_fn(def("slow"), |_args: Value, ctx: ToolContext| async move {
-                ctx.set_status_message("working").await;
-                Ok(ToolOutput::text("done"))
-            })
-            .with_task_support(TaskSupport::Optional),
-        )
-        .task_store(store)
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(
+        rich_tool_fn(def("slow"), |_args: Value, ctx: ToolContext| async move {
+            ctx.set_status_message("working").await;
+            Ok(ToolOutput::text("done"))
+        })
+        .with_task_support(TaskSupport::Optional),
+        store,
+    );
     let mut client = TestClient::connect_model_context(&server).await;
     let mut watch = memory.changes();
     client
@@ -654,35 +660,29 @@ async fn an_answer_during_a_save_of_the_calls_own_does_not_stop_the_call() {
     });
     let go = Arc::new(tokio::sync::Notify::new());
     let told = go.clone();
-    let server = Server::builder()
-        .tool(
-            rich_tool_fn(
-                def("asks_then_saves"),
-                move |_args: Value, ctx: ToolContext| {
-                    let told = told.clone();
-                    async move {
-                        let form = Elicitation::new("Name?").field(
-                            "name",
-                            json!({"type": "string"}),
-                            true,
-                        );
-                        let ask = ctx.keyed("name").elicit(form);
-                        // A save of its own, once told, while it waits.
-                        let save = async {
-                            told.notified().await;
-                            ctx.set_status_message("saving").await;
-                        };
-                        let (answer, ()) = tokio::join!(ask, save);
-                        answer?;
-                        Ok(ToolOutput::text("done"))
-                    }
-                },
-            )
-            .with_task_support(TaskSupport::Optional),
+    let server = one_tool_server(
+        rich_tool_fn(
+            def("asks_then_saves"),
+            move |_args: Value, ctx: ToolContext| {
+                let told = told.clone();
+                async move {
+                    let form =
+                        Elicitation::new("Name?").field("name", json!({"type": "string"}), true);
+                    let ask = ctx.keyed("name").elicit(form);
+                    // A save of its own, once told, while it waits.
+                    let save = async {
+                        told.notified().await;
+                        ctx.set_status_message("saving").await;
+                    };
+                    let (answer, ()) = tokio::join!(ask, save);
+                    answer?;
+                    Ok(ToolOutput::text("done"))
+                }
+            },
         )
-        .task_store(store.clone())
-        .build()
-        .expect("the test server builds");
+        .with_task_support(TaskSupport::Optional),
+        store.clone(),
+    );
     let mut client = TestClient::connect_model_context(&server).await;
     let id = task_id(&call(&mut client, "asks_then_saves", json!({}), true).await);
     let waiting = until(&mut client, &id, "input_required").await;
@@ -739,11 +739,7 @@ async fn a_question_asked_while_the_task_is_created_is_the_tasks() {
         ..SlowSaves::default()
     };
     let (asked, mut answers) = tokio::sync::mpsc::unbounded_channel();
-    let server = Server::builder()
-        .tool(asks_from_a_spawned_task(asked))
-        .task_store(store)
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(asks_from_a_spawned_task(asked), store);
     let mut client = TestClient::connect_model_context(&server).await;
     let id = task_id(&call(&mut client, "asks_later", json!({}), true).await);
     let waiting = until(&mut client, &id, "input_required").await;
@@ -766,11 +762,7 @@ async fn a_question_asked_while_the_task_fails_to_be_created_is_cancelled() {
         ..SlowSaves::default()
     };
     let (asked, mut answers) = tokio::sync::mpsc::unbounded_channel();
-    let server = Server::builder()
-        .tool(asks_from_a_spawned_task(asked))
-        .task_store(store)
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(asks_from_a_spawned_task(asked), store);
     let mut client = TestClient::connect_model_context(&server).await;
     let reply = call(&mut client, "asks_later", json!({}), true).await;
     assert_eq!(reply["error"]["code"], -32603, "{reply}");
@@ -799,16 +791,13 @@ async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
         failing: 2.into(),
         ..SlowSaves::default()
     };
-    let server = Server::builder()
-        .tool(
-            rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
-                Ok(ToolOutput::text("done"))
-            })
-            .with_task_support(TaskSupport::Optional),
-        )
-        .task_store(store)
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(
+        rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
+            Ok(ToolOutput::text("done"))
+        })
+        .with_task_support(TaskSupport::Optional),
+        store,
+    );
     let mut client = TestClient::connect_model_context(&server).await;
     let reply = call(&mut client, "quick", json!({}), true).await;
     let task = ended_in(&*memory, &task_id(&reply)).await;
@@ -831,11 +820,7 @@ async fn an_ended_state_is_never_replaced_and_its_runner_stops_the_call() {
         }
     })
     .with_task_support(TaskSupport::Optional);
-    let server = Server::builder()
-        .tool(ticking)
-        .task_store(store.clone())
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(ticking, store.clone());
     let mut client = TestClient::connect_model_context(&server).await;
     let id = task_id(&call(&mut client, "ticking", json!({}), true).await);
     // Another process fails it (its runner seemed dead, say).
@@ -880,11 +865,7 @@ async fn a_question_the_tool_stops_waiting_for_is_withdrawn() {
         }
     })
     .with_task_support(TaskSupport::Optional);
-    let server = Server::builder()
-        .tool(impatient)
-        .task_store(store.clone())
-        .build()
-        .expect("the test server builds");
+    let server = one_tool_server(impatient, store.clone());
     let mut client = TestClient::connect_model_context(&server).await;
     let id = task_id(&call(&mut client, "impatient", json!({}), true).await);
     let waiting = until(&mut client, &id, "input_required").await;
