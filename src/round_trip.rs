@@ -143,9 +143,9 @@ pub(crate) struct RoundTrip {
     /// with it (a question asked off the work's own task, from a task it
     /// spawned, wakes it there).
     asker: Mutex<Option<std::task::Waker>>,
-    /// It takes no more questions: its request goes on as a task, which
-    /// asks its own. Set under `asked`'s lock.
-    sealed: std::sync::atomic::AtomicBool,
+    /// It takes no more questions (it is closed): its request goes on as
+    /// a task, which asks its own. Set under `asked`'s lock.
+    closed: std::sync::atomic::AtomicBool,
     /// Capabilities a question needed that the client did not declare.
     missing: Mutex<Vec<&'static str>>,
     /// What the round's sealed state is bound to (the request, its
@@ -217,11 +217,11 @@ impl RoundTrip {
 
     /// Records a question the answers do not cover, and wakes the work
     /// that waits ([`wake_on_question`](Self::wake_on_question)); gives it
-    /// back when the round is [sealed](Self::seal).
+    /// back when the round is [closed](Self::close).
     pub(crate) fn ask(&self, question: Question) -> Result<(), Question> {
         {
             let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-            if self.sealed.load(Ordering::Relaxed) {
+            if self.closed.load(Ordering::Relaxed) {
                 return Err(question);
             }
             if asked.iter().any(|q| q.key == question.key) {
@@ -242,9 +242,9 @@ impl RoundTrip {
 
     /// Takes no more questions from now on (its request goes on as a
     /// task); whether it was asked any before.
-    pub(crate) fn seal(&self) -> bool {
+    pub(crate) fn close(&self) -> bool {
         let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        self.sealed.store(true, Ordering::Relaxed);
+        self.closed.store(true, Ordering::Relaxed);
         !asked.is_empty()
     }
 

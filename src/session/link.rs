@@ -307,7 +307,7 @@ impl ClientLink for RoundLink {
     ) -> Result<Value, ClientError> {
         self.can_ask(request)?;
         let method = (self.stream.to_client.method)(request);
-        // (Only a round that becomes a task is sealed.)
+        // (Only a round that becomes a task is closed.)
         (ask_in_round(&self.round, method, params, key, cancel).await)
             .unwrap_or(Err(ClientError::Cancelled))
     }
@@ -321,7 +321,7 @@ impl ClientLink for RoundLink {
 /// round when it brought the answer, else recorded for the request's reply
 /// (an `InputRequiredResult`), which ends the round at the end of this poll;
 /// the work is dropped there, or here when it is cancelled first.
-/// A round that was [sealed](RoundTrip::seal) takes no question: it gives
+/// A round that was [closed](RoundTrip::close) takes no question: it gives
 /// back the question's params (`Err`).
 pub(crate) async fn ask_in_round(
     round: &RoundTrip,

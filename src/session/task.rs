@@ -144,7 +144,7 @@ async fn create(server: Arc<ServerInner>, start: Start, caller: Caller) -> Resul
     let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
     // From here a question (from a task the call spawned) waits for the
     // task, and is the task's.
-    if start.round.as_ref().is_some_and(|r| r.seal()) {
+    if start.round.as_ref().is_some_and(|r| r.close()) {
         return Err(Failure::InputRequired);
     }
     let task_id = runner.lock().task_id.clone();

@@ -9,10 +9,10 @@
 //! With a bus that shares sessions ([`Bus::shares_sessions`]), every
 //! session's state is saved where every process reads it, after each
 //! change (and its life renewed while it is used, so it does not
-//! expire): a request
-//! or a `GET` naming a session this process does not have adopts it — a
-//! local copy past its handshake with the saved client, log level and
-//! subscriptions — so any process serves any session. Copies hear of each
+//! expire): a request or a `GET` naming a session this process does not
+//! have adopts it — a local copy past its handshake with the saved
+//! client, log level and subscriptions — so any process serves any
+//! session. Copies hear of each
 //! other's changes through the bus, and a client's response to a request
 //! another copy sent goes to that copy.
 
