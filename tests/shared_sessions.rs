@@ -57,6 +57,8 @@ struct Hub {
     late_loads: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
     /// How many loads were asked.
     loads: Mutex<usize>,
+    /// How many of the next loads find nothing (a store slow to answer).
+    unread_loads: Mutex<usize>,
 }
 
 impl Hub {
@@ -176,6 +178,12 @@ impl Bus for End {
     ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
         *self.hub.loads.lock().unwrap() += 1;
         let mut record = self.hub.sessions.lock().unwrap().get(id).cloned();
+        let mut unread = self.hub.unread_loads.lock().unwrap();
+        if *unread > 0 {
+            *unread -= 1;
+            record = None;
+        }
+        drop(unread);
         if let Some(record) = &mut record {
             let uris = self.hub.subscriptions.lock().unwrap();
             record.subscriptions = uris.get(id).into_iter().flatten().cloned().collect();
@@ -477,7 +485,8 @@ async fn after_a_gap_a_process_takes_the_subscriptions_made_elsewhere() {
 
 /// A process that lost the announcement that a session was ended
 /// (`DELETE` on another process) ends its copy when its bus reports the
-/// gap; no copy's save brings the session back.
+/// gap, also when its first read then finds nothing; no copy's save
+/// brings the session back.
 #[tokio::test]
 async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     let hub = Arc::new(Hub::default());
@@ -503,6 +512,9 @@ async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     assert_eq!(response.status(), StatusCode::OK);
     body_text(response).await;
     hub.deaf.lock().unwrap().remove(&1);
+    // Its first read after the gap finds nothing (Redis slow as it comes
+    // back): it reads again.
+    *hub.unread_loads.lock().unwrap() = 1;
     hub.gap(1);
     ended_on(&b, &id).await;
     let (_c, response) = send(&a, post(Some(&id), &ping(5))).await;

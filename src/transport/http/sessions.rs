@@ -774,6 +774,14 @@ async fn load(bus: &Arc<dyn Bus>, id: &str) -> Option<SessionRecord> {
     }
 }
 
+/// The waits before a copy reads its saved state again when its read
+/// after a gap found nothing (Redis slow as it comes back).
+const GAP_REREADS: [Duration; 3] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+];
+
 /// Why a copy reads its session's saved state again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resync {
@@ -799,7 +807,19 @@ impl Sessions {
         };
         let id = id.to_owned();
         tokio::spawn(async move {
-            let record = load(&bus, &id).await;
+            let mut record = load(&bus, &id).await;
+            // After a gap Redis may still be slow: what the lost messages
+            // said is read again a few times before this copy goes on
+            // without it.
+            if why == Resync::Gap {
+                for wait in GAP_REREADS {
+                    if record.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(wait).await;
+                    record = load(&bus, &id).await;
+                }
+            }
             let Some(shared) = session.shared() else {
                 return;
             };
