@@ -494,10 +494,7 @@ async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     let b = process(&hub, 1).await;
     let id = ready_session(&a).await;
     hub.saved_ready(&id).await;
-    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
-    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
-    assert_eq!(response.status(), StatusCode::OK, "B adopted it");
-    body_text(response).await;
+    assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
     hub.deaf.lock().unwrap().insert(1);
     let (_c, response) = send(
         &a,
@@ -517,9 +514,8 @@ async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     *hub.unread_loads.lock().unwrap() = 1;
     hub.gap(1);
     ended_on(&b, &id).await;
-    let (_c, response) = send(&a, post(Some(&id), &ping(5))).await;
     assert_eq!(
-        response.status(),
+        pinged(&a, &id, 5).await,
         StatusCode::NOT_FOUND,
         "and A adopts nothing"
     );
@@ -537,7 +533,6 @@ async fn a_session_ended_while_a_process_adopts_it_ends_there_too() {
     hub.saved_ready(&id).await;
     let late = Arc::new(tokio::sync::Semaphore::new(0));
     *hub.late_loads.lock().unwrap() = Some(late.clone());
-    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
     let adopting = {
         let request = post(Some(&id), &ping(2));
         let addr = b.addr;
@@ -573,18 +568,11 @@ async fn a_session_ended_while_a_process_adopts_it_ends_there_too() {
 #[tokio::test]
 async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
     let hub = Arc::new(Hub::default());
-    // Renewed once the last save is a quarter of the idle timeout old.
-    let config = || HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
-    let a = process_with(&hub, 0, config()).await;
-    let b = process_with(&hub, 1, config()).await;
+    let (a, b) = renewing_pair(&hub).await;
     let id = open_session(&a).await;
-    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
-    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
-    body_text(response).await;
+    pinged(&b, &id, 2).await;
     hub.initialized_unheard(&a, &id, 1).await;
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let (_c, response) = send(&b, post(Some(&id), &ping(3))).await;
-    body_text(response).await;
+    renewed_on(&b, &id, 3).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         *hub.unreadying.lock().unwrap(),
@@ -600,15 +588,10 @@ async fn a_copy_not_ready_renews_the_saved_state_without_unreadying_it() {
 #[tokio::test]
 async fn a_renewal_keeps_the_state_another_copy_saved() {
     let hub = Arc::new(Hub::default());
-    // Renewed once the last save is a quarter of the idle timeout old.
-    let config = || HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
-    let a = process_with(&hub, 0, config()).await;
-    let b = process_with(&hub, 1, config()).await;
+    let (a, b) = renewing_pair(&hub).await;
     let id = ready_session(&a).await;
     hub.saved_ready(&id).await;
-    let ping = |n: u64| json!({"jsonrpc": "2.0", "id": n, "method": "ping"});
-    let (_c, response) = send(&b, post(Some(&id), &ping(2))).await;
-    body_text(response).await;
+    pinged(&b, &id, 2).await;
     // B, ready, misses A's change.
     hub.deaf.lock().unwrap().insert(1);
     let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
@@ -617,9 +600,7 @@ async fn a_renewal_keeps_the_state_another_copy_saved() {
     body_text(response).await;
     let saved_level = || hub.sessions.lock().unwrap().get(&id).map(|r| r.log_level);
     assert_eq!(saved_level(), Some(LogLevel::Debug));
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let (_c, response) = send(&b, post(Some(&id), &ping(4))).await;
-    body_text(response).await;
+    renewed_on(&b, &id, 4).await;
     timeout(PATIENCE, async {
         while *hub.renewals.lock().unwrap() == 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -659,17 +640,42 @@ async fn delete_on_one_process_ends_the_session_on_every_process() {
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 }
 
+/// A `ping` with id `n`.
+fn ping(n: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": n, "method": "ping"})
+}
+
+/// Pings session `id` on `on` (which serves its copy, or adopts one) and
+/// reads the answer: its status.
+async fn pinged(on: &Process, id: &str, n: u64) -> StatusCode {
+    let (_c, response) = send(on, post(Some(id), &ping(n))).await;
+    let status = response.status();
+    body_text(response).await;
+    status
+}
+
+/// Two processes of `hub` whose sessions expire after 2 s idle: a copy
+/// renews its saved state once its last save is half a second old.
+async fn renewing_pair(hub: &Arc<Hub>) -> (Process, Process) {
+    let config = || HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
+    (
+        process_with(hub, 0, config()).await,
+        process_with(hub, 1, config()).await,
+    )
+}
+
+/// Lets a quarter of a [`renewing_pair`]'s idle timeout pass, then pings
+/// session `id` on `on`: its copy renews the saved state.
+async fn renewed_on(on: &Process, id: &str, n: u64) {
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    pinged(on, id, n).await;
+}
+
 /// Waits until process `on` has no session `id` (404), as it serves its
 /// copy meanwhile.
 async fn ended_on(on: &Process, id: &str) {
-    let ping = json!({"jsonrpc": "2.0", "id": 90, "method": "ping"});
     timeout(PATIENCE, async {
-        loop {
-            let (_c, response) = send(on, post(Some(id), &ping)).await;
-            if response.status() == StatusCode::NOT_FOUND {
-                return;
-            }
-            body_text(response).await;
+        while pinged(on, id, 90).await != StatusCode::NOT_FOUND {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
