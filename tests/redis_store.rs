@@ -11,6 +11,12 @@
 //!   subscription brings the session back;
 //! - a key of another type in a state's place does not stop the writes.
 //!
+//! Messages: a write Redis refuses for now (out of memory) is sent again,
+//! alone: what Redis took of the message is not sent twice. A write it
+//! refuses for good (a key of another type where the shared contents go)
+//! is dropped, not sent again, and holds up nothing queued after it; a
+//! subscriber that cannot read the contents still subscribes.
+//!
 //! A session's `GET` stream stays with its holder while Redis was away
 //! (its liveness key missing), for a process that cannot tell yet.
 //!
@@ -22,12 +28,15 @@
 //! - a dead process's task is failed by a process that can tell;
 //! - a save of a task the store no longer holds is `Ended`.
 
+use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use clawmcp::bus::{Bus, RedisBus, SessionRecord, StreamClaim};
+use clawmcp::bus::{Bus, BusMessage, RedisBus, SessionRecord, StreamClaim};
 use clawmcp::client::LogLevel;
 use clawmcp::task::{TaskError, TaskState, TaskStatus, TaskStore};
+use clawmcp::testing::TestClient;
+use clawmcp::{Server, SharedResource};
 use redis::AsyncCommands;
 use serde_json::json;
 use tokio::time::timeout;
@@ -419,4 +428,162 @@ async fn a_stream_claim_stays_with_its_holder_whose_liveness_key_went_missing() 
     let newcomer = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
     let claimed = newcomer.claim_stream(&id, "second", lease).await;
     assert_eq!(claimed, StreamClaim::HeldElsewhere);
+}
+
+/// Puts a key of another type (a string) where the deployment's shared
+/// contents (a hash) go.
+async fn contents_of_another_type(redis: &RedisServer) {
+    let mut connection = redis.connection().await;
+    let contents = format!("clawmcp:{DEPLOYMENT}:contents");
+    let _: () = connection.set(&contents, "not a hash").await.expect("SET");
+}
+
+/// The changes channel, as a test process hears it.
+type Heard = Pin<Box<dyn futures_core::Stream<Item = redis::Msg> + Send>>;
+
+async fn listen(redis: &RedisServer) -> Heard {
+    let client = redis::Client::open(redis.url.as_str()).expect("a Redis URL");
+    let mut pubsub = client.get_async_pubsub().await.expect("connects");
+    pubsub
+        .subscribe(format!("clawmcp:{DEPLOYMENT}:changes"))
+        .await
+        .expect("SUBSCRIBE");
+    Box::pin(pubsub.into_on_message())
+}
+
+/// The next message published on the changes channel, as its text.
+async fn next_heard(heard: &mut Heard) -> String {
+    timeout(
+        PATIENCE,
+        std::future::poll_fn(|cx| heard.as_mut().poll_next(cx)),
+    )
+    .await
+    .expect("published in time")
+    .expect("still subscribed")
+    .get_payload::<String>()
+    .expect("text")
+}
+
+#[tokio::test]
+async fn a_write_refused_for_now_is_sent_again_alone() {
+    let redis = RedisServer::start().await;
+    let mut connection = redis.connection().await;
+    let mut heard = listen(&redis).await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    // Out of memory: Redis refuses writes (`OOM`), and takes `PUBLISH`.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query_async(&mut connection)
+        .await
+        .expect("CONFIG SET");
+    bus.publish(BusMessage::ResourceContent {
+        uri: "mcp://t/resources/status".into(),
+        content: "ready".into(),
+    });
+    assert!(
+        next_heard(&mut heard)
+            .await
+            .contains("mcp://t/resources/status")
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query_async(&mut connection)
+        .await
+        .expect("CONFIG SET");
+    let contents = format!("clawmcp:{DEPLOYMENT}:contents");
+    timeout(PATIENCE, async {
+        loop {
+            let stored: Option<String> = connection
+                .hget(&contents, "mcp://t/resources/status")
+                .await
+                .expect("HGET");
+            if stored.as_deref() == Some("ready") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the content is stored once Redis has memory");
+    bus.publish(BusMessage::ResourceUpdated {
+        uri: "mcp://t/resources/after".into(),
+    });
+    let next = next_heard(&mut heard).await;
+    assert!(
+        next.contains("mcp://t/resources/after"),
+        "published twice: {next}"
+    );
+}
+
+#[tokio::test]
+async fn a_write_refused_for_good_is_dropped_and_holds_up_nothing_after_it() {
+    let redis = RedisServer::start().await;
+    contents_of_another_type(&redis).await;
+    let mut heard = listen(&redis).await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    // Its `HSET` is refused (`WRONGTYPE`); its `PUBLISH` is taken.
+    bus.publish(BusMessage::ResourceContent {
+        uri: "mcp://t/resources/refused".into(),
+        content: "new".into(),
+    });
+    bus.publish(BusMessage::ResourceUpdated {
+        uri: "mcp://t/resources/after".into(),
+    });
+    let first = next_heard(&mut heard).await;
+    assert!(first.contains("mcp://t/resources/refused"), "{first}");
+    let next = next_heard(&mut heard).await;
+    assert!(next.contains("mcp://t/resources/after"), "{next}");
+}
+
+#[tokio::test]
+async fn a_process_that_cannot_read_the_shared_contents_still_hears_the_others() {
+    let redis = RedisServer::start().await;
+    contents_of_another_type(&redis).await;
+    let status = SharedResource::new(
+        "mcp://t/resources/status",
+        "status",
+        "Status.",
+        "text/plain",
+        "starting",
+    );
+    let hearing = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let server = Server::builder()
+        .resource(status.clone())
+        .bus(hearing)
+        .build()
+        .expect("a server");
+    let mut client = TestClient::initialized(&server).await;
+    let mut connection = redis.connection().await;
+    let channel = format!("clawmcp:{DEPLOYMENT}:changes");
+    timeout(PATIENCE, async {
+        loop {
+            let (_, listeners): (String, u64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(&channel)
+                .query_async(&mut connection)
+                .await
+                .expect("PUBSUB NUMSUB");
+            if listeners > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the process subscribed");
+    let telling = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    telling.publish(BusMessage::ResourceContent {
+        uri: "mcp://t/resources/status".into(),
+        content: "ready".into(),
+    });
+    let changed = timeout(PATIENCE, client.notification("mcp/resourceDidChange"))
+        .await
+        .expect("heard in time")
+        .expect("a notification");
+    assert_eq!(changed["mcpId"], "mcp://t/resources/status");
+    assert_eq!(status.get(), "ready");
 }

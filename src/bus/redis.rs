@@ -552,7 +552,8 @@ struct Names {
     processes: String,
 }
 
-/// The publisher: each queued message, in order, once Redis takes it.
+/// The publisher: each queued message, in order, once Redis takes it (or
+/// refuses it for good, [`refused_for_good`]).
 async fn publish(
     client: ::redis::Client,
     names: Names,
@@ -579,9 +580,9 @@ async fn publish(
                     continue;
                 };
                 if let BusMessage::ResourceContent { uri, content } = message {
-                    pipe.hset(&names.contents, uri, content).ignore();
+                    pipe.hset(&names.contents, uri, content);
                 }
-                pipe.publish(&names.channel, &payload).ignore();
+                pipe.publish(&names.channel, &payload);
             }
             Outbound::SaveSession {
                 id,
@@ -599,8 +600,7 @@ async fn publish(
                     .arg(json)
                     .arg(millis(*ttl).max(1))
                     .arg(ready_json.as_deref().unwrap_or(""))
-                    .arg(if *renewal { "1" } else { "0" })
-                    .ignore();
+                    .arg(if *renewal { "1" } else { "0" });
             }
             Outbound::SaveSubscription { id, uri, on, ttl } => {
                 let key = format!("{}{id}", names.sessions);
@@ -611,27 +611,25 @@ async fn publish(
                     .arg(format!("{key}:subscriptions"))
                     .arg(uri)
                     .arg(if *on { "1" } else { "0" })
-                    .arg(millis(*ttl).max(1))
-                    .ignore();
+                    .arg(millis(*ttl).max(1));
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
                 match serde_json::to_string(&SessionRecord::ended_mark()) {
-                    Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)).ignore(),
-                    Err(_) => pipe.del(&key).ignore(),
+                    Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)),
+                    Err(_) => pipe.del(&key),
                 };
-                pipe.del(&[format!("{key}:subscriptions"), format!("{key}:stream")])
-                    .ignore();
+                pipe.del(&[format!("{key}:subscriptions"), format!("{key}:stream")]);
             }
             Outbound::ReleaseStream { id, claim } => {
                 pipe.cmd("EVAL")
                     .arg(RELEASE)
                     .arg(1)
                     .arg(format!("{}{id}:stream", names.sessions))
-                    .arg(format!("{origin}:{claim}"))
-                    .ignore();
+                    .arg(format!("{origin}:{claim}"));
             }
         }
+        pipe.ignore_errors();
         loop {
             let manager = match connected(&mut connection, &client).await {
                 Ok(manager) => manager,
@@ -642,11 +640,18 @@ async fn publish(
                     continue;
                 }
             };
-            match pipe.query_async::<()>(manager).await {
-                Ok(()) => {
-                    backoff = Duration::from_millis(50);
-                    break;
-                }
+            match pipe.query_async::<Vec<::redis::Value>>(manager).await {
+                Ok(replies) => match refused_for_now(&pipe, &replies) {
+                    None => {
+                        backoff = Duration::from_millis(50);
+                        break;
+                    }
+                    Some(again) => {
+                        pipe = again;
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MOST_BACKOFF);
+                    }
+                },
                 Err(e) => {
                     tracing::warn!("the Redis bus could not publish (retrying): {e}");
                     tokio::time::sleep(backoff).await;
@@ -654,6 +659,46 @@ async fn publish(
                 }
             }
         }
+    }
+}
+
+/// What of `pipe` to send again, given Redis's `replies` to it: the
+/// commands Redis refused for a while (loading, busy, out of memory, a
+/// replica, …), alone, so that none it took runs twice; `None` when
+/// nothing is left. A command refused for what it is, for good (a key of
+/// another type, a script's error), is dropped with an error logged:
+/// sending it again would be refused again and hold up every message
+/// queued behind it.
+fn refused_for_now(
+    pipe: &::redis::Pipeline,
+    replies: &[::redis::Value],
+) -> Option<::redis::Pipeline> {
+    let mut again = ::redis::pipe();
+    for (command, reply) in pipe.cmd_iter().zip(replies) {
+        let ::redis::Value::ServerError(error) = reply else {
+            continue;
+        };
+        if refused_for_good(error.code(), error.details()) {
+            tracing::error!("Redis refused a write of the bus for good, which is dropped: {error}");
+        } else {
+            tracing::warn!("Redis refused a write of the bus for now (retrying): {error}");
+            again.add_command(command.clone());
+        }
+    }
+    again.ignore_errors();
+    (!again.is_empty()).then_some(again)
+}
+
+/// Whether Redis would refuse the same command again, whatever time
+/// passes: a key of another type (`WRONGTYPE`), or an error raised by a
+/// script. Every other refusal (`LOADING`, `BUSY`, `OOM`, `READONLY`,
+/// `MISCONF`, `NOPERM`, …) depends on the server's state, which changes.
+/// `code` and `details` are the refusal's first word and the rest.
+fn refused_for_good(code: &str, details: Option<&str>) -> bool {
+    match code {
+        "WRONGTYPE" => true,
+        "ERR" => details.is_some_and(|detail| detail.contains("script")),
+        _ => false,
     }
 }
 
@@ -775,7 +820,19 @@ async fn one_subscription(
     // Subscribed first, then the contents read: no content set in between
     // is missed.
     let mut connection = client.get_multiplexed_async_connection().await?;
-    let contents: HashMap<String, String> = connection.hgetall(&names.contents).await?;
+    let contents: HashMap<String, String> = match connection.hgetall(&names.contents).await {
+        Ok(contents) => contents,
+        Err(e)
+            if e.code()
+                .is_some_and(|code| refused_for_good(code, e.detail())) =>
+        {
+            // A key of another type holds no contents, and reading it
+            // again would fail again: the subscription goes on without.
+            tracing::error!("the Redis bus cannot read the shared contents: {e}");
+            HashMap::new()
+        }
+        Err(e) => return Err(e),
+    };
     drop(connection);
     if after_a_gap {
         // What this process queued while Redis was away is written first,
@@ -800,4 +857,40 @@ async fn one_subscription(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_for_good;
+
+    #[test]
+    fn only_a_wrong_type_or_a_scripts_error_is_refused_for_good() {
+        assert!(refused_for_good(
+            "WRONGTYPE",
+            Some("Operation against a key holding the wrong kind of value")
+        ));
+        assert!(refused_for_good(
+            "ERR",
+            Some("user_script:3: Script attempted to access nonexistent global variable")
+        ));
+        assert!(refused_for_good(
+            "ERR",
+            Some("Error running script (call to f_1): @user_script:1: oops")
+        ));
+        for (code, details) in [
+            ("ERR", "max number of clients reached"),
+            ("OOM", "command not allowed when used memory > 'maxmemory'."),
+            ("LOADING", "Redis is loading the dataset in memory"),
+            ("BUSY", "Redis is busy running a script."),
+            ("READONLY", "You can't write against a read only replica."),
+            ("MISCONF", "Redis is configured to save RDB snapshots"),
+            (
+                "NOPERM",
+                "this user has no permissions to run the 'eval' command",
+            ),
+            ("TRYAGAIN", "Multiple keys request during rehashing of slot"),
+        ] {
+            assert!(!refused_for_good(code, Some(details)), "{code}");
+        }
+    }
 }
