@@ -9,7 +9,9 @@
 //! - a save by a copy that is not ready never unreadies the stored state;
 //! - an ended session's mark stays its full time: no save, renewal or
 //!   subscription brings the session back;
-//! - a key of another type in a state's place does not stop the writes.
+//! - a key of another type in a state's place does not stop the writes;
+//! - a copy that missed its session's end (Redis away) ends at its next
+//!   renewal, which finds the end's mark.
 //!
 //! Messages: a write Redis refuses for now (out of memory) is sent again,
 //! alone: what Redis took of the message is not sent twice. A write it
@@ -27,6 +29,8 @@
 //!   runners are the process's: every store on its bus sees them);
 //! - a dead process's task is failed by a process that can tell;
 //! - a save of a task the store no longer holds is `Ended`.
+
+mod http_support;
 
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
@@ -586,4 +590,75 @@ async fn a_process_that_cannot_read_the_shared_contents_still_hears_the_others()
         .expect("a notification");
     assert_eq!(changed["mcpId"], "mcp://t/resources/status");
     assert_eq!(status.get(), "ready");
+}
+
+/// A POST of `message` in session `id` (none: opening one); the status,
+/// the session id it names, and the body.
+async fn post_in(
+    addr: std::net::SocketAddr,
+    id: Option<&str>,
+    message: serde_json::Value,
+) -> (hyper::StatusCode, Option<String>) {
+    let mut headers = vec![("accept", "application/json, text/event-stream")];
+    if let Some(id) = id {
+        headers.push(("mcp-session-id", id));
+    }
+    let body = http_support::full(serde_json::to_vec(&message).expect("JSON"));
+    let mut client = http_support::Client::connect(addr).await;
+    let reply = client
+        .exchange(http_support::post_with(&headers, body))
+        .await;
+    (
+        reply.status,
+        reply.header("mcp-session-id").map(str::to_owned),
+    )
+}
+
+#[tokio::test]
+async fn a_copy_that_missed_its_sessions_end_ends_at_its_next_renewal() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let server = Server::builder().bus(bus).build().expect("a server");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    // Idle for 2 s at most: a request renews the saved state once the
+    // last save is half a second old.
+    let config =
+        clawmcp::transport::HttpConfig::default().session_idle_timeout(Duration::from_secs(2));
+    tokio::spawn(async move {
+        server
+            .serve_http_on(listener, config, std::future::pending())
+            .await
+    });
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, id) = post_in(addr, None, initialize).await;
+    assert_eq!(status, hyper::StatusCode::OK);
+    let id = id.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post_in(addr, Some(&id), initialized).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    assert_eq!(
+        post_in(addr, Some(&id), ping.clone()).await.0,
+        hyper::StatusCode::OK
+    );
+    // Another process ended the session; its `SessionEnded` never came.
+    let mut connection = redis.connection().await;
+    let mark = serde_json::to_string(&SessionRecord::ended_mark()).expect("JSON");
+    let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
+    let _: () = connection
+        .pset_ex(&key, mark, 600_000)
+        .await
+        .expect("PSETEX");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    timeout(PATIENCE, async {
+        while post_in(addr, Some(&id), ping.clone()).await.0 != hyper::StatusCode::NOT_FOUND {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the copy ended");
 }

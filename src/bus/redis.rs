@@ -181,7 +181,8 @@ local ended = old ~= nil and old.ended == true
 /// Readiness never goes back: a record not ready over a stored one that
 /// is ready is written as `ARGV[3]`, the same record ready. Nothing is
 /// written over a session that ended (a renewal extends its mark's life,
-/// never shortens it). 1 when it wrote, else 0.
+/// never shortens it). 1 when it wrote, 0 when it did not, [`ENDED`] when
+/// the session ended.
 const SAVE: &str = concat!(
     read_stored!(),
     r"
@@ -189,7 +190,7 @@ if ended then
   if ARGV[4] == '1' and redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
-  return 0
+  return -1
 end
 if stored and ARGV[4] == '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -205,14 +206,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1"
 );
 
+/// What [`SAVE`] and [`SUBSCRIBE`] answer for a session that ended: the
+/// copy that wrote ends too, as if it had heard
+/// [`BusMessage::SessionEnded`] (which it may have missed while the bus was
+/// away).
+const ENDED: i64 = -1;
+
 /// Adds (`ARGV[2]` = `1`) or removes the subscription `ARGV[1]` of the
 /// session stored at `KEYS[1]` to its set `KEYS[2]`, kept for `ARGV[3]`
-/// milliseconds; nothing for a session that ended. 1 when it wrote, else
-/// 0.
+/// milliseconds; nothing for a session that ended. 1 when it wrote,
+/// [`ENDED`] when the session ended.
 const SUBSCRIBE: &str = concat!(
     read_stored!(),
     r"
-if ended then return 0 end
+if ended then return -1 end
 -- (A set of another type stays as it is: no write of its can succeed.)
 if ARGV[2] == '1' then
   redis.pcall('SADD', KEYS[2], ARGV[1])
@@ -302,7 +309,7 @@ impl RedisBus {
         runtime.spawn(publish(
             client.clone(),
             names.clone(),
-            shared.origin,
+            (shared.origin, Arc::downgrade(&shared)),
             outbound,
         ));
         runtime.spawn(beat(
@@ -557,7 +564,7 @@ struct Names {
 async fn publish(
     client: ::redis::Client,
     names: Names,
-    origin: u64,
+    (origin, bus): (u64, std::sync::Weak<Shared>),
     mut outbound: mpsc::Receiver<Outbound>,
 ) {
     let mut connection = None;
@@ -641,17 +648,21 @@ async fn publish(
                 }
             };
             match pipe.query_async::<Vec<::redis::Value>>(manager).await {
-                Ok(replies) => match refused_for_now(&pipe, &replies) {
-                    None => {
+                Ok(replies) => {
+                    if let Outbound::SaveSession { id, .. } | Outbound::SaveSubscription { id, .. } =
+                        &next
+                        && replies.contains(&::redis::Value::Int(ENDED))
+                    {
+                        ended_here(&bus, id);
+                    }
+                    let Some(again) = refused_for_now(&pipe, &replies) else {
                         backoff = Duration::from_millis(50);
                         break;
-                    }
-                    Some(again) => {
-                        pipe = again;
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MOST_BACKOFF);
-                    }
-                },
+                    };
+                    pipe = again;
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MOST_BACKOFF);
+                }
                 Err(e) => {
                     tracing::warn!("the Redis bus could not publish (retrying): {e}");
                     tokio::time::sleep(backoff).await;
@@ -659,6 +670,14 @@ async fn publish(
                 }
             }
         }
+    }
+}
+
+/// Ends this process's copy of session `id`, which the store says ended
+/// (a [`SAVE`] or [`SUBSCRIBE`] answered [`ENDED`]).
+fn ended_here(bus: &std::sync::Weak<Shared>, id: &str) {
+    if let Some(inbox) = bus.upgrade().and_then(|shared| shared.inbox.get().cloned()) {
+        inbox.deliver(BusMessage::SessionEnded { id: id.to_owned() });
     }
 }
 
