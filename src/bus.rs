@@ -129,6 +129,14 @@ pub struct SessionRecord {
     /// however many a session holds; [`Bus::load_session`] gives them back
     /// here.
     pub subscriptions: Vec<String>,
+    /// The client's responses to requests a copy of the session sent, that
+    /// reached another process ([`Bus::save_client_response`]), each as
+    /// the client wrote it (one JSON-RPC response). Empty in the record
+    /// [`Bus::save_session`] is given; [`Bus::load_session`] gives them
+    /// back here, so that the copy that asked takes a response whose
+    /// [`BusMessage::ClientResponse`] it missed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_responses: Vec<String>,
     /// The session was ended ([`Bus::remove_session`]): what a store may
     /// keep for a while in its place ([`SessionRecord::ended_mark`]), so that a
     /// copy that missed [`BusMessage::SessionEnded`] learns of it, and no
@@ -153,6 +161,7 @@ impl SessionRecord {
             ready: false,
             log_level: crate::client::LogLevel::Info,
             subscriptions: Vec::new(),
+            client_responses: Vec::new(),
             ended: true,
         }
     }
@@ -270,6 +279,31 @@ pub trait Bus: Send + Sync + 'static {
     /// kept as long as the session's state. Never waits: the write is
     /// queued, in order with [`save_session`](Self::save_session).
     fn save_subscription(&self, _id: &str, _uri: &str, _on: bool, _ttl: std::time::Duration) {}
+
+    /// Notes that a copy of session `id` sent the client request numbered
+    /// `request` (an elicitation, a sampling, a roots request), whose
+    /// response may reach another process: kept for `ttl` (the client
+    /// request timeout). Never waits: the write is queued, in order with
+    /// the others.
+    fn save_client_request(&self, _id: &str, _request: u64, _ttl: std::time::Duration) {}
+
+    /// Keeps the client's `response` to request `request` of session
+    /// `id`, which reached this process and not the copy that asked, for
+    /// `ttl`: [`load_session`](Self::load_session) gives it back in
+    /// [`SessionRecord::client_responses`], so that the copy that asked
+    /// takes it though it missed its [`BusMessage::ClientResponse`].
+    /// Kept only for a request a copy noted
+    /// ([`save_client_request`](Self::save_client_request)), once: what a
+    /// store keeps is bounded by what the server asked, not by what a
+    /// client sends. Never waits.
+    fn save_client_response(
+        &self,
+        _id: &str,
+        _request: u64,
+        _response: &str,
+        _ttl: std::time::Duration,
+    ) {
+    }
 
     /// Forgets session `id`, its subscriptions and its stream's claim.
     /// Never waits. A store that can keeps [`SessionRecord::ended_mark`] in its

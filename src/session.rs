@@ -32,6 +32,8 @@ pub(crate) use listen::{Listener, Listening};
 pub(crate) use outbox::About;
 pub(crate) use outbox::Outgoing;
 #[cfg(feature = "http")]
+pub(crate) use peer::Peer;
+#[cfg(feature = "http")]
 pub(crate) use reader::Resumed;
 pub(crate) use reader::Session;
 pub use reader::{Input, MAX_PARKED};

@@ -11,7 +11,9 @@
 //!   subscription brings the session back;
 //! - a key of another type in a state's place does not stop the writes;
 //! - a copy that missed its session's end (Redis away) ends at its next
-//!   renewal, which finds the end's mark.
+//!   renewal, which finds the end's mark;
+//! - a client's response is kept once, and only for a request a copy
+//!   sent.
 //!
 //! Messages: a write Redis refuses for now (out of memory) is sent again,
 //! alone: what Redis took of the message is not sent twice. A write it
@@ -661,4 +663,46 @@ async fn a_copy_that_missed_its_sessions_end_ends_at_its_next_renewal() {
     })
     .await
     .expect("the copy ended");
+}
+
+#[tokio::test]
+async fn a_client_response_is_kept_once_and_only_for_a_request_a_copy_sent() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "6".repeat(32);
+    let ttl = Duration::from_secs(60);
+    bus.save_session(&id, &record(true, LogLevel::Info), ttl);
+    let response = |n: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": n, "result": {"action": "accept",
+               "content": {"name": name}}})
+        .to_string()
+    };
+    bus.save_client_response(&id, 40, &response(40, "never asked"), ttl);
+    bus.save_client_request(&id, 41, ttl);
+    bus.save_client_response(&id, 41, &response(41, "Ada"), ttl);
+    bus.save_client_response(&id, 41, &response(41, "again"), ttl);
+    bus.save_client_request(&id, 42, ttl);
+    bus.save_client_response(&id, 42, &response(42, "Grace"), ttl);
+    // Written in order: once the last is kept, every other was handled.
+    let kept = timeout(PATIENCE, async {
+        loop {
+            let kept = loaded(&bus, &id).await.client_responses;
+            if kept.len() >= 2 {
+                return kept;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("kept in time");
+    assert_eq!(kept, [response(41, "Ada"), response(42, "Grace")]);
+    let mut connection = redis.connection().await;
+    let left: i64 = connection
+        .pttl(format!("clawmcp:{DEPLOYMENT}:session:{id}:responses"))
+        .await
+        .expect("PTTL");
+    assert!(left > 30_000 && left <= 60_000, "kept for its time: {left}");
+    bus.remove_session(&id);
+    lives_longer_than(&redis, &id, 120_000).await;
+    assert!(loaded(&bus, &id).await.client_responses.is_empty());
 }

@@ -4,7 +4,8 @@
 //! shares sessions (an in-memory hub standing for Redis). A session opened
 //! on one is served by the other; a subscription made on one reaches the
 //! `GET` stream held by the other; an elicitation answered to the other
-//! reaches the tool; `DELETE` on one ends it on both; one `GET` stream per
+//! reaches the tool, after a gap in the bus too; `DELETE` on one ends it
+//! on both; one `GET` stream per
 //! session across both, taken over once its holder is gone; a session's
 //! subscriptions saved one at a time, within their bound.
 
@@ -59,6 +60,10 @@ struct Hub {
     loads: Mutex<usize>,
     /// How many of the next loads find nothing (a store slow to answer).
     unread_loads: Mutex<usize>,
+    /// The requests to the client a copy noted, by session.
+    client_requests: Mutex<HashMap<String, HashSet<u64>>>,
+    /// The client's responses kept, by session.
+    client_responses: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl Hub {
@@ -160,6 +165,22 @@ impl Bus for End {
         }
     }
 
+    fn save_client_request(&self, id: &str, request: u64, _ttl: Duration) {
+        let mut all = self.hub.client_requests.lock().unwrap();
+        all.entry(id.to_owned()).or_default().insert(request);
+    }
+
+    /// Kept once, for a request a copy noted, as `Bus` says.
+    fn save_client_response(&self, id: &str, request: u64, response: &str, _ttl: Duration) {
+        let mut requests = self.hub.client_requests.lock().unwrap();
+        if requests.get_mut(id).is_some_and(|r| r.remove(&request)) {
+            let mut all = self.hub.client_responses.lock().unwrap();
+            all.entry(id.to_owned())
+                .or_default()
+                .push(response.to_owned());
+        }
+    }
+
     /// Keeps the ended session's mark, as the Redis bus does.
     fn remove_session(&self, id: &str) {
         let ended = SessionRecord::ended_mark();
@@ -187,6 +208,8 @@ impl Bus for End {
         if let Some(record) = &mut record {
             let uris = self.hub.subscriptions.lock().unwrap();
             record.subscriptions = uris.get(id).into_iter().flatten().cloned().collect();
+            let responses = self.hub.client_responses.lock().unwrap();
+            record.client_responses = responses.get(id).cloned().unwrap_or_default();
         }
         let late = self.hub.late_loads.lock().unwrap().clone();
         Box::pin(async move {
@@ -422,6 +445,46 @@ async fn an_elicitation_answered_to_another_process_reaches_the_waiting_tool() {
                                    "content": {"name": "Ada", "sure": true}}});
     let (_c, response) = send(&b, post(Some(&id), &answer)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let reply = until(&mut body, &mut buffer, |m| m["id"] == 7).await;
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Ada"), "{reply}");
+}
+
+/// A process that lost the announcement of the client's response to its
+/// elicitation, which reached another process, takes the response from
+/// the saved state when its bus reports the gap: the tool goes on.
+#[tokio::test]
+async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_another() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = ready_session(&a).await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "ask", "arguments": {}}});
+    let (_c, response) = send(&a, post(Some(&id), &call)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let question = until(&mut body, &mut buffer, |m| {
+        m["method"] == "elicitation/create"
+    })
+    .await;
+    hub.deaf.lock().unwrap().insert(0);
+    // A response to no request of the session's is kept nowhere.
+    let stray = json!({"jsonrpc": "2.0", "id": 999_999, "result": {"action": "decline"}});
+    let (_c, response) = send(&b, post(Some(&id), &stray)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+                        "result": {"action": "accept",
+                                   "content": {"name": "Ada", "sure": true}}});
+    let (_c, response) = send(&b, post(Some(&id), &answer)).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let kept = hub.client_responses.lock().unwrap().get(&id).cloned();
+    assert_eq!(kept.map(|k| k.len()), Some(1), "the answer, not the stray");
+    hub.deaf.lock().unwrap().remove(&0);
+    hub.gap(0);
     let reply = until(&mut body, &mut buffer, |m| m["id"] == 7).await;
     let text = reply["result"]["content"][0]["text"]
         .as_str()

@@ -124,6 +124,20 @@ enum Outbound {
         on: bool,
         ttl: Duration,
     },
+    /// A request a copy of a session sent its client.
+    SaveClientRequest {
+        id: String,
+        request: u64,
+        ttl: Duration,
+    },
+    /// The client's response to it, which reached another process
+    /// (`KEEP_RESPONSE`).
+    SaveClientResponse {
+        id: String,
+        request: u64,
+        response: String,
+        ttl: Duration,
+    },
     RemoveSession(String),
     /// Answered once everything queued before it is written.
     Written(tokio::sync::oneshot::Sender<()>),
@@ -229,6 +243,16 @@ end
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1"
 );
+
+/// Keeps the client's response `ARGV[2]` to request `ARGV[1]` in the list
+/// `KEYS[2]` for `ARGV[3]` milliseconds, when a copy noted that it sent
+/// that request (it is in the set `KEYS[1]`, and leaves it): each request
+/// has one response kept, at most. 1 when it kept it, else 0.
+const KEEP_RESPONSE: &str = r"
+if redis.pcall('SREM', KEYS[1], ARGV[1]) ~= 1 then return 0 end
+redis.pcall('RPUSH', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1";
 
 /// How long an ended session's mark ([`SessionRecord::ended_mark`]) stays in
 /// its key's place: longer than an outage of the bus that a copy which
@@ -361,6 +385,23 @@ impl Bus for RedisBus {
         });
     }
 
+    fn save_client_request(&self, id: &str, request: u64, ttl: Duration) {
+        self.queue(Outbound::SaveClientRequest {
+            id: id.to_owned(),
+            request,
+            ttl,
+        });
+    }
+
+    fn save_client_response(&self, id: &str, request: u64, response: &str, ttl: Duration) {
+        self.queue(Outbound::SaveClientResponse {
+            id: id.to_owned(),
+            request,
+            response: response.to_owned(),
+            ttl,
+        });
+    }
+
     fn remove_session(&self, id: &str) {
         self.queue(Outbound::RemoveSession(id.to_owned()));
     }
@@ -445,14 +486,15 @@ impl Bus for RedisBus {
                 read = ::redis::pipe()
                     .get(&key)
                     .smembers(format!("{key}:subscriptions"))
-                    .query_async::<(Option<String>, Vec<String>)>(&mut connection)
+                    .lrange(format!("{key}:responses"), 0, -1)
+                    .query_async::<(Option<String>, Vec<String>, Vec<String>)>(&mut connection)
                     .await
                     .map_err(|e| e.to_string());
                 if read.is_ok() {
                     break;
                 }
             }
-            let (json, subscriptions) = match read {
+            let (json, subscriptions, client_responses) = match read {
                 Ok(read) => read,
                 Err(e) => {
                     tracing::warn!("the Redis bus cannot read a session: {e}");
@@ -461,6 +503,7 @@ impl Bus for RedisBus {
             };
             let mut record: SessionRecord = serde_json::from_str(&json?).ok()?;
             record.subscriptions = subscriptions;
+            record.client_responses = client_responses;
             Some(record)
         })
     }
@@ -620,13 +663,39 @@ async fn publish(
                     .arg(if *on { "1" } else { "0" })
                     .arg(millis(*ttl).max(1));
             }
+            Outbound::SaveClientRequest { id, request, ttl } => {
+                let asked = format!("{}{id}:asked", names.sessions);
+                pipe.sadd(&asked, request);
+                pipe.cmd("PEXPIRE").arg(&asked).arg(millis(*ttl).max(1));
+            }
+            Outbound::SaveClientResponse {
+                id,
+                request,
+                response,
+                ttl,
+            } => {
+                let key = format!("{}{id}", names.sessions);
+                pipe.cmd("EVAL")
+                    .arg(KEEP_RESPONSE)
+                    .arg(2)
+                    .arg(format!("{key}:asked"))
+                    .arg(format!("{key}:responses"))
+                    .arg(request)
+                    .arg(response)
+                    .arg(millis(*ttl).max(1));
+            }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
                 match serde_json::to_string(&SessionRecord::ended_mark()) {
                     Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)),
                     Err(_) => pipe.del(&key),
                 };
-                pipe.del(&[format!("{key}:subscriptions"), format!("{key}:stream")]);
+                pipe.del(&[
+                    format!("{key}:subscriptions"),
+                    format!("{key}:stream"),
+                    format!("{key}:asked"),
+                    format!("{key}:responses"),
+                ]);
             }
             Outbound::ReleaseStream { id, claim } => {
                 pipe.cmd("EVAL")

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::outbox::{About, Outgoing};
 use super::peer::Answer;
-use super::shared::Shared;
+use super::shared::{Observed, Shared};
 use crate::client::{ClientError, LogLevel};
 use crate::dialect::{ClientInfo, Dialect, ToClient};
 use crate::handle::ServerHandle;
@@ -68,6 +68,7 @@ impl Shared {
             }
         }
         let (id, answer) = self.peer.start()?;
+        self.observed(Observed::Asked { request: id });
         // The request's id is known only now: its client span (the one the
         // asking future runs in, feature `otel`) records it — that span
         // only, not a request's span around it when it is filtered out.

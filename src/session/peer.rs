@@ -50,11 +50,17 @@ impl Peer {
     /// Whether request `id` waits for its answer here.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn waits_for(&self, id: Option<&RequestId>) -> bool {
-        let number = match id {
+        Self::number_of(id).is_some_and(|n| self.pending().waiting.contains_key(&n))
+    }
+
+    /// The number a response's `id` gives, if it could answer a request
+    /// a session sent (they are numbered): `None` for any other id.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn number_of(id: Option<&RequestId>) -> Option<u64> {
+        match id {
             Some(RequestId::Number(digits)) => digits.parse::<u64>().ok(),
             _ => None,
-        };
-        number.is_some_and(|n| self.pending().waiting.contains_key(&n))
+        }
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {

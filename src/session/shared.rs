@@ -75,8 +75,9 @@ pub(crate) struct Shared {
     /// Cancelled when the session's input ends or it begins to shut down:
     /// its `subscriptions/listen` streams then end with their result.
     pub(crate) streams_end: tokio_util::sync::CancellationToken,
-    /// Told after each change of what the session records of its client
-    /// (the transport keeps it where other processes can read it).
+    /// Told after each change of what the session records of its client,
+    /// and of each request sent to the client (the transport keeps them
+    /// where other processes can read them).
     observer: OnceLock<Observer>,
 }
 
@@ -90,6 +91,9 @@ pub(crate) enum Observed<'a> {
     State,
     /// One subscription, added (`on`) or removed.
     Subscription { uri: &'a str, on: bool },
+    /// It sent the client request numbered `request`, whose response may
+    /// reach another copy of the session.
+    Asked { request: u64 },
 }
 
 /// The requests registered for cancellation, by id.
@@ -136,7 +140,7 @@ impl Shared {
         let _ = self.observer.set(observer);
     }
 
-    fn observed(&self, what: Observed<'_>) {
+    pub(super) fn observed(&self, what: Observed<'_>) {
         if let Some(observer) = self.observer.get() {
             observer(self, what);
         }

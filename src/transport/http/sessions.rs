@@ -36,7 +36,7 @@ use crate::principal::{Caller, CountedAs, TokenId};
 use crate::server::{Input, Server};
 use crate::session::bounded::{self, BoundedReceiver, BoundedSender};
 use crate::session::outbox;
-use crate::session::{About, Observed, Outgoing, Resumed, Session, Shared};
+use crate::session::{About, Observed, Outgoing, Peer, Resumed, Session, Shared};
 use crate::tool::CancelReason;
 
 /// How long a request waits for a session's saved state.
@@ -122,7 +122,8 @@ struct Saver {
 }
 
 impl Saver {
-    /// Saves what changed: the record, or one subscription.
+    /// Saves what changed: the record, or one subscription; notes a
+    /// request sent to the client.
     fn observed(&self, shared: &Shared, what: Observed<'_>) {
         match what {
             Observed::State => self.save(shared),
@@ -136,6 +137,10 @@ impl Saver {
                     uri: uri.to_owned(),
                     on,
                 });
+            }
+            Observed::Asked { request } => {
+                let kept = shared.server.limits.client_request_timeout;
+                self.bus.save_client_request(&self.id, request, kept);
             }
         }
     }
@@ -152,6 +157,7 @@ impl Saver {
             ready: shared.is_ready(),
             log_level: shared.log_level(),
             subscriptions: Vec::new(),
+            client_responses: Vec::new(),
             ended: false,
         })
     }
@@ -231,9 +237,20 @@ impl HttpSession {
         };
         match &self.saver {
             Some(saver) if !shared.peer.waits_for(id) => {
+                // No copy's request has another id than a number.
+                let Some(request) = Peer::number_of(id) else {
+                    return true;
+                };
+                let message = String::from_utf8_lossy(body).into_owned();
+                // Kept first, then announced: a copy that misses the
+                // announcement reads it back after the gap.
+                let kept = shared.server.limits.client_request_timeout;
+                saver
+                    .bus
+                    .save_client_response(&self.id, request, &message, kept);
                 saver.bus.publish(BusMessage::ClientResponse {
                     session: self.id.clone(),
-                    message: String::from_utf8_lossy(body).into_owned(),
+                    message,
                 });
             }
             _ => shared.peer.answer(id, outcome),
@@ -843,6 +860,10 @@ impl Sessions {
                 for uri in record.subscriptions {
                     shared.restore(Change::Subscription { uri, on: true });
                 }
+                // The client's responses whose announcement was lost.
+                for response in &record.client_responses {
+                    take_client_response(&shared, response);
+                }
             }
             if record.ready && !shared.is_ready() {
                 // The client's `initialized` reached another copy: this
@@ -891,17 +912,22 @@ impl SessionEvents for Sessions {
     }
 
     fn client_response(&self, session: &str, message: &str) {
-        let Some(shared) = self.get(session).and_then(|s| s.shared()) else {
-            return;
-        };
-        let crate::jsonrpc::Parsed::Single(Incoming::Response { id, outcome }) =
-            crate::dialect::parse(message.as_bytes())
-        else {
-            return;
-        };
-        if shared.peer.waits_for(id.as_ref()) {
-            shared.peer.answer(id.as_ref(), outcome);
+        if let Some(shared) = self.get(session).and_then(|s| s.shared()) {
+            take_client_response(&shared, message);
         }
+    }
+}
+
+/// Answers this copy's request to the client with `message`, the client's
+/// response that reached another process, if this copy waits for it.
+fn take_client_response(shared: &Shared, message: &str) {
+    let crate::jsonrpc::Parsed::Single(Incoming::Response { id, outcome }) =
+        crate::dialect::parse(message.as_bytes())
+    else {
+        return;
+    };
+    if shared.peer.waits_for(id.as_ref()) {
+        shared.peer.answer(id.as_ref(), outcome);
     }
 }
 
