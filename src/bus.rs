@@ -129,14 +129,6 @@ pub struct SessionRecord {
     /// however many a session holds; [`Bus::load_session`] gives them back
     /// here.
     pub subscriptions: Vec<String>,
-    /// The client's responses to requests a copy of the session sent, that
-    /// reached another process ([`Bus::save_client_response`]), each as
-    /// the client wrote it (one JSON-RPC response). Empty in the record
-    /// [`Bus::save_session`] is given; [`Bus::load_session`] gives them
-    /// back here, so that the copy that asked takes a response whose
-    /// [`BusMessage::ClientResponse`] it missed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub client_responses: Vec<String>,
     /// The session was ended ([`Bus::remove_session`]): what a store may
     /// keep for a while in its place ([`SessionRecord::ended_mark`]), so that a
     /// copy that missed [`BusMessage::SessionEnded`] learns of it, and no
@@ -161,7 +153,6 @@ impl SessionRecord {
             ready: false,
             log_level: crate::client::LogLevel::Info,
             subscriptions: Vec::new(),
-            client_responses: Vec::new(),
             ended: true,
         }
     }
@@ -289,13 +280,13 @@ pub trait Bus: Send + Sync + 'static {
 
     /// Keeps the client's `response` to request `request` of session
     /// `id`, which reached this process and not the copy that asked, for
-    /// `ttl`: [`load_session`](Self::load_session) gives it back in
-    /// [`SessionRecord::client_responses`], so that the copy that asked
-    /// takes it though it missed its [`BusMessage::ClientResponse`].
-    /// Kept only for a request a copy noted
-    /// ([`save_client_request`](Self::save_client_request)), once: what a
-    /// store keeps is bounded by what the server asked, not by what a
-    /// client sends. Never waits.
+    /// `ttl`, so that the copy that asked takes it
+    /// ([`load_client_responses`](Self::load_client_responses)) though it
+    /// missed its [`BusMessage::ClientResponse`]. Kept only for a request
+    /// a copy noted ([`save_client_request`](Self::save_client_request))
+    /// and not yet answered, and only the newest few: what a store keeps
+    /// is bounded by what the server asked, not by what a client sends.
+    /// Never waits.
     fn save_client_response(
         &self,
         _id: &str,
@@ -303,6 +294,18 @@ pub trait Bus: Send + Sync + 'static {
         _response: &str,
         _ttl: std::time::Duration,
     ) {
+    }
+
+    /// The client's responses kept for session `id`
+    /// ([`save_client_response`](Self::save_client_response)) whose time
+    /// has not run out, each as the client wrote it (one JSON-RPC
+    /// response): read by a copy after a [gap](Inbox::gap). The default
+    /// keeps none.
+    fn load_client_responses<'a>(
+        &'a self,
+        _id: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
+        Box::pin(async { Vec::new() })
     }
 
     /// Forgets session `id`, its subscriptions and its stream's claim.

@@ -13,7 +13,7 @@
 //! - a copy that missed its session's end (Redis away) ends at its next
 //!   renewal, which finds the end's mark;
 //! - a client's response is kept once, and only for a request a copy
-//!   sent.
+//!   sent, each note and response for its own time, 16 at most.
 //!
 //! Messages: a write Redis refuses for now (out of memory) is sent again,
 //! alone: what Redis took of the message is not sent twice. A write it
@@ -665,6 +665,28 @@ async fn a_copy_that_missed_its_sessions_end_ends_at_its_next_renewal() {
     .expect("the copy ended");
 }
 
+/// Session `id`'s kept client responses, once there are `n` (the bus
+/// writes in order: once the last is kept, every other was handled).
+async fn kept_responses(bus: &RedisBus, id: &str, n: usize) -> Vec<String> {
+    timeout(PATIENCE, async {
+        loop {
+            let kept = bus.load_client_responses(id).await;
+            if kept.len() >= n {
+                return kept;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("kept in time")
+}
+
+fn client_response(n: u64, name: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": n, "result": {"action": "accept",
+           "content": {"name": name}}})
+    .to_string()
+}
+
 #[tokio::test]
 async fn a_client_response_is_kept_once_and_only_for_a_request_a_copy_sent() {
     let redis = RedisServer::start().await;
@@ -672,30 +694,17 @@ async fn a_client_response_is_kept_once_and_only_for_a_request_a_copy_sent() {
     let id = "6".repeat(32);
     let ttl = Duration::from_secs(60);
     bus.save_session(&id, &record(true, LogLevel::Info), ttl);
-    let response = |n: u64, name: &str| {
-        json!({"jsonrpc": "2.0", "id": n, "result": {"action": "accept",
-               "content": {"name": name}}})
-        .to_string()
-    };
-    bus.save_client_response(&id, 40, &response(40, "never asked"), ttl);
+    bus.save_client_response(&id, 40, &client_response(40, "never asked"), ttl);
     bus.save_client_request(&id, 41, ttl);
-    bus.save_client_response(&id, 41, &response(41, "Ada"), ttl);
-    bus.save_client_response(&id, 41, &response(41, "again"), ttl);
+    bus.save_client_response(&id, 41, &client_response(41, "Ada"), ttl);
+    bus.save_client_response(&id, 41, &client_response(41, "again"), ttl);
     bus.save_client_request(&id, 42, ttl);
-    bus.save_client_response(&id, 42, &response(42, "Grace"), ttl);
-    // Written in order: once the last is kept, every other was handled.
-    let kept = timeout(PATIENCE, async {
-        loop {
-            let kept = loaded(&bus, &id).await.client_responses;
-            if kept.len() >= 2 {
-                return kept;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("kept in time");
-    assert_eq!(kept, [response(41, "Ada"), response(42, "Grace")]);
+    bus.save_client_response(&id, 42, &client_response(42, "Grace"), ttl);
+    let kept = kept_responses(&bus, &id, 2).await;
+    assert_eq!(
+        kept,
+        [client_response(41, "Ada"), client_response(42, "Grace")]
+    );
     let mut connection = redis.connection().await;
     let left: i64 = connection
         .pttl(format!("clawmcp:{DEPLOYMENT}:session:{id}:responses"))
@@ -704,5 +713,46 @@ async fn a_client_response_is_kept_once_and_only_for_a_request_a_copy_sent() {
     assert!(left > 30_000 && left <= 60_000, "kept for its time: {left}");
     bus.remove_session(&id);
     lives_longer_than(&redis, &id, 120_000).await;
-    assert!(loaded(&bus, &id).await.client_responses.is_empty());
+    assert!(bus.load_client_responses(&id).await.is_empty());
+}
+
+/// A note and a kept response each live their own time, however many come
+/// after them, and a session keeps its newest 16 responses at most.
+#[tokio::test]
+async fn kept_client_responses_are_bounded_in_time_and_number() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "8".repeat(32);
+    let short = Duration::from_millis(300);
+    let long = Duration::from_secs(60);
+    // Noted and answered with a short time: gone once it passed, though
+    // later notes and responses renew the keys.
+    bus.save_client_request(&id, 1, short);
+    bus.save_client_response(&id, 1, &client_response(1, "soon gone"), short);
+    // Noted with a short time, answered after it passed: not kept.
+    bus.save_client_request(&id, 2, short);
+    let mut connection = redis.connection().await;
+    let asked = format!("clawmcp:{DEPLOYMENT}:session:{id}:asked");
+    timeout(PATIENCE, async {
+        loop {
+            let due: Option<f64> = connection.zscore(&asked, 2).await.expect("ZSCORE");
+            if due.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("noted in time");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    bus.save_client_response(&id, 2, &client_response(2, "too late"), long);
+    for n in 10..30 {
+        bus.save_client_request(&id, n, long);
+        bus.save_client_response(&id, n, &client_response(n, "in time"), long);
+    }
+    let kept = kept_responses(&bus, &id, 16).await;
+    let newest: Vec<String> = (14..30).map(|n| client_response(n, "in time")).collect();
+    assert_eq!(kept, newest);
+    let noted: i64 = connection.zcard(&asked).await.expect("ZCARD");
+    assert_eq!(noted, 0, "every note answered or past its time");
 }

@@ -181,6 +181,15 @@ impl Bus for End {
         }
     }
 
+    fn load_client_responses<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
+        let responses = self.hub.client_responses.lock().unwrap();
+        let kept = responses.get(id).cloned().unwrap_or_default();
+        Box::pin(async move { kept })
+    }
+
     /// Keeps the ended session's mark, as the Redis bus does.
     fn remove_session(&self, id: &str) {
         let ended = SessionRecord::ended_mark();
@@ -208,8 +217,6 @@ impl Bus for End {
         if let Some(record) = &mut record {
             let uris = self.hub.subscriptions.lock().unwrap();
             record.subscriptions = uris.get(id).into_iter().flatten().cloned().collect();
-            let responses = self.hub.client_responses.lock().unwrap();
-            record.client_responses = responses.get(id).cloned().unwrap_or_default();
         }
         let late = self.hub.late_loads.lock().unwrap().clone();
         Box::pin(async move {

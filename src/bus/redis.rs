@@ -26,7 +26,11 @@
 //! (`…:session:{id}:subscriptions`, one `SADD` or `SREM` a change, so a
 //! change costs the same however many it holds), and the process holding
 //! its `GET` stream is named by a key (`…:session:{id}:stream`, set and
-//! given up only by its holder, through scripts). Each process keeps a
+//! given up only by its holder, through scripts). The requests its copies
+//! sent the client are noted in a sorted set (`…:session:{id}:asked`, each
+//! scored by its deadline), and a client's response to one that reached
+//! another process is kept in another (`…:session:{id}:responses`), for
+//! a copy that missed its announcement. Each process keeps a
 //! key of its own alive (`clawmcp:{deployment}:process:{origin}`, renewed
 //! every second, gone [`LIVENESS`] after the process): a claim whose
 //! holder's key is gone is free, for a process that has kept its own key
@@ -244,15 +248,60 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1"
 );
 
-/// Keeps the client's response `ARGV[2]` to request `ARGV[1]` in the list
-/// `KEYS[2]` for `ARGV[3]` milliseconds, when a copy noted that it sent
-/// that request (it is in the set `KEYS[1]`, and leaves it): each request
-/// has one response kept, at most. 1 when it kept it, else 0.
-const KEEP_RESPONSE: &str = r"
-if redis.pcall('SREM', KEYS[1], ARGV[1]) ~= 1 then return 0 end
-redis.pcall('RPUSH', KEYS[2], ARGV[2])
+/// Lua that sets `now` to Redis's clock, in milliseconds: the deadlines
+/// of noted requests and kept responses are on it.
+macro_rules! redis_now {
+    () => {
+        r"
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+"
+    };
+}
+
+/// Notes request `ARGV[1]` in the sorted set `KEYS[1]`, due in `ARGV[2]`
+/// milliseconds (its score is its deadline), and forgets those past
+/// theirs: the set holds the requests sent within the client request
+/// timeout.
+const NOTE_REQUEST: &str = concat!(
+    redis_now!(),
+    r"
+redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1"
+);
+
+/// Keeps the client's response `ARGV[2]` to request `ARGV[1]` in the
+/// sorted set `KEYS[2]` for `ARGV[3]` milliseconds (its score is its
+/// deadline), the newest [`RESPONSES_KEPT`] (`ARGV[4]`) at most, when the
+/// request is noted in `KEYS[1]` and not past its deadline; the note then
+/// goes, so a request has one response kept. 1 when it kept it, else 0.
+const KEEP_RESPONSE: &str = concat!(
+    redis_now!(),
+    r"
+local due = redis.pcall('ZSCORE', KEYS[1], ARGV[1])
+if type(due) ~= 'string' or tonumber(due) <= now then return 0 end
+redis.pcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZADD', KEYS[2], now + ARGV[3], ARGV[2])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return 1";
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1"
+);
+
+/// The responses kept in the sorted set `KEYS[1]` whose deadline has not
+/// passed (none, for a key of another type).
+const KEPT_RESPONSES: &str = concat!(
+    redis_now!(),
+    r"
+local kept = redis.pcall('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+if type(kept) ~= 'table' or kept.err then return {} end
+return kept"
+);
+
+/// How many of a session's client responses are kept at most (the newest).
+const RESPONSES_KEPT: usize = 16;
 
 /// How long an ended session's mark ([`SessionRecord::ended_mark`]) stays in
 /// its key's place: longer than an outage of the bus that a copy which
@@ -471,30 +520,10 @@ impl Bus for RedisBus {
     ) -> Pin<Box<dyn std::future::Future<Output = Option<SessionRecord>> + Send + 'a>> {
         Box::pin(async move {
             let key = format!("{}{id}", self.0.names.sessions);
-            // Tried three times: a connection that Redis dropped (a
-            // restart) fails once, then reconnects.
-            let mut read = Err(String::new());
-            for wait in [0, 20, 100] {
-                tokio::time::sleep(Duration::from_millis(wait)).await;
-                let mut connection = match self.reader().await {
-                    Ok(connection) => connection,
-                    Err(e) => {
-                        read = Err(e);
-                        continue;
-                    }
-                };
-                read = ::redis::pipe()
-                    .get(&key)
-                    .smembers(format!("{key}:subscriptions"))
-                    .lrange(format!("{key}:responses"), 0, -1)
-                    .query_async::<(Option<String>, Vec<String>, Vec<String>)>(&mut connection)
-                    .await
-                    .map_err(|e| e.to_string());
-                if read.is_ok() {
-                    break;
-                }
-            }
-            let (json, subscriptions, client_responses) = match read {
+            let mut query = ::redis::pipe();
+            query.get(&key).smembers(format!("{key}:subscriptions"));
+            let read = self.read::<(Option<String>, Vec<String>)>(&query).await;
+            let (json, subscriptions) = match read {
                 Ok(read) => read,
                 Err(e) => {
                     tracing::warn!("the Redis bus cannot read a session: {e}");
@@ -503,9 +532,58 @@ impl Bus for RedisBus {
             };
             let mut record: SessionRecord = serde_json::from_str(&json?).ok()?;
             record.subscriptions = subscriptions;
-            record.client_responses = client_responses;
             Some(record)
         })
+    }
+
+    fn load_client_responses<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
+        Box::pin(async move {
+            let mut query = ::redis::pipe();
+            query
+                .cmd("EVAL")
+                .arg(KEPT_RESPONSES)
+                .arg(1)
+                .arg(format!("{}{id}:responses", self.0.names.sessions));
+            match self.read::<(Vec<String>,)>(&query).await {
+                Ok((kept,)) => kept,
+                Err(e) => {
+                    tracing::warn!("the Redis bus cannot read a session's client responses: {e}");
+                    Vec::new()
+                }
+            }
+        })
+    }
+}
+
+impl RedisBus {
+    /// What `query` reads, tried three times: a connection that Redis
+    /// dropped (a restart) fails once, then reconnects.
+    async fn read<T: ::redis::FromRedisValue>(
+        &self,
+        query: &::redis::Pipeline,
+    ) -> Result<T, String> {
+        let mut read = Err(String::new());
+        for wait in [0, 20, 100] {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let mut connection = match self.reader().await {
+                Ok(connection) => connection,
+                Err(e) => {
+                    read = Err(e);
+                    continue;
+                }
+            };
+            read = query
+                .query_async::<T>(&mut connection)
+                .await
+                .map_err(|e| e.to_string());
+            if read.is_ok() {
+                break;
+            }
+        }
+        read
     }
 }
 
@@ -664,9 +742,12 @@ async fn publish(
                     .arg(millis(*ttl).max(1));
             }
             Outbound::SaveClientRequest { id, request, ttl } => {
-                let asked = format!("{}{id}:asked", names.sessions);
-                pipe.sadd(&asked, request);
-                pipe.cmd("PEXPIRE").arg(&asked).arg(millis(*ttl).max(1));
+                pipe.cmd("EVAL")
+                    .arg(NOTE_REQUEST)
+                    .arg(1)
+                    .arg(format!("{}{id}:asked", names.sessions))
+                    .arg(request)
+                    .arg(millis(*ttl).max(1));
             }
             Outbound::SaveClientResponse {
                 id,
@@ -682,7 +763,8 @@ async fn publish(
                     .arg(format!("{key}:responses"))
                     .arg(request)
                     .arg(response)
-                    .arg(millis(*ttl).max(1));
+                    .arg(millis(*ttl).max(1))
+                    .arg(RESPONSES_KEPT);
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
@@ -780,12 +862,28 @@ fn refused_for_now(
 /// Whether Redis would refuse the same command again, whatever time
 /// passes: a key of another type (`WRONGTYPE`), or an error raised by a
 /// script. Every other refusal (`LOADING`, `BUSY`, `OOM`, `READONLY`,
-/// `MISCONF`, `NOPERM`, …) depends on the server's state, which changes.
-/// `code` and `details` are the refusal's first word and the rest.
+/// `MISCONF`, `NOPERM`, …) depends on the server's state, which changes;
+/// so does a script's error that only carries one of those (Redis before
+/// 7 reports a refused `redis.call` as `ERR Error running script … -OOM
+/// …`). `code` and `details` are the refusal's first word and the rest.
 fn refused_for_good(code: &str, details: Option<&str>) -> bool {
-    match code {
-        "WRONGTYPE" => true,
-        "ERR" => details.is_some_and(|detail| detail.contains("script")),
+    /// The refusals that pass, as a script's error carries them.
+    const FOR_NOW: [&str; 9] = [
+        "-OOM",
+        "-READONLY",
+        "-LOADING",
+        "-MISCONF",
+        "-BUSY",
+        "-TRYAGAIN",
+        "-NOREPLICAS",
+        "-MASTERDOWN",
+        "-CLUSTERDOWN",
+    ];
+    match (code, details) {
+        ("WRONGTYPE", _) => true,
+        ("ERR", Some(details)) => {
+            details.contains("script") && !FOR_NOW.iter().any(|code| details.contains(code))
+        }
         _ => false,
     }
 }
@@ -967,6 +1065,14 @@ mod tests {
         ));
         for (code, details) in [
             ("ERR", "max number of clients reached"),
+            (
+                "ERR",
+                "Error running script (call to f_1): @user_script:3: -OOM command not allowed",
+            ),
+            (
+                "ERR",
+                "Error running script (call to f_1): @user_script:3: -READONLY You can't write",
+            ),
             ("OOM", "command not allowed when used memory > 'maxmemory'."),
             ("LOADING", "Redis is loading the dataset in memory"),
             ("BUSY", "Redis is busy running a script."),

@@ -157,7 +157,6 @@ impl Saver {
             ready: shared.is_ready(),
             log_level: shared.log_level(),
             subscriptions: Vec::new(),
-            client_responses: Vec::new(),
             ended: false,
         })
     }
@@ -861,8 +860,8 @@ impl Sessions {
                     shared.restore(Change::Subscription { uri, on: true });
                 }
                 // The client's responses whose announcement was lost.
-                for response in &record.client_responses {
-                    take_client_response(&shared, response);
+                for response in bus.load_client_responses(&id).await {
+                    take_client_response(&shared, &response);
                 }
             }
             if record.ready && !shared.is_ready() {
