@@ -278,26 +278,32 @@ pub trait Bus: Send + Sync + 'static {
     /// the others.
     fn save_client_request(&self, _id: &str, _request: u64, _ttl: std::time::Duration) {}
 
-    /// Keeps the client's `response` to request `request` of session
-    /// `id`, which reached this process and not the copy that asked, for
-    /// `ttl`, so that the copy that asked takes it
-    /// ([`load_client_responses`](Self::load_client_responses)) though it
-    /// missed its [`BusMessage::ClientResponse`]. Kept only for a request
-    /// a copy noted ([`save_client_request`](Self::save_client_request))
-    /// and not yet answered, and only the newest few: what a store keeps
-    /// is bounded by what the server asked, not by what a client sends.
-    /// Never waits.
-    fn save_client_response(
+    /// Hands the client's `response` to request `request` of session
+    /// `id`, which reached this process and not the copy that asked, to
+    /// that copy. The default announces it
+    /// ([`BusMessage::ClientResponse`]). A store that notes requests
+    /// ([`save_client_request`](Self::save_client_request)) announces it
+    /// only for a request noted and not yet answered, so that a client
+    /// cannot make every process read what it sends; and it keeps it for
+    /// `ttl` (the newest few, and none too large to keep), so that the
+    /// copy that asked takes it though it missed the announcement
+    /// ([`load_client_responses`](Self::load_client_responses)). Never
+    /// waits.
+    fn hand_client_response(
         &self,
-        _id: &str,
+        id: &str,
         _request: u64,
-        _response: &str,
+        response: &str,
         _ttl: std::time::Duration,
     ) {
+        self.publish(BusMessage::ClientResponse {
+            session: id.to_owned(),
+            message: response.to_owned(),
+        });
     }
 
     /// The client's responses kept for session `id`
-    /// ([`save_client_response`](Self::save_client_response)) whose time
+    /// ([`hand_client_response`](Self::hand_client_response)) whose time
     /// has not run out, each as the client wrote it (one JSON-RPC
     /// response): read by a copy after a [gap](Inbox::gap). The default
     /// keeps none.

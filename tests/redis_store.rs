@@ -12,8 +12,9 @@
 //! - a key of another type in a state's place does not stop the writes;
 //! - a copy that missed its session's end (Redis away) ends at its next
 //!   renewal, which finds the end's mark;
-//! - a client's response is kept once, and only for a request a copy
-//!   sent, each note and response for its own time, 16 at most.
+//! - a client's response is handed on (kept and announced) once, and
+//!   only for a request a copy sent, each note and response for its own
+//!   time, 16 at most.
 //!
 //! Messages: a write Redis refuses for now (out of memory) is sent again,
 //! alone: what Redis took of the message is not sent twice. A write it
@@ -688,23 +689,36 @@ fn client_response(n: u64, name: &str) -> String {
 }
 
 #[tokio::test]
-async fn a_client_response_is_kept_once_and_only_for_a_request_a_copy_sent() {
+async fn a_client_response_is_handed_once_and_only_for_a_request_a_copy_sent() {
     let redis = RedisServer::start().await;
+    let mut heard = listen(&redis).await;
     let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
     let id = "6".repeat(32);
     let ttl = Duration::from_secs(60);
     bus.save_session(&id, &record(true, LogLevel::Info), ttl);
-    bus.save_client_response(&id, 40, &client_response(40, "never asked"), ttl);
+    bus.hand_client_response(&id, 40, &client_response(40, "never asked"), ttl);
     bus.save_client_request(&id, 41, ttl);
-    bus.save_client_response(&id, 41, &client_response(41, "Ada"), ttl);
-    bus.save_client_response(&id, 41, &client_response(41, "again"), ttl);
+    bus.hand_client_response(&id, 41, &client_response(41, "Ada"), ttl);
+    bus.hand_client_response(&id, 41, &client_response(41, "again"), ttl);
     bus.save_client_request(&id, 42, ttl);
-    bus.save_client_response(&id, 42, &client_response(42, "Grace"), ttl);
+    bus.hand_client_response(&id, 42, &client_response(42, "Grace"), ttl);
     let kept = kept_responses(&bus, &id, 2).await;
     assert_eq!(
         kept,
         [client_response(41, "Ada"), client_response(42, "Grace")]
     );
+    // Announced as kept: never the response to a request not noted, nor
+    // a second response to one.
+    for name in ["Ada", "Grace"] {
+        let announced = next_heard(&mut heard).await;
+        assert!(announced.contains(name), "{announced}");
+    }
+    // A response too large to keep is only announced.
+    let large = client_response(43, &"x".repeat(1 << 20));
+    bus.save_client_request(&id, 43, ttl);
+    bus.hand_client_response(&id, 43, &large, ttl);
+    assert!(next_heard(&mut heard).await.contains("xxxx"));
+    assert_eq!(bus.load_client_responses(&id).await.len(), 2);
     let mut connection = redis.connection().await;
     let left: i64 = connection
         .pttl(format!("clawmcp:{DEPLOYMENT}:session:{id}:responses"))
@@ -728,7 +742,7 @@ async fn kept_client_responses_are_bounded_in_time_and_number() {
     // Noted and answered with a short time: gone once it passed, though
     // later notes and responses renew the keys.
     bus.save_client_request(&id, 1, short);
-    bus.save_client_response(&id, 1, &client_response(1, "soon gone"), short);
+    bus.hand_client_response(&id, 1, &client_response(1, "soon gone"), short);
     // Noted with a short time, answered after it passed: not kept.
     bus.save_client_request(&id, 2, short);
     let mut connection = redis.connection().await;
@@ -745,10 +759,10 @@ async fn kept_client_responses_are_bounded_in_time_and_number() {
     .await
     .expect("noted in time");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    bus.save_client_response(&id, 2, &client_response(2, "too late"), long);
+    bus.hand_client_response(&id, 2, &client_response(2, "too late"), long);
     for n in 10..30 {
         bus.save_client_request(&id, n, long);
-        bus.save_client_response(&id, n, &client_response(n, "in time"), long);
+        bus.hand_client_response(&id, n, &client_response(n, "in time"), long);
     }
     let kept = kept_responses(&bus, &id, 16).await;
     let newest: Vec<String> = (14..30).map(|n| client_response(n, "in time")).collect();

@@ -60,6 +60,8 @@ struct Hub {
     loads: Mutex<usize>,
     /// How many of the next loads find nothing (a store slow to answer).
     unread_loads: Mutex<usize>,
+    /// Every announcement published.
+    announced: Mutex<Vec<BusMessage>>,
     /// The requests to the client a copy noted, by session.
     client_requests: Mutex<HashMap<String, HashSet<u64>>>,
     /// The client's responses kept, by session.
@@ -112,6 +114,7 @@ struct End {
 
 impl Bus for End {
     fn publish(&self, message: BusMessage) {
+        self.hub.announced.lock().unwrap().push(message.clone());
         let inboxes = self.hub.inboxes.lock().unwrap().clone();
         let deaf = self.hub.deaf.lock().unwrap().clone();
         for (who, inbox) in inboxes {
@@ -170,15 +173,23 @@ impl Bus for End {
         all.entry(id.to_owned()).or_default().insert(request);
     }
 
-    /// Kept once, for a request a copy noted, as `Bus` says.
-    fn save_client_response(&self, id: &str, request: u64, response: &str, _ttl: Duration) {
+    /// Handed once, for a request a copy noted, as `Bus` says: kept and
+    /// announced.
+    fn hand_client_response(&self, id: &str, request: u64, response: &str, _ttl: Duration) {
         let mut requests = self.hub.client_requests.lock().unwrap();
-        if requests.get_mut(id).is_some_and(|r| r.remove(&request)) {
-            let mut all = self.hub.client_responses.lock().unwrap();
-            all.entry(id.to_owned())
-                .or_default()
-                .push(response.to_owned());
+        if !requests.get_mut(id).is_some_and(|r| r.remove(&request)) {
+            return;
         }
+        drop(requests);
+        let mut all = self.hub.client_responses.lock().unwrap();
+        all.entry(id.to_owned())
+            .or_default()
+            .push(response.to_owned());
+        drop(all);
+        self.publish(BusMessage::ClientResponse {
+            session: id.to_owned(),
+            message: response.to_owned(),
+        });
     }
 
     fn load_client_responses<'a>(
@@ -497,6 +508,44 @@ async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_anot
         .as_str()
         .unwrap_or_default();
     assert!(text.contains("Ada"), "{reply}");
+}
+
+/// A request that changes nothing of a session's state (a log level set
+/// again as it is, an unsubscription from a resource not subscribed to)
+/// is neither saved nor announced: a client cannot make every process
+/// read the session again for nothing.
+#[tokio::test]
+async fn a_request_that_changes_nothing_is_neither_saved_nor_announced() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    let saves = hub.saved_sizes.lock().unwrap().len();
+    let announced = hub.announced.lock().unwrap().len();
+    for (n, (method, params)) in [
+        ("logging/setLevel", json!({"level": "info"})),
+        (
+            "resources/unsubscribe",
+            json!({"uri": "mcp://t/resources/never"}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let request = json!({"jsonrpc": "2.0", "id": 10 + n, "method": method, "params": params});
+        let (_c, response) = send(&a, post(Some(&id), &request)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        body_text(response).await;
+    }
+    assert_eq!(hub.saved_sizes.lock().unwrap().len(), saves);
+    let after = hub.announced.lock().unwrap()[announced..].to_vec();
+    assert!(after.is_empty(), "{after:?}");
+    // A change is still saved and announced.
+    let level = json!({"jsonrpc": "2.0", "id": 20, "method": "logging/setLevel",
+                       "params": {"level": "debug"}});
+    let (_c, response) = send(&a, post(Some(&id), &level)).await;
+    body_text(response).await;
+    assert_eq!(hub.saved_sizes.lock().unwrap().len(), saves + 1);
 }
 
 /// A process that lost the announcement that the client said

@@ -4,7 +4,8 @@
 //!
 //! Two tasks run per process, both reconnecting by themselves:
 //! - the publisher takes messages from a bounded queue (publishing never
-//!   waits: a full queue drops the message, logged) and sends each with
+//!   waits: a queue full, of [`QUEUE`] messages or [`QUEUE_BYTES`] bytes,
+//!   drops the message, logged) and sends each with
 //!   `PUBLISH` on the deployment's channel; a content also goes into the
 //!   deployment's hash (`HSET`), in the same round trip;
 //! - the subscriber reads the channel and delivers what the other
@@ -39,6 +40,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -51,6 +53,9 @@ use super::{Bus, BusMessage, Inbox, SessionRecord, StreamClaim};
 
 /// How many messages wait for the publisher at most.
 const QUEUE: usize = 4096;
+/// How many bytes of messages wait for the publisher at most (a client's
+/// response or a shared content can be large).
+const QUEUE_BYTES: usize = 64 << 20;
 /// The longest wait between two attempts to reach Redis.
 const MOST_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -94,6 +99,8 @@ struct Shared {
     /// This process's tag on what it publishes.
     origin: u64,
     queue: mpsc::Sender<Outbound>,
+    /// The bytes of what waits in `queue` ([`Outbound::bytes`]).
+    queued_bytes: Arc<AtomicUsize>,
     inbox: OnceLock<Inbox>,
     started: Notify,
     client: ::redis::Client,
@@ -135,11 +142,13 @@ enum Outbound {
         ttl: Duration,
     },
     /// The client's response to it, which reached another process
-    /// (`KEEP_RESPONSE`).
-    SaveClientResponse {
+    /// (`HAND_RESPONSE`): kept unless too large to keep, and announced as
+    /// `announcement`.
+    HandClientResponse {
         id: String,
         request: u64,
-        response: String,
+        kept: Option<String>,
+        announcement: String,
         ttl: Duration,
     },
     RemoveSession(String),
@@ -149,6 +158,32 @@ enum Outbound {
         id: String,
         claim: String,
     },
+}
+
+impl Outbound {
+    /// The bytes it holds, as [`QUEUE_BYTES`] counts them.
+    fn bytes(&self) -> usize {
+        match self {
+            Outbound::Publish(message) => match message {
+                BusMessage::ResourceUpdated { uri } => uri.len(),
+                BusMessage::ResourceContent { uri, content } => uri.len() + content.len(),
+                BusMessage::ListChanged { .. } => 0,
+                BusMessage::SessionChanged { id } | BusMessage::SessionEnded { id } => id.len(),
+                BusMessage::SubscriptionChanged { session, uri, .. } => session.len() + uri.len(),
+                BusMessage::ClientResponse { session, message } => session.len() + message.len(),
+            },
+            Outbound::SaveSession {
+                json, ready_json, ..
+            } => json.len() + ready_json.as_ref().map_or(0, String::len),
+            Outbound::SaveSubscription { id, uri, .. } => id.len() + uri.len(),
+            Outbound::SaveClientRequest { id, .. } | Outbound::RemoveSession(id) => id.len(),
+            Outbound::HandClientResponse {
+                kept, announcement, ..
+            } => kept.as_ref().map_or(0, String::len) + announcement.len(),
+            Outbound::Written(_) => 0,
+            Outbound::ReleaseStream { id, claim } => id.len() + claim.len(),
+        }
+    }
 }
 
 /// Sets the stream's claim to `ARGV[1]` (`origin:claim`) for `ARGV[2]`
@@ -262,30 +297,35 @@ local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
 /// Notes request `ARGV[1]` in the sorted set `KEYS[1]`, due in `ARGV[2]`
 /// milliseconds (its score is its deadline), and forgets those past
 /// theirs: the set holds the requests sent within the client request
-/// timeout.
+/// timeout, the newest [`REQUESTS_NOTED`] (`ARGV[3]`) at most.
 const NOTE_REQUEST: &str = concat!(
     redis_now!(),
     r"
 redis.pcall('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -1 - ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1"
 );
 
-/// Keeps the client's response `ARGV[2]` to request `ARGV[1]` in the
-/// sorted set `KEYS[2]` for `ARGV[3]` milliseconds (its score is its
-/// deadline), the newest [`RESPONSES_KEPT`] (`ARGV[4]`) at most, when the
-/// request is noted in `KEYS[1]` and not past its deadline; the note then
-/// goes, so a request has one response kept. 1 when it kept it, else 0.
-const KEEP_RESPONSE: &str = concat!(
+/// Hands the client's response to request `ARGV[1]`, when the request is
+/// noted in `KEYS[1]` and not past its deadline: keeps `ARGV[2]` (unless
+/// empty) in the sorted set `KEYS[2]` for `ARGV[3]` milliseconds (its
+/// score is its deadline), the newest [`RESPONSES_KEPT`] (`ARGV[4]`) at
+/// most, and publishes `ARGV[6]` on channel `ARGV[5]`; the note then goes,
+/// so a request's response is handed once. 1 when it handed it, else 0.
+const HAND_RESPONSE: &str = concat!(
     redis_now!(),
     r"
 local due = redis.pcall('ZSCORE', KEYS[1], ARGV[1])
 if type(due) ~= 'string' or tonumber(due) <= now then return 0 end
-redis.pcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZADD', KEYS[2], now + ARGV[3], ARGV[2])
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
+if ARGV[2] ~= '' then
+  redis.pcall('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  redis.call('ZADD', KEYS[2], now + ARGV[3], ARGV[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 redis.call('ZREM', KEYS[1], ARGV[1])
 return 1"
 );
@@ -302,6 +342,11 @@ return kept"
 
 /// How many of a session's client responses are kept at most (the newest).
 const RESPONSES_KEPT: usize = 16;
+/// The largest client response kept (a larger one is only announced).
+const RESPONSE_KEPT_BYTES: usize = 1 << 20;
+/// How many requests to the client a session has noted at most (the
+/// newest).
+const REQUESTS_NOTED: usize = 1024;
 
 /// How long an ended session's mark ([`SessionRecord::ended_mark`]) stays in
 /// its key's place: longer than an outage of the bus that a copy which
@@ -371,6 +416,7 @@ impl RedisBus {
         let shared = Arc::new(Shared {
             origin: u64::from_le_bytes(origin),
             queue,
+            queued_bytes: Arc::default(),
             inbox: OnceLock::new(),
             started: Notify::new(),
             client: client.clone(),
@@ -383,7 +429,7 @@ impl RedisBus {
             client.clone(),
             names.clone(),
             (shared.origin, Arc::downgrade(&shared)),
-            outbound,
+            (outbound, shared.queued_bytes.clone()),
         ));
         runtime.spawn(beat(
             client.clone(),
@@ -397,7 +443,13 @@ impl RedisBus {
 
 impl RedisBus {
     fn queue(&self, outbound: Outbound) {
-        if self.0.queue.try_send(outbound).is_err() {
+        let bytes = outbound.bytes();
+        let queued = &self.0.queued_bytes;
+        if queued.fetch_add(bytes, Ordering::Relaxed) + bytes > QUEUE_BYTES {
+            queued.fetch_sub(bytes, Ordering::Relaxed);
+            tracing::warn!("the Redis bus's queue is full (bytes): a message is dropped");
+        } else if self.0.queue.try_send(outbound).is_err() {
+            queued.fetch_sub(bytes, Ordering::Relaxed);
             tracing::warn!("the Redis bus's queue is full: a message is dropped");
         }
     }
@@ -442,13 +494,24 @@ impl Bus for RedisBus {
         });
     }
 
-    fn save_client_response(&self, id: &str, request: u64, response: &str, ttl: Duration) {
-        self.queue(Outbound::SaveClientResponse {
-            id: id.to_owned(),
-            request,
-            response: response.to_owned(),
-            ttl,
+    fn hand_client_response(&self, id: &str, request: u64, response: &str, ttl: Duration) {
+        let announcement = serde_json::to_string(&Stamped {
+            origin: self.0.origin,
+            message: BusMessage::ClientResponse {
+                session: id.to_owned(),
+                message: response.to_owned(),
+            },
         });
+        match announcement {
+            Ok(announcement) => self.queue(Outbound::HandClientResponse {
+                id: id.to_owned(),
+                request,
+                kept: (response.len() <= RESPONSE_KEPT_BYTES).then(|| response.to_owned()),
+                announcement,
+                ttl,
+            }),
+            Err(e) => tracing::warn!("a client's response cannot be handed on: {e}"),
+        }
     }
 
     fn remove_session(&self, id: &str) {
@@ -686,11 +749,12 @@ async fn publish(
     client: ::redis::Client,
     names: Names,
     (origin, bus): (u64, std::sync::Weak<Shared>),
-    mut outbound: mpsc::Receiver<Outbound>,
+    (mut outbound, queued_bytes): (mpsc::Receiver<Outbound>, Arc<AtomicUsize>),
 ) {
     let mut connection = None;
     let mut backoff = Duration::from_millis(50);
     while let Some(next) = outbound.recv().await {
+        queued_bytes.fetch_sub(next.bytes(), Ordering::Relaxed);
         let mut pipe = ::redis::pipe();
         match &next {
             Outbound::Written(_) => {
@@ -747,24 +811,28 @@ async fn publish(
                     .arg(1)
                     .arg(format!("{}{id}:asked", names.sessions))
                     .arg(request)
-                    .arg(millis(*ttl).max(1));
+                    .arg(millis(*ttl).max(1))
+                    .arg(REQUESTS_NOTED);
             }
-            Outbound::SaveClientResponse {
+            Outbound::HandClientResponse {
                 id,
                 request,
-                response,
+                kept,
+                announcement,
                 ttl,
             } => {
                 let key = format!("{}{id}", names.sessions);
                 pipe.cmd("EVAL")
-                    .arg(KEEP_RESPONSE)
+                    .arg(HAND_RESPONSE)
                     .arg(2)
                     .arg(format!("{key}:asked"))
                     .arg(format!("{key}:responses"))
                     .arg(request)
-                    .arg(response)
+                    .arg(kept.as_deref().unwrap_or(""))
                     .arg(millis(*ttl).max(1))
-                    .arg(RESPONSES_KEPT);
+                    .arg(RESPONSES_KEPT)
+                    .arg(&names.channel)
+                    .arg(announcement);
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
@@ -1047,7 +1115,27 @@ async fn one_subscription(
 
 #[cfg(test)]
 mod tests {
-    use super::refused_for_good;
+    use super::*;
+
+    #[tokio::test]
+    async fn the_queue_holds_so_many_bytes_at_most_and_small_messages_still_pass() {
+        // No Redis there: what is published waits in the queue.
+        let bus = RedisBus::connect("redis://127.0.0.1:1/", "queue-test").expect("a bus");
+        let content = "x".repeat(1 << 20);
+        for n in 0..80 {
+            bus.publish(BusMessage::ResourceContent {
+                uri: format!("mcp://t/resources/{n}"),
+                content: content.clone(),
+            });
+        }
+        let queued = || QUEUE - bus.0.queue.capacity();
+        assert_eq!(queued(), QUEUE_BYTES / (1 << 20) - 1);
+        assert!(bus.0.queued_bytes.load(Ordering::Relaxed) <= QUEUE_BYTES);
+        bus.publish(BusMessage::ResourceUpdated {
+            uri: "mcp://t/resources/small".into(),
+        });
+        assert_eq!(queued(), QUEUE_BYTES / (1 << 20));
+    }
 
     #[test]
     fn only_a_wrong_type_or_a_scripts_error_is_refused_for_good() {

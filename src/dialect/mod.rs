@@ -303,13 +303,14 @@ impl Subscriptions {
         true
     }
 
-    /// Subscribes to, or unsubscribes from, a resource's updates.
-    pub(crate) fn set(&self, uri: &str, on: bool) {
+    /// Subscribes to, or unsubscribes from, a resource's updates: whether
+    /// that changed what the client subscribed to.
+    pub(crate) fn set(&self, uri: &str, on: bool) -> bool {
         let mut uris = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if on {
-            uris.insert(uri.to_owned());
+            uris.insert(uri.to_owned())
         } else {
-            uris.remove(uri);
+            uris.remove(uri)
         }
     }
 

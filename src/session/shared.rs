@@ -465,13 +465,22 @@ impl Shared {
     /// Records what a dialect asked for with a reply.
     pub(crate) fn record(&self, change: Change) {
         if let Change::Subscription { uri, on } = &change {
-            self.subscriptions.set(uri, *on);
-            self.observed(Observed::Subscription { uri, on: *on });
+            // A subscription was taken, within its bounds, before it is
+            // recorded; an unsubscription from a resource not subscribed
+            // to changes nothing, and nothing is told of it.
+            if self.subscriptions.set(uri, *on) || *on {
+                self.observed(Observed::Subscription { uri, on: *on });
+            }
             return;
         }
         // (Whether a connection discovered the 2026-07-28 revision is its
-        // own: no other copy of its session reads it.)
-        let saved = !matches!(change, Change::Discovered);
+        // own: no other copy of its session reads it. A log level set
+        // again as it is changes nothing.)
+        let saved = match &change {
+            Change::Discovered => false,
+            Change::LogLevel(level) => *level != self.log_level(),
+            _ => true,
+        };
         self.restore(change);
         if saved {
             self.observed(Observed::State);
@@ -487,7 +496,9 @@ impl Shared {
             }
             Change::Trace(value) => self.set_trace(value),
             Change::LogLevel(level) => self.set_log_level(level),
-            Change::Subscription { uri, on } => self.subscriptions.set(&uri, on),
+            Change::Subscription { uri, on } => {
+                self.subscriptions.set(&uri, on);
+            }
             Change::Discovered => self.discovered.store(true, Ordering::Relaxed),
         }
     }

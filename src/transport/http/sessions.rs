@@ -240,17 +240,11 @@ impl HttpSession {
                 let Some(request) = Peer::number_of(id) else {
                     return true;
                 };
-                let message = String::from_utf8_lossy(body).into_owned();
-                // Kept first, then announced: a copy that misses the
-                // announcement reads it back after the gap.
                 let kept = shared.server.limits.client_request_timeout;
+                let response = String::from_utf8_lossy(body);
                 saver
                     .bus
-                    .save_client_response(&self.id, request, &message, kept);
-                saver.bus.publish(BusMessage::ClientResponse {
-                    session: self.id.clone(),
-                    message,
-                });
+                    .hand_client_response(&self.id, request, &response, kept);
             }
             _ => shared.peer.answer(id, outcome),
         }
