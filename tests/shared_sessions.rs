@@ -510,6 +510,44 @@ async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_anot
     assert!(text.contains("Ada"), "{reply}");
 }
 
+/// A copy a process adopts counts in the caller's quota of sessions
+/// there, as a session it opened would: one client cannot fill every
+/// process with copies of its sessions.
+#[tokio::test]
+async fn an_adopted_copy_counts_in_its_callers_quota_of_sessions() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process_with(&hub, 1, HttpConfig::default().max_sessions_per_principal(1)).await;
+    let first = ready_session(&a).await;
+    let second = ready_session(&a).await;
+    hub.saved_ready(&first).await;
+    hub.saved_ready(&second).await;
+    assert_eq!(pinged(&b, &first, 2).await, StatusCode::OK, "B adopts one");
+    let (_c, response) = send(&b, post(Some(&second), &ping(3))).await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(response.headers().contains_key("retry-after"));
+    body_text(response).await;
+    assert_eq!(
+        pinged(&a, &second, 4).await,
+        StatusCode::OK,
+        "A still serves it"
+    );
+    // Once the first ends, its place is free on B.
+    let (_c, response) = send(
+        &a,
+        request(
+            Method::DELETE,
+            "/mcp",
+            &[("mcp-session-id", &first)],
+            empty(),
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    ended_on(&b, &first).await;
+    assert_eq!(pinged(&b, &second, 5).await, StatusCode::OK);
+}
+
 /// A request that changes nothing of a session's state (a log level set
 /// again as it is, an unsubscription from a resource not subscribed to)
 /// is neither saved nor announced: a client cannot make every process

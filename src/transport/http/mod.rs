@@ -337,9 +337,12 @@ impl HttpConfig {
     }
 
     /// How many Model Context Protocol sessions one principal may hold at
-    /// once (default: a quarter of [`max_sessions`](Self::max_sessions), at
-    /// least 1); past it `initialize` gets `429` with `Retry-After`. A
-    /// principal is counted as for
+    /// once on this endpoint (default: a quarter of
+    /// [`max_sessions`](Self::max_sessions), at least 1); past it
+    /// `initialize` gets `429` with `Retry-After`. With a bus that shares
+    /// sessions, a copy of another process's session that this process
+    /// adopts for the principal counts too (past the bound, the request
+    /// gets `429`). A principal is counted as for
     /// [`max_streams_per_principal`](Self::max_streams_per_principal).
     pub fn max_sessions_per_principal(mut self, sessions: usize) -> Self {
         self.max_sessions_per_principal = Some(sessions.max(1));
@@ -347,8 +350,10 @@ impl HttpConfig {
     }
 
     /// How many Model Context Protocol sessions (`Mcp-Session-Id`) may live
-    /// at once (default 1024); past it `initialize` gets `503` with
-    /// `Retry-After` until one ends (`DELETE`) or expires.
+    /// at once (default 1024), copies adopted from other processes
+    /// included; past it `initialize`, or a request for a session this
+    /// process would adopt, gets `503` with `Retry-After` until one ends
+    /// (`DELETE`) or expires.
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions.max(1);
         self

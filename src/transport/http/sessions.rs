@@ -98,7 +98,7 @@ pub(super) struct HttpSession {
     /// shares sessions).
     saver: Option<Arc<Saver>>,
     /// Its place in its principal's quota of sessions, while it lives on
-    /// this process (an adopted session takes none).
+    /// this process (an adopted copy takes one too).
     held: Mutex<Option<Held>>,
     /// Held while a `GET` stream is claimed and opened, so that two `GET`s
     /// on this process cannot both claim it.
@@ -286,11 +286,7 @@ impl HttpSession {
     /// (the same issuer, subject and client), or anyone for a session
     /// opened without one.
     pub(super) fn serves(&self, caller: &Caller) -> bool {
-        match (&self.owner, &caller.principal) {
-            (None, _) => true,
-            (Some(owner), Some(principal)) => owner.is(principal),
-            (Some(_), None) => false,
-        }
+        owner_serves(self.owner.as_ref(), caller)
     }
 
     /// Hands a message from `caller` to the session's reader; `false` when
@@ -419,6 +415,20 @@ pub(super) enum NotCreated {
     NoRandom,
 }
 
+/// Why a request's session is not served here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NotFound {
+    /// No such session serves the caller: unknown, expired, ended, or
+    /// another principal's.
+    Unknown,
+    /// Another process's session, which this process, holding its
+    /// maximum of sessions, cannot adopt now.
+    Full,
+    /// Another process's session, which the caller, holding its maximum
+    /// of sessions here, cannot have adopted now.
+    PrincipalFull,
+}
+
 impl Sessions {
     /// The sessions of an endpoint of `server`: shared with the other
     /// processes when its bus shares sessions.
@@ -515,8 +525,7 @@ impl Sessions {
             (Some(session), _) => session.serves(caller),
             (None, Some(bus)) if is_session_id(id) => match load(bus, id).await {
                 Some(record) if record.ended => false,
-                Some(record) => owner_of(&record)
-                    .is_none_or(|o| caller.principal.as_deref().is_some_and(|p| o.is(p))),
+                Some(record) => owner_serves(owner_of(&record).as_ref(), caller),
                 None => false,
             },
             (None, _) => false,
@@ -532,19 +541,40 @@ impl Sessions {
         true
     }
 
-    /// The session with this id: this process's, or one another process
-    /// created, adopted now from its saved state; `None` when there is none
-    /// (or the saved state cannot be read in time).
+    /// The session with this id that serves `caller`: this process's, or
+    /// one another process created, adopted now from its saved state.
+    /// An adopted copy takes a place in `caller`'s quota of sessions, as a
+    /// session it opened here would: a principal cannot fill every
+    /// process with copies of its sessions.
     pub(super) async fn find(
         self: &Arc<Self>,
         id: &str,
         server: &Server,
         stop: &CancellationToken,
-    ) -> Option<Arc<HttpSession>> {
-        if let Some(session) = self.get(id) {
-            return Some(session);
+        caller: &Caller,
+    ) -> Result<Arc<HttpSession>, NotFound> {
+        let found = match self.get(id) {
+            Some(session) => session,
+            None => self.adopt(id, server, stop, caller).await?,
+        };
+        if found.serves(caller) {
+            Ok(found)
+        } else {
+            Err(NotFound::Unknown)
         }
-        let bus = self.shared_by.as_ref().filter(|_| is_session_id(id))?;
+    }
+
+    /// Session `id`, as another process saved it, adopted for `caller`.
+    async fn adopt(
+        self: &Arc<Self>,
+        id: &str,
+        server: &Server,
+        stop: &CancellationToken,
+        caller: &Caller,
+    ) -> Result<Arc<HttpSession>, NotFound> {
+        let bus = (self.shared_by.as_ref())
+            .filter(|_| is_session_id(id))
+            .ok_or(NotFound::Unknown)?;
         // A session created a moment ago may not be saved yet: a few short
         // tries before it is unknown.
         let mut record = None;
@@ -555,17 +585,21 @@ impl Sessions {
                 break;
             }
         }
-        let record = record.filter(|r| !r.ended)?;
+        let record = record.filter(|r| !r.ended).ok_or(NotFound::Unknown)?;
+        let owner = owner_of(&record);
+        if !owner_serves(owner.as_ref(), caller) {
+            return Err(NotFound::Unknown);
+        }
         let Some(client) = ClientInfo::saved(&record.version, record.capabilities.clone()) else {
             tracing::warn!(
                 session = id,
                 version = record.version,
                 "a saved session of an unknown version"
             );
-            return None;
+            return Err(NotFound::Unknown);
         };
         let mut first = [0u8; 4];
-        getrandom::fill(&mut first).ok()?;
+        getrandom::fill(&mut first).map_err(|_| NotFound::Unknown)?;
         let resumed = Resumed {
             client,
             ready: record.ready,
@@ -575,19 +609,21 @@ impl Sessions {
             // other copy's.
             first_request_id: u64::from(u32::from_le_bytes(first)) << 20,
         };
-        let owner = owner_of(&record);
         let mut map = self.map();
         if let Some(session) = map.get(id) {
-            return Some(session.clone()); // adopted meanwhile
+            return Ok(session.clone()); // adopted meanwhile
         }
         if map.len() >= self.max {
-            return None;
+            return Err(NotFound::Full);
         }
+        let held =
+            (self.quota.take(CountedAs::of(caller))).map_err(|()| NotFound::PrincipalFull)?;
         let (out, outbox) = outbox::channel(OUTBOX, server.inner().limits.max_queued_output);
         let (input, inputs) = mpsc::channel(POST_INPUTS);
         let stop = Arc::new(stop.child_token());
         let session = Session::resumed_over_http(server.inner(), out, stop.clone(), resumed);
         let http = self.start(id.to_owned(), owner, &session, input, stop, outbox);
+        *http.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
         map.insert(http.id.clone(), http.clone());
         drop(map);
         tokio::spawn(session.run(PostInputs(inputs)));
@@ -596,7 +632,7 @@ impl Sessions {
         // read and the insert, its `SessionEnded` heard before there was a
         // copy to end (the mark is written before the news is sent).
         self.resync(id, Resync::Changed);
-        Some(http)
+        Ok(http)
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
@@ -762,6 +798,16 @@ fn session_id() -> Option<String> {
 }
 
 /// The owner a saved session names.
+/// Whether a session opened by `owner` (none: no verified token) serves
+/// `caller`: only its owner's principal, when it has one.
+fn owner_serves(owner: Option<&TokenId>, caller: &Caller) -> bool {
+    match (owner, &caller.principal) {
+        (None, _) => true,
+        (Some(owner), Some(principal)) => owner.is(principal),
+        (Some(_), None) => false,
+    }
+}
+
 fn owner_of(record: &SessionRecord) -> Option<TokenId> {
     record
         .owner

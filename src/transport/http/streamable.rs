@@ -25,7 +25,7 @@ use http::{Response, StatusCode};
 
 use super::body::McpBody;
 use super::guard::one_of;
-use super::sessions::{First, HttpSession, NotCreated};
+use super::sessions::{First, HttpSession, NotCreated, NotFound};
 use super::{McpService, json, plain, retry_later, sse};
 use crate::dialect::{Dialect, HeadVersion, Post, unsupported_version};
 use crate::error::RpcError;
@@ -130,9 +130,9 @@ impl McpService {
                     "Mcp-Session-Id is required: send initialize first",
                 );
             }
-            (_, Some(id)) => match self.find_session(id).await {
-                Some(session) if session.serves(caller) => session,
-                _ => return unknown_session(),
+            (_, Some(id)) => match self.find_session(id, caller).await {
+                Ok(session) => session,
+                Err(not_found) => return not_served(not_found),
             },
         };
         let request_id = match &message {
@@ -311,8 +311,10 @@ impl McpService {
 
     /// The session with this id, this process's or adopted from its saved
     /// state (a bus that shares sessions).
-    async fn find_session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.0.sessions.find(id, &self.0.server, &self.0.stop).await
+    async fn find_session(&self, id: &str, caller: &Caller) -> Result<Arc<HttpSession>, NotFound> {
+        (self.0.sessions)
+            .find(id, &self.0.server, &self.0.stop, caller)
+            .await
     }
 
     /// `GET`: the session's stream of messages tied to no request.
@@ -329,9 +331,9 @@ impl McpService {
             );
         }
         let session = match session_header(parts) {
-            Ok(Some(id)) => match self.find_session(id).await {
-                Some(session) if session.serves(caller) => session,
-                _ => return unknown_session(),
+            Ok(Some(id)) => match self.find_session(id, caller).await {
+                Ok(session) => session,
+                Err(not_found) => return not_served(not_found),
             },
             Ok(None) => {
                 return plain(StatusCode::BAD_REQUEST, "Mcp-Session-Id is required");
@@ -396,9 +398,9 @@ impl McpService {
             && let Some(refusal) = unspoken_version(version, None)
         {
             // (The id first: an unknown one is 404 whatever the version.)
-            return match self.find_session(id).await {
-                Some(session) if session.serves(caller) => refusal,
-                _ => unknown_session(),
+            return match self.find_session(id, caller).await {
+                Ok(_) => refusal,
+                Err(not_found) => not_served(not_found),
             };
         }
         match session_header(parts) {
@@ -443,6 +445,24 @@ fn accepted() -> Response<McpBody> {
         .status(StatusCode::ACCEPTED)
         .body(McpBody::empty())
         .unwrap_or_default()
+}
+
+/// The answer to a request whose session is not served here.
+fn not_served(why: NotFound) -> Response<McpBody> {
+    match why {
+        NotFound::Unknown => unknown_session(),
+        NotFound::Full => retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many sessions are open on this server; try again later",
+            "5",
+        ),
+        NotFound::PrincipalFull => retry_later(
+            StatusCode::TOO_MANY_REQUESTS,
+            "you hold as many sessions as one client may here (max_sessions_per_principal): \
+             end one with DELETE, or try again later",
+            "5",
+        ),
+    }
 }
 
 fn unknown_session() -> Response<McpBody> {
