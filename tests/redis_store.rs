@@ -354,6 +354,28 @@ async fn a_task_no_runner_here_runs_is_failed_when_read() {
     assert_eq!(read.status, TaskStatus::Failed, "{read:?}");
 }
 
+/// The set of the tasks counted against a principal expires with the
+/// last of them: a principal that is gone leaves nothing behind.
+#[tokio::test]
+async fn a_principals_set_of_tasks_expires_with_its_last_task() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = bus.task_store();
+    let task = task();
+    store.create(&task, 10).await.expect("created");
+    let mut connection = redis.connection().await;
+    let sets: Vec<String> = connection
+        .keys(format!("clawmcp:{DEPLOYMENT}:tasks-of:*"))
+        .await
+        .expect("KEYS");
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    // Read with no runner here: failed, and kept for its time to live.
+    let read = store.get(&task.task_id).await.expect("read").expect("kept");
+    assert_eq!(read.status, TaskStatus::Failed);
+    let left: i64 = connection.pttl(&sets[0]).await.expect("PTTL");
+    assert!(left > 30_000 && left <= 60_000, "expires with it: {left}");
+}
+
 /// Two task stores on one bus (two servers in one process) run tasks
 /// for one process: neither fails a task the other runs.
 #[tokio::test]

@@ -8,7 +8,8 @@
 //! - The tasks that count against one principal are a sorted set
 //!   (`…:tasks-of:{TaskState::counts_against in hex}`, scored by when each
 //!   may go; a running one never), read by one script that also creates
-//!   the task, so the bound per principal holds across processes.
+//!   the task, so the bound per principal holds across processes. The set
+//!   expires with the last of its tasks.
 //! - `tasks/update` and `tasks/cancel` are queued on the task
 //!   (`…:signals:{id}`, kept an hour) and announced on
 //!   `clawmcp:{deployment}:task-signals`; the process running the task
@@ -46,7 +47,8 @@ use crate::task::{
 
 /// Creates a task unless the set of the tasks counted against its
 /// principal (`KEYS[1]`) holds `ARGV[3]` already: drops that set's
-/// expired entries (`ARGV[2]` is now), then adds the task
+/// expired entries (`ARGV[2]` is now), then adds the task (which keeps the
+/// set while it runs: a set expires with the last of its tasks, `WRITE`)
 /// (`KEYS[2]`, `ARGV[1]` its JSON) to its process's running set (`KEYS[4]`;
 /// the process to the set of processes with tasks, `KEYS[5]`) with the
 /// process's liveness renewed (`KEYS[3]`, for `ARGV[5]` ms) so that it
@@ -57,6 +59,7 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
   return 0
 end
 redis.call('ZADD', KEYS[1], 'inf', ARGV[4])
+redis.call('PERSIST', KEYS[1])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], 1, 'PX', ARGV[5])
 redis.call('SADD', KEYS[4], ARGV[4])
@@ -69,7 +72,8 @@ return 1";
 /// set it counts in, its process's running set, its signal queue. `ARGV`: the
 /// expected text or empty, the new text, its time to live in ms (0:
 /// none), its score in that set, the task id, whether it ended ("1"), the
-/// channel and the announcement. 1 when written.
+/// channel and the announcement. 1 when written. A set whose tasks all
+/// expire expires with the last of them.
 /// (A key of another type reads as gone; a stored text that does not
 /// read as a task as one that has not ended.)
 const WRITE: &str = r"
@@ -94,6 +98,11 @@ end
 if tonumber(ARGV[3]) > 0 then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  local until_ms = tonumber(last[2])
+  if until_ms and until_ms < math.huge then
+    redis.call('PEXPIREAT', KEYS[2], until_ms)
+  end
 else
   redis.call('SET', KEYS[1], ARGV[2])
 end
