@@ -79,6 +79,15 @@ pub enum BusMessage {
         /// The session's id.
         id: String,
     },
+    /// A Streamable HTTP session's client set its log level
+    /// (`logging/setLevel`): every copy of it takes the level as it is,
+    /// with no read of the session's state.
+    LogLevelChanged {
+        /// The session's id.
+        session: String,
+        /// The least severe level sent from now on.
+        level: crate::client::LogLevel,
+    },
     /// A Streamable HTTP session subscribed to (`on`) or unsubscribed from
     /// a resource: every copy of it takes the change as it is, with no
     /// read of the session's state.

@@ -54,6 +54,8 @@ pub(crate) trait Served: Send + Sync + std::any::Any {
 pub(crate) trait SessionEvents: Send + Sync {
     /// Session `id`'s saved state changed.
     fn changed(&self, id: &str);
+    /// Session `id`'s client set its log level.
+    fn log_level_changed(&self, id: &str, level: crate::client::LogLevel);
     /// Session `id` subscribed to `uri` (`on`) or unsubscribed.
     fn subscription_changed(&self, id: &str, uri: &str, on: bool);
     /// Session `id` ended.
@@ -299,6 +301,12 @@ impl Delivery for Delivered {
         let change = match message {
             BusMessage::SessionChanged { id } => {
                 sessions().iter().for_each(|s| s.changed(&id));
+                return;
+            }
+            BusMessage::LogLevelChanged { session, level } => {
+                sessions()
+                    .iter()
+                    .for_each(|s| s.log_level_changed(&session, level));
                 return;
             }
             BusMessage::SubscriptionChanged { session, uri, on } => {

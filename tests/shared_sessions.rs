@@ -510,6 +510,34 @@ async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_anot
     assert!(text.contains("Ada"), "{reply}");
 }
 
+/// A log level set through one process reaches another's copy of the
+/// session as it is: that copy reads nothing of the saved state for it.
+#[tokio::test]
+async fn a_log_level_set_on_one_process_reaches_another_without_a_read() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let loads = *hub.loads.lock().unwrap();
+    let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+                       "params": {"level": "debug"}});
+    let (_c, response) = send(&a, post(Some(&id), &level)).await;
+    body_text(response).await;
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "log", "arguments": {}}});
+    let (_c, response) = send(&b, post(Some(&id), &call)).await;
+    let sent = messages(&body_text(response).await);
+    assert!(
+        sent.iter()
+            .any(|m| m["method"] == "notifications/message" && m["params"]["level"] == "debug"),
+        "{sent:?}"
+    );
+    assert_eq!(*hub.loads.lock().unwrap(), loads, "B read nothing");
+}
+
 /// A copy a process adopts counts in the caller's quota of sessions
 /// there, as a session it opened would: one client cannot fill every
 /// process with copies of its sessions.

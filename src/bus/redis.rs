@@ -169,6 +169,7 @@ impl Outbound {
                 BusMessage::ResourceContent { uri, content } => uri.len() + content.len(),
                 BusMessage::ListChanged { .. } => 0,
                 BusMessage::SessionChanged { id } | BusMessage::SessionEnded { id } => id.len(),
+                BusMessage::LogLevelChanged { session, .. } => session.len(),
                 BusMessage::SubscriptionChanged { session, uri, .. } => session.len() + uri.len(),
                 BusMessage::ClientResponse { session, message } => session.len() + message.len(),
             },

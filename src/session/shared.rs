@@ -87,8 +87,10 @@ pub(crate) type Observer = Box<dyn Fn(&Shared, Observed<'_>) + Send + Sync>;
 /// Which part of a session's recorded state changed.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Observed<'a> {
-    /// Its client, log level or readiness.
+    /// Its client or readiness.
     State,
+    /// Its log level, set to `level`.
+    LogLevel(LogLevel),
     /// One subscription, added (`on`) or removed.
     Subscription { uri: &'a str, on: bool },
     /// It sent the client request numbered `request`, whose response may
@@ -476,14 +478,15 @@ impl Shared {
         // (Whether a connection discovered the 2026-07-28 revision is its
         // own: no other copy of its session reads it. A log level set
         // again as it is changes nothing.)
-        let saved = match &change {
-            Change::Discovered => false,
-            Change::LogLevel(level) => *level != self.log_level(),
-            _ => true,
+        let told = match &change {
+            Change::Discovered => None,
+            Change::LogLevel(level) if *level == self.log_level() => None,
+            Change::LogLevel(level) => Some(Observed::LogLevel(*level)),
+            _ => Some(Observed::State),
         };
         self.restore(change);
-        if saved {
-            self.observed(Observed::State);
+        if let Some(told) = told {
+            self.observed(told);
         }
     }
 

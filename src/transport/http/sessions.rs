@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::quota::{Held, Quota};
 use crate::bus::{Bus, BusMessage, SessionRecord, StreamClaim};
+use crate::client::LogLevel;
 use crate::dialect::{Change, ClientInfo, Dialect};
 use crate::handle::SessionEvents;
 use crate::jsonrpc::{Incoming, RequestId};
@@ -126,7 +127,20 @@ impl Saver {
     /// request sent to the client.
     fn observed(&self, shared: &Shared, what: Observed<'_>) {
         match what {
-            Observed::State => self.save(shared),
+            Observed::State => self.save(
+                shared,
+                BusMessage::SessionChanged {
+                    id: self.id.clone(),
+                },
+            ),
+            // The level travels: no copy reads the state again for it.
+            Observed::LogLevel(level) => self.save(
+                shared,
+                BusMessage::LogLevelChanged {
+                    session: self.id.clone(),
+                    level,
+                },
+            ),
             Observed::Subscription { uri, on } => {
                 if shared.client.get().is_none() {
                     return;
@@ -161,15 +175,13 @@ impl Saver {
         })
     }
 
-    /// Saves the record, and tells the other copies it changed.
-    fn save(&self, shared: &Shared) {
+    /// Saves the record, and tells the other copies what changed.
+    fn save(&self, shared: &Shared, change: BusMessage) {
         let Some(record) = self.record(shared) else {
             return;
         };
         self.bus.save_session(&self.id, &record, self.ttl);
-        self.bus.publish(BusMessage::SessionChanged {
-            id: self.id.clone(),
-        });
+        self.bus.publish(change);
         *self.saved.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
     }
 
@@ -923,6 +935,13 @@ impl Sessions {
 impl SessionEvents for Sessions {
     fn changed(&self, id: &str) {
         self.resync(id, Resync::Changed);
+    }
+
+    fn log_level_changed(&self, id: &str, level: LogLevel) {
+        if let Some(shared) = self.get(id).and_then(|s| s.shared()) {
+            // Applied without saving again: the copy that changed saved it.
+            shared.restore(Change::LogLevel(level));
+        }
     }
 
     fn subscription_changed(&self, id: &str, uri: &str, on: bool) {
