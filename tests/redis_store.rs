@@ -8,7 +8,8 @@
 //! - a renewal of a state no longer stored writes it again;
 //! - a save by a copy that is not ready never unreadies the stored state;
 //! - an ended session's mark stays its full time: no save, renewal or
-//!   subscription brings the session back;
+//!   subscription brings the session back; a session never saved leaves
+//!   none;
 //! - a key of another type in a state's place does not stop the writes;
 //! - a copy that missed its session's end (Redis away) ends at its next
 //!   renewal, which finds the end's mark;
@@ -211,6 +212,32 @@ async fn an_ended_session_stays_ended_whatever_a_copy_saves_or_renews() {
 
 /// A renewal by a copy whose idle timeout is short never shortens the
 /// mark; a subscription written after the end is not kept.
+/// A session ended before any state of it was saved (before its
+/// handshake) leaves no mark: opening and ending sessions leaves nothing
+/// behind.
+#[tokio::test]
+async fn a_session_never_saved_leaves_no_mark() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let never = "1".repeat(32);
+    let saved = "2".repeat(32);
+    bus.remove_session(&never);
+    bus.save_session(
+        &saved,
+        &record(true, LogLevel::Info),
+        Duration::from_secs(60),
+    );
+    bus.remove_session(&saved);
+    // Written in order: once the second is marked, the first was handled.
+    lives_longer_than(&redis, &saved, 120_000).await;
+    let mut connection = redis.connection().await;
+    let left: bool = connection
+        .exists(format!("clawmcp:{DEPLOYMENT}:session:{never}"))
+        .await
+        .expect("EXISTS");
+    assert!(!left);
+}
+
 #[tokio::test]
 async fn an_ended_session_keeps_its_mark_its_full_time_and_takes_no_subscription() {
     let redis = RedisServer::start().await;

@@ -837,8 +837,16 @@ async fn publish(
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
+                // The mark goes only where a state was saved: a session
+                // never saved (ended before its handshake) leaves nothing.
                 match serde_json::to_string(&SessionRecord::ended_mark()) {
-                    Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)),
+                    Ok(ended) => pipe
+                        .cmd("SET")
+                        .arg(&key)
+                        .arg(ended)
+                        .arg("PX")
+                        .arg(millis(ENDED_KEPT))
+                        .arg("XX"),
                     Err(_) => pipe.del(&key),
                 };
                 pipe.del(&[
