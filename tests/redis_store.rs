@@ -8,8 +8,7 @@
 //! - a renewal of a state no longer stored writes it again;
 //! - a save by a copy that is not ready never unreadies the stored state;
 //! - an ended session's mark stays its full time: no save, renewal or
-//!   subscription brings the session back; a session never saved leaves
-//!   none;
+//!   subscription brings the session back;
 //! - a key of another type in a state's place does not stop the writes;
 //! - a copy that missed its session's end (Redis away) ends at its next
 //!   renewal, which finds the end's mark;
@@ -212,32 +211,6 @@ async fn an_ended_session_stays_ended_whatever_a_copy_saves_or_renews() {
 
 /// A renewal by a copy whose idle timeout is short never shortens the
 /// mark; a subscription written after the end is not kept.
-/// A session ended before any state of it was saved (before its
-/// handshake) leaves no mark: opening and ending sessions leaves nothing
-/// behind.
-#[tokio::test]
-async fn a_session_never_saved_leaves_no_mark() {
-    let redis = RedisServer::start().await;
-    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
-    let never = "1".repeat(32);
-    let saved = "2".repeat(32);
-    bus.remove_session(&never);
-    bus.save_session(
-        &saved,
-        &record(true, LogLevel::Info),
-        Duration::from_secs(60),
-    );
-    bus.remove_session(&saved);
-    // Written in order: once the second is marked, the first was handled.
-    lives_longer_than(&redis, &saved, 120_000).await;
-    let mut connection = redis.connection().await;
-    let left: bool = connection
-        .exists(format!("clawmcp:{DEPLOYMENT}:session:{never}"))
-        .await
-        .expect("EXISTS");
-    assert!(!left);
-}
-
 #[tokio::test]
 async fn an_ended_session_keeps_its_mark_its_full_time_and_takes_no_subscription() {
     let redis = RedisServer::start().await;
@@ -777,6 +750,27 @@ async fn a_client_response_is_handed_once_and_only_for_a_request_a_copy_sent() {
     bus.remove_session(&id);
     lives_longer_than(&redis, &id, 120_000).await;
     assert!(bus.load_client_responses(&id).await.is_empty());
+}
+
+/// A response that reaches Redis before its request's note (the asking
+/// process's queue behind) is handed again a little later, and then
+/// kept and announced.
+#[tokio::test]
+async fn a_response_that_comes_before_its_note_is_handed_once_the_note_is_there() {
+    let redis = RedisServer::start().await;
+    let mut heard = listen(&redis).await;
+    let answering = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let asking = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let id = "9".repeat(32);
+    let ttl = Duration::from_secs(60);
+    answering.hand_client_response(&id, 50, &client_response(50, "early"), ttl);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    asking.save_client_request(&id, 50, ttl);
+    assert!(next_heard(&mut heard).await.contains("early"));
+    assert_eq!(
+        kept_responses(&answering, &id, 1).await,
+        [client_response(50, "early")]
+    );
 }
 
 /// A note and a kept response each live their own time, however many come

@@ -150,6 +150,8 @@ enum Outbound {
         kept: Option<String>,
         announcement: String,
         ttl: Duration,
+        /// How many times it found no note ([`HAND_AGAIN`]).
+        tries: usize,
     },
     RemoveSession(String),
     /// Answered once everything queued before it is written.
@@ -313,8 +315,11 @@ return 1"
 /// noted in `KEYS[1]` and not past its deadline: keeps `ARGV[2]` (unless
 /// empty) in the sorted set `KEYS[2]` for `ARGV[3]` milliseconds (its
 /// score is its deadline), the newest [`RESPONSES_KEPT`] (`ARGV[4]`) at
-/// most, and publishes `ARGV[6]` on channel `ARGV[5]`; the note then goes,
-/// so a request's response is handed once. 1 when it handed it, else 0.
+/// most; the note goes, so a request's response is handed once; then it
+/// publishes `ARGV[6]` on channel `ARGV[5]`. The writes come before the
+/// announcement: a write Redis refuses for now stops the script before
+/// anything is announced, and the script sent again announces once. 1
+/// when it handed the response, else 0.
 const HAND_RESPONSE: &str = concat!(
     redis_now!(),
     r"
@@ -326,8 +331,8 @@ if ARGV[2] ~= '' then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - ARGV[4])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
-redis.call('PUBLISH', ARGV[5], ARGV[6])
 redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1"
 );
 
@@ -444,12 +449,21 @@ impl RedisBus {
 
 impl RedisBus {
     fn queue(&self, outbound: Outbound) {
+        self.0.enqueue(outbound);
+    }
+}
+
+impl Shared {
+    /// Queues `outbound` for the publisher, or drops it (logged) when the
+    /// queue holds [`QUEUE`] messages or [`QUEUE_BYTES`] bytes: a message
+    /// larger than that is never sent.
+    fn enqueue(&self, outbound: Outbound) {
         let bytes = outbound.bytes();
-        let queued = &self.0.queued_bytes;
+        let queued = &self.queued_bytes;
         if queued.fetch_add(bytes, Ordering::Relaxed) + bytes > QUEUE_BYTES {
             queued.fetch_sub(bytes, Ordering::Relaxed);
             tracing::warn!("the Redis bus's queue is full (bytes): a message is dropped");
-        } else if self.0.queue.try_send(outbound).is_err() {
+        } else if self.queue.try_send(outbound).is_err() {
             queued.fetch_sub(bytes, Ordering::Relaxed);
             tracing::warn!("the Redis bus's queue is full: a message is dropped");
         }
@@ -510,6 +524,7 @@ impl Bus for RedisBus {
                 kept: (response.len() <= RESPONSE_KEPT_BYTES).then(|| response.to_owned()),
                 announcement,
                 ttl,
+                tries: 0,
             }),
             Err(e) => tracing::warn!("a client's response cannot be handed on: {e}"),
         }
@@ -821,6 +836,7 @@ async fn publish(
                 kept,
                 announcement,
                 ttl,
+                ..
             } => {
                 let key = format!("{}{id}", names.sessions);
                 pipe.cmd("EVAL")
@@ -837,16 +853,8 @@ async fn publish(
             }
             Outbound::RemoveSession(id) => {
                 let key = format!("{}{id}", names.sessions);
-                // The mark goes only where a state was saved: a session
-                // never saved (ended before its handshake) leaves nothing.
                 match serde_json::to_string(&SessionRecord::ended_mark()) {
-                    Ok(ended) => pipe
-                        .cmd("SET")
-                        .arg(&key)
-                        .arg(ended)
-                        .arg("PX")
-                        .arg(millis(ENDED_KEPT))
-                        .arg("XX"),
+                    Ok(ended) => pipe.pset_ex(&key, ended, millis(ENDED_KEPT)),
                     Err(_) => pipe.del(&key),
                 };
                 pipe.del(&[
@@ -865,6 +873,9 @@ async fn publish(
             }
         }
         pipe.ignore_errors();
+        // A client's response that found no note: its note may be on its
+        // way still, in another process's queue.
+        let mut unnoted;
         loop {
             let manager = match connected(&mut connection, &client).await {
                 Ok(manager) => manager,
@@ -883,6 +894,8 @@ async fn publish(
                     {
                         ended_here(&bus, id);
                     }
+                    unnoted = matches!(next, Outbound::HandClientResponse { .. })
+                        && replies == [::redis::Value::Int(0)];
                     let Some(again) = refused_for_now(&pipe, &replies) else {
                         backoff = Duration::from_millis(50);
                         break;
@@ -898,7 +911,36 @@ async fn publish(
                 }
             }
         }
+        if unnoted
+            && let Outbound::HandClientResponse { tries, .. } = &next
+            && let Some(wait) = HAND_AGAIN.get(*tries)
+        {
+            hand_again(bus.clone(), next, *wait);
+        }
     }
+}
+
+/// How long a client's response that found no note waits before it is
+/// handed again, each time: the asking process's queue may be behind
+/// (Redis was slow, or away), and its note on the way.
+const HAND_AGAIN: [Duration; 3] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+];
+
+/// Queues `outbound`, a client's response that found no note, again
+/// after `wait`, without holding up the queue meanwhile.
+fn hand_again(bus: std::sync::Weak<Shared>, mut outbound: Outbound, wait: Duration) {
+    if let Outbound::HandClientResponse { tries, .. } = &mut outbound {
+        *tries += 1;
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(wait).await;
+        if let Some(shared) = bus.upgrade() {
+            shared.enqueue(outbound);
+        }
+    });
 }
 
 /// Ends this process's copy of session `id`, which the store says ended
