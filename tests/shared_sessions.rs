@@ -538,6 +538,46 @@ async fn a_log_level_set_on_one_process_reaches_another_without_a_read() {
     assert_eq!(*hub.loads.lock().unwrap(), loads, "B read nothing");
 }
 
+/// A read of the saved state that began before a log level reached a copy
+/// does not set the copy's level back when it answers.
+#[tokio::test]
+async fn a_read_begun_before_a_log_level_arrived_does_not_set_it_back() {
+    let hub = Arc::new(Hub::default());
+    let a = process(&hub, 0).await;
+    let b = process(&hub, 1).await;
+    let id = ready_session(&a).await;
+    hub.saved_ready(&id).await;
+    assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // B reads the state (level info) and gets the answer late.
+    let late = Arc::new(tokio::sync::Semaphore::new(0));
+    *hub.late_loads.lock().unwrap() = Some(late.clone());
+    let loads = *hub.loads.lock().unwrap();
+    hub.gap(1);
+    timeout(PATIENCE, async {
+        while *hub.loads.lock().unwrap() == loads {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("B reads the session's state");
+    let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+                       "params": {"level": "debug"}});
+    let (_c, response) = send(&a, post(Some(&id), &level)).await;
+    body_text(response).await;
+    late.add_permits(1000);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "log", "arguments": {}}});
+    let (_c, response) = send(&b, post(Some(&id), &call)).await;
+    let sent = messages(&body_text(response).await);
+    assert!(
+        sent.iter()
+            .any(|m| m["method"] == "notifications/message" && m["params"]["level"] == "debug"),
+        "{sent:?}"
+    );
+}
+
 /// A copy a process adopts counts in the caller's quota of sessions
 /// there, as a session it opened would: one client cannot fill every
 /// process with copies of its sessions.

@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -120,6 +121,10 @@ struct Saver {
     /// The store, which reads the saved state again for a renewal by a
     /// copy not ready (`Sessions::resync`).
     sessions: Weak<Sessions>,
+    /// How many log levels this copy took (its client's, or another
+    /// copy's news): a read of the saved state begun before the last one
+    /// does not set the level back.
+    levels_taken: AtomicU64,
 }
 
 impl Saver {
@@ -134,13 +139,16 @@ impl Saver {
                 },
             ),
             // The level travels: no copy reads the state again for it.
-            Observed::LogLevel(level) => self.save(
-                shared,
-                BusMessage::LogLevelChanged {
-                    session: self.id.clone(),
-                    level,
-                },
-            ),
+            Observed::LogLevel(level) => {
+                self.levels_taken.fetch_add(1, Ordering::AcqRel);
+                self.save(
+                    shared,
+                    BusMessage::LogLevelChanged {
+                        session: self.id.clone(),
+                        level,
+                    },
+                );
+            }
             Observed::Subscription { uri, on } => {
                 if shared.client.get().is_none() {
                     return;
@@ -299,6 +307,11 @@ impl HttpSession {
     /// opened without one.
     pub(super) fn serves(&self, caller: &Caller) -> bool {
         owner_serves(self.owner.as_ref(), caller)
+    }
+
+    /// How many log levels this copy took ([`Saver::levels_taken`]).
+    fn levels_taken(&self) -> u64 {
+        (self.saver.as_ref()).map_or(0, |s| s.levels_taken.load(Ordering::Acquire))
     }
 
     /// Hands a message from `caller` to the session's reader; `false` when
@@ -528,21 +541,24 @@ impl Sessions {
         });
     }
 
+    /// Whether session `id`, here or in the saved states, is one `caller`
+    /// may end. Nothing is adopted.
+    pub(super) async fn owned_by(&self, id: &str, caller: &Caller) -> bool {
+        match (self.get(id), &self.shared_by) {
+            (Some(session), _) => session.serves(caller),
+            (None, Some(bus)) if is_session_id(id) => match load(bus, id).await {
+                Some(record) if !record.ended => owner_serves(owner_of(&record).as_ref(), caller),
+                _ => false,
+            },
+            (None, _) => false,
+        }
+    }
+
     /// Forgets a session everywhere (its saved state, and every process's
     /// copy); `true` when there was one here or in the saved states that
     /// `caller` may end.
     pub(super) async fn end_everywhere(&self, id: &str, caller: &Caller) -> bool {
-        let here = self.get(id);
-        let ours = match (&here, &self.shared_by) {
-            (Some(session), _) => session.serves(caller),
-            (None, Some(bus)) if is_session_id(id) => match load(bus, id).await {
-                Some(record) if record.ended => false,
-                Some(record) => owner_serves(owner_of(&record).as_ref(), caller),
-                None => false,
-            },
-            (None, _) => false,
-        };
-        if !ours {
+        if !self.owned_by(id, caller).await {
             return false;
         }
         self.remove(id);
@@ -621,6 +637,8 @@ impl Sessions {
             // other copy's.
             first_request_id: u64::from(u32::from_le_bytes(first)) << 20,
         };
+        // Idle copies give their places back first, as for `create`.
+        self.sweep();
         let mut map = self.map();
         if let Some(session) = map.get(id) {
             return Ok(session.clone()); // adopted meanwhile
@@ -723,6 +741,7 @@ impl Sessions {
                 ttl: self.idle,
                 saved: Mutex::new(Instant::now()),
                 sessions: Arc::downgrade(self),
+                levels_taken: AtomicU64::new(0),
             })
         });
         if let Some(saver) = &saver {
@@ -809,7 +828,6 @@ fn session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The owner a saved session names.
 /// Whether a session opened by `owner` (none: no verified token) serves
 /// `caller`: only its owner's principal, when it has one.
 fn owner_serves(owner: Option<&TokenId>, caller: &Caller) -> bool {
@@ -820,6 +838,7 @@ fn owner_serves(owner: Option<&TokenId>, caller: &Caller) -> bool {
     }
 }
 
+/// The owner a saved session names.
 fn owner_of(record: &SessionRecord) -> Option<TokenId> {
     record
         .owner
@@ -874,6 +893,7 @@ impl Sessions {
             return;
         };
         let id = id.to_owned();
+        let levels_before = session.levels_taken();
         tokio::spawn(async move {
             let mut record = load(&bus, &id).await;
             // After a gap Redis may still be slow: what the lost messages
@@ -905,8 +925,11 @@ impl Sessions {
             }
             // Applied without saving again (the copy that changed saved
             // it); subscriptions come one by one (`subscription_changed`),
-            // unless the messages that carried them may be lost.
-            shared.restore(Change::LogLevel(record.log_level));
+            // unless the messages that carried them may be lost. A level
+            // this copy took while it read is newer than the one read.
+            if session.levels_taken() == levels_before {
+                shared.restore(Change::LogLevel(record.log_level));
+            }
             if why == Resync::Gap {
                 for uri in record.subscriptions {
                     shared.restore(Change::Subscription { uri, on: true });
@@ -938,7 +961,13 @@ impl SessionEvents for Sessions {
     }
 
     fn log_level_changed(&self, id: &str, level: LogLevel) {
-        if let Some(shared) = self.get(id).and_then(|s| s.shared()) {
+        let Some(session) = self.get(id) else {
+            return;
+        };
+        if let Some(saver) = &session.saver {
+            saver.levels_taken.fetch_add(1, Ordering::AcqRel);
+        }
+        if let Some(shared) = session.shared() {
             // Applied without saving again: the copy that changed saved it.
             shared.restore(Change::LogLevel(level));
         }

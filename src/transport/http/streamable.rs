@@ -398,9 +398,10 @@ impl McpService {
             && let Some(refusal) = unspoken_version(version, None)
         {
             // (The id first: an unknown one is 404 whatever the version.)
-            return match self.find_session(id, caller).await {
-                Ok(_) => refusal,
-                Err(not_found) => not_served(not_found),
+            return if self.0.sessions.owned_by(id, caller).await {
+                refusal
+            } else {
+                unknown_session()
             };
         }
         match session_header(parts) {
