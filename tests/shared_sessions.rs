@@ -381,12 +381,13 @@ async fn ready_session(on: &Process) -> String {
     id
 }
 
-/// The `ask` tool, called on `on` in session `id`, asks its question at
-/// once (the process knows the client said `initialized`).
-async fn asks_at_once(on: &Process, id: &str) {
+/// The `ask` tool (request 7), called on `on` in session `id`: its
+/// response's open stream, what is read of it and not taken, and the
+/// question it asked.
+async fn asking(on: &Process, id: &str) -> (Client, Incoming, String, Value) {
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                       "params": {"name": "ask", "arguments": {}}});
-    let (_c, response) = send(on, post(Some(id), &call)).await;
+    let (client, response) = send(on, post(Some(id), &call)).await;
     assert_eq!(response.status(), StatusCode::OK);
     let mut body = response.into_body();
     let mut buffer = String::new();
@@ -394,6 +395,28 @@ async fn asks_at_once(on: &Process, id: &str) {
         m["method"] == "elicitation/create"
     })
     .await;
+    (client, body, buffer, question)
+}
+
+/// The client's answer to `question`: it is Ada.
+fn ada(question: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": question["id"],
+           "result": {"action": "accept", "content": {"name": "Ada", "sure": true}}})
+}
+
+/// Reads the `ask` tool's reply from its stream: it heard that it is Ada.
+async fn answered_ada(body: &mut Incoming, buffer: &mut String) {
+    let reply = until(body, buffer, |m| m["id"] == 7).await;
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Ada"), "{reply}");
+}
+
+/// The `ask` tool, called on `on` in session `id`, asks its question at
+/// once (the process knows the client said `initialized`).
+async fn asks_at_once(on: &Process, id: &str) {
+    let (_c, _body, _buffer, question) = asking(on, id).await;
     assert_eq!(question["params"]["message"], "Who are you?");
 }
 
@@ -448,26 +471,10 @@ async fn an_elicitation_answered_to_another_process_reaches_the_waiting_tool() {
     let a = process(&hub, 0).await;
     let b = process(&hub, 1).await;
     let id = ready_session(&a).await;
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "ask", "arguments": {}}});
-    let (_c, response) = send(&a, post(Some(&id), &call)).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let mut body = response.into_body();
-    let mut buffer = String::new();
-    let question = until(&mut body, &mut buffer, |m| {
-        m["method"] == "elicitation/create"
-    })
-    .await;
-    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
-                        "result": {"action": "accept",
-                                   "content": {"name": "Ada", "sure": true}}});
-    let (_c, response) = send(&b, post(Some(&id), &answer)).await;
+    let (_c, mut body, mut buffer, question) = asking(&a, &id).await;
+    let (_c, response) = send(&b, post(Some(&id), &ada(&question))).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let reply = until(&mut body, &mut buffer, |m| m["id"] == 7).await;
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains("Ada"), "{reply}");
+    answered_ada(&mut body, &mut buffer).await;
 }
 
 /// A process that lost the announcement of the client's response to its
@@ -479,35 +486,19 @@ async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_anot
     let a = process(&hub, 0).await;
     let b = process(&hub, 1).await;
     let id = ready_session(&a).await;
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                      "params": {"name": "ask", "arguments": {}}});
-    let (_c, response) = send(&a, post(Some(&id), &call)).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let mut body = response.into_body();
-    let mut buffer = String::new();
-    let question = until(&mut body, &mut buffer, |m| {
-        m["method"] == "elicitation/create"
-    })
-    .await;
+    let (_c, mut body, mut buffer, question) = asking(&a, &id).await;
     hub.deaf.lock().unwrap().insert(0);
     // A response to no request of the session's is kept nowhere.
     let stray = json!({"jsonrpc": "2.0", "id": 999_999, "result": {"action": "decline"}});
     let (_c, response) = send(&b, post(Some(&id), &stray)).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
-                        "result": {"action": "accept",
-                                   "content": {"name": "Ada", "sure": true}}});
-    let (_c, response) = send(&b, post(Some(&id), &answer)).await;
+    let (_c, response) = send(&b, post(Some(&id), &ada(&question))).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
     let kept = hub.client_responses.lock().unwrap().get(&id).cloned();
     assert_eq!(kept.map(|k| k.len()), Some(1), "the answer, not the stray");
     hub.deaf.lock().unwrap().remove(&0);
     hub.gap(0);
-    let reply = until(&mut body, &mut buffer, |m| m["id"] == 7).await;
-    let text = reply["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains("Ada"), "{reply}");
+    answered_ada(&mut body, &mut buffer).await;
 }
 
 /// A log level set through one process reaches another's copy of the
