@@ -506,27 +506,45 @@ async fn after_a_gap_a_process_takes_a_response_to_its_request_that_reached_anot
 #[tokio::test]
 async fn a_log_level_set_on_one_process_reaches_another_without_a_read() {
     let hub = Arc::new(Hub::default());
-    let a = process(&hub, 0).await;
-    let b = process(&hub, 1).await;
+    let (a, b, id) = adopted_pair(&hub).await;
+    let loads = *hub.loads.lock().unwrap();
+    debug_level_on(&a, &id).await;
+    logs_at_debug_on(&b, &id).await;
+    assert_eq!(*hub.loads.lock().unwrap(), loads, "B read nothing");
+}
+
+/// Processes 0 (A) and 1 (B) of `hub`, and a ready session opened on A
+/// that B adopted.
+async fn adopted_pair(hub: &Arc<Hub>) -> (Process, Process, String) {
+    let a = process(hub, 0).await;
+    let b = process(hub, 1).await;
     let id = ready_session(&a).await;
     hub.saved_ready(&id).await;
     assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let loads = *hub.loads.lock().unwrap();
+    (a, b, id)
+}
+
+/// The client sets session `id`'s log level to `debug` through `on`.
+async fn debug_level_on(on: &Process, id: &str) {
     let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
                        "params": {"level": "debug"}});
-    let (_c, response) = send(&a, post(Some(&id), &level)).await;
+    let (_c, response) = send(on, post(Some(id), &level)).await;
     body_text(response).await;
+}
+
+/// The `log` tool, called on `on` in session `id`, sends its debug line:
+/// that copy's level is `debug`.
+async fn logs_at_debug_on(on: &Process, id: &str) {
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                       "params": {"name": "log", "arguments": {}}});
-    let (_c, response) = send(&b, post(Some(&id), &call)).await;
+    let (_c, response) = send(on, post(Some(id), &call)).await;
     let sent = messages(&body_text(response).await);
     assert!(
         sent.iter()
             .any(|m| m["method"] == "notifications/message" && m["params"]["level"] == "debug"),
         "{sent:?}"
     );
-    assert_eq!(*hub.loads.lock().unwrap(), loads, "B read nothing");
 }
 
 /// A read of the saved state that began before a log level reached a copy
@@ -534,12 +552,7 @@ async fn a_log_level_set_on_one_process_reaches_another_without_a_read() {
 #[tokio::test]
 async fn a_read_begun_before_a_log_level_arrived_does_not_set_it_back() {
     let hub = Arc::new(Hub::default());
-    let a = process(&hub, 0).await;
-    let b = process(&hub, 1).await;
-    let id = ready_session(&a).await;
-    hub.saved_ready(&id).await;
-    assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (a, b, id) = adopted_pair(&hub).await;
     // B reads the state (level info) and gets the answer late.
     let late = Arc::new(tokio::sync::Semaphore::new(0));
     *hub.late_loads.lock().unwrap() = Some(late.clone());
@@ -552,21 +565,10 @@ async fn a_read_begun_before_a_log_level_arrived_does_not_set_it_back() {
     })
     .await
     .expect("B reads the session's state");
-    let level = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
-                       "params": {"level": "debug"}});
-    let (_c, response) = send(&a, post(Some(&id), &level)).await;
-    body_text(response).await;
+    debug_level_on(&a, &id).await;
     late.add_permits(1000);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                      "params": {"name": "log", "arguments": {}}});
-    let (_c, response) = send(&b, post(Some(&id), &call)).await;
-    let sent = messages(&body_text(response).await);
-    assert!(
-        sent.iter()
-            .any(|m| m["method"] == "notifications/message" && m["params"]["level"] == "debug"),
-        "{sent:?}"
-    );
+    logs_at_debug_on(&b, &id).await;
 }
 
 /// A copy a process adopts counts in the caller's quota of sessions
