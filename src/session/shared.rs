@@ -84,7 +84,8 @@ pub(crate) struct Shared {
 /// What is told of a session's recorded state after each change.
 pub(crate) type Observer = Box<dyn Fn(&Shared, Observed<'_>) + Send + Sync>;
 
-/// Which part of a session's recorded state changed.
+/// What a session tells its observer: a part of its recorded state that
+/// changed, or a request it sent its client.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Observed<'a> {
     /// Its client or readiness.
