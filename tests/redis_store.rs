@@ -8,7 +8,8 @@
 //! - a renewal of a state no longer stored writes it again;
 //! - a save by a copy that is not ready never unreadies the stored state;
 //! - an ended session's mark stays its full time: no save, renewal or
-//!   subscription brings the session back;
+//!   subscription brings the session back; it is written though the
+//!   bus's queue was full;
 //! - a key of another type in a state's place does not stop the writes;
 //! - a copy that missed its session's end (Redis away) ends at its next
 //!   renewal, which finds the end's mark;
@@ -58,12 +59,20 @@ struct RedisServer {
     url: String,
 }
 
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 impl RedisServer {
     async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        Self::start_on(free_port()).await
+    }
+
+    async fn start_on(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -771,6 +780,36 @@ async fn a_response_that_comes_before_its_note_is_handed_once_the_note_is_there(
         kept_responses(&answering, &id, 1).await,
         [client_response(50, "early")]
     );
+}
+
+/// A session's end reaches Redis though the bus's queue was full when it
+/// came (Redis away while the processes kept announcing): no process keeps
+/// serving a session its client ended.
+#[tokio::test]
+async fn a_sessions_end_reaches_redis_though_the_queue_was_full() {
+    let port = free_port();
+    let bus = RedisBus::connect(&format!("redis://127.0.0.1:{port}/"), DEPLOYMENT).expect("a bus");
+    for n in 0..5000 {
+        bus.publish(clawmcp::bus::BusMessage::ResourceUpdated {
+            uri: format!("mcp://t/resources/{n}"),
+        });
+    }
+    let id = "4".repeat(32);
+    bus.remove_session(&id);
+    let redis = RedisServer::start_on(port).await;
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
+    timeout(Duration::from_secs(30), async {
+        loop {
+            let stored: Option<String> = connection.get(&key).await.expect("GET");
+            if stored.is_some_and(|s| s.contains("\"ended\":true")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the end's mark is written");
 }
 
 /// A note and a kept response each live their own time, however many come

@@ -5,7 +5,8 @@
 //! Two tasks run per process, both reconnecting by themselves:
 //! - the publisher takes messages from a bounded queue (publishing never
 //!   waits: a queue full, of [`QUEUE`] messages or [`QUEUE_BYTES`] bytes,
-//!   drops the message, logged) and sends each with
+//!   drops the message, logged, unless it is a session's end, which waits
+//!   apart) and sends each with
 //!   `PUBLISH` on the deployment's channel; a content also goes into the
 //!   deployment's hash (`HSET`), in the same round trip;
 //! - the subscriber reads the channel and delivers what the other
@@ -41,7 +42,7 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
 use ::redis::AsyncCommands;
@@ -56,6 +57,9 @@ const QUEUE: usize = 4096;
 /// How many bytes of messages wait for the publisher at most (a client's
 /// response or a shared content can be large).
 const QUEUE_BYTES: usize = 64 << 20;
+/// How many sessions' ends wait apart at most while the queue is full
+/// ([`Outbound::must_arrive`]).
+const KEPT_APART: usize = 1 << 16;
 /// The longest wait between two attempts to reach Redis.
 const MOST_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -101,6 +105,10 @@ struct Shared {
     queue: mpsc::Sender<Outbound>,
     /// The bytes of what waits in `queue` ([`Outbound::bytes`]).
     queued_bytes: Arc<AtomicUsize>,
+    /// What must reach Redis though `queue` was full when it came (a
+    /// session's end, [`Outbound::must_arrive`]): the publisher takes it
+    /// before the queue's next message.
+    kept_apart: std::sync::Mutex<std::collections::VecDeque<Outbound>>,
     inbox: OnceLock<Inbox>,
     started: Notify,
     client: ::redis::Client,
@@ -163,6 +171,16 @@ enum Outbound {
 }
 
 impl Outbound {
+    /// Whether it must reach Redis though the queue is full: a session's
+    /// end (its mark, and its news), lest another process keep serving a
+    /// session its client ended.
+    fn must_arrive(&self) -> bool {
+        matches!(
+            self,
+            Outbound::RemoveSession(_) | Outbound::Publish(BusMessage::SessionEnded { .. })
+        )
+    }
+
     /// The bytes it holds, as [`QUEUE_BYTES`] counts them.
     fn bytes(&self) -> usize {
         match self {
@@ -423,6 +441,7 @@ impl RedisBus {
             origin: u64::from_le_bytes(origin),
             queue,
             queued_bytes: Arc::default(),
+            kept_apart: std::sync::Mutex::default(),
             inbox: OnceLock::new(),
             started: Notify::new(),
             client: client.clone(),
@@ -457,16 +476,49 @@ impl Shared {
     /// Queues `outbound` for the publisher, or drops it (logged) when the
     /// queue holds [`QUEUE`] messages or [`QUEUE_BYTES`] bytes: a message
     /// larger than that is never sent.
+    ///
+    /// A session's end is never dropped: it waits apart, and goes before
+    /// the queue's next message. (Its order does not matter: no save or
+    /// renewal writes over the mark it leaves.)
     fn enqueue(&self, outbound: Outbound) {
         let bytes = outbound.bytes();
         let queued = &self.queued_bytes;
-        if queued.fetch_add(bytes, Ordering::Relaxed) + bytes > QUEUE_BYTES {
-            queued.fetch_sub(bytes, Ordering::Relaxed);
-            tracing::warn!("the Redis bus's queue is full (bytes): a message is dropped");
-        } else if self.queue.try_send(outbound).is_err() {
-            queued.fetch_sub(bytes, Ordering::Relaxed);
+        let refused = if queued.fetch_add(bytes, Ordering::Relaxed) + bytes > QUEUE_BYTES {
+            Some(outbound)
+        } else {
+            match self.queue.try_send(outbound) {
+                Ok(()) => None,
+                Err(mpsc::error::TrySendError::Full(outbound)) => Some(outbound),
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    // The publisher is gone: nothing is sent any more.
+                    queued.fetch_sub(bytes, Ordering::Relaxed);
+                    None
+                }
+            }
+        };
+        let Some(outbound) = refused else {
+            return;
+        };
+        queued.fetch_sub(bytes, Ordering::Relaxed);
+        let mut apart = self
+            .kept_apart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if outbound.must_arrive() && apart.len() < KEPT_APART {
+            tracing::warn!("the Redis bus's queue is full: a session's end waits apart");
+            apart.push_back(outbound);
+        } else {
             tracing::warn!("the Redis bus's queue is full: a message is dropped");
         }
+    }
+
+    /// The oldest message kept apart ([`Shared::kept_apart`]), if any.
+    fn take_kept_apart(&self) -> Option<Outbound> {
+        let mut apart = self
+            .kept_apart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        apart.pop_front()
     }
 }
 
@@ -769,8 +821,18 @@ async fn publish(
 ) {
     let mut connection = None;
     let mut backoff = Duration::from_millis(50);
-    while let Some(next) = outbound.recv().await {
-        queued_bytes.fetch_sub(next.bytes(), Ordering::Relaxed);
+    loop {
+        let kept_apart = bus.upgrade().and_then(|shared| shared.take_kept_apart());
+        let next = match kept_apart {
+            Some(next) => next,
+            None => match outbound.recv().await {
+                Some(next) => {
+                    queued_bytes.fetch_sub(next.bytes(), Ordering::Relaxed);
+                    next
+                }
+                None => break,
+            },
+        };
         let mut pipe = ::redis::pipe();
         match &next {
             Outbound::Written(_) => {
