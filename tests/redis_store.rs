@@ -53,6 +53,20 @@ use tokio::time::timeout;
 const PATIENCE: Duration = Duration::from_secs(10);
 const DEPLOYMENT: &str = "store-test";
 
+/// Waits until `$ready` (a block that may `.await`) holds, looking every
+/// 20 ms; fails with `$what` past `$patience` (a hang guard).
+macro_rules! eventually {
+    ($patience:expr, $what:expr, $ready:block) => {
+        timeout($patience, async {
+            while !$ready {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect($what)
+    };
+}
+
 /// A redis-server of its own, killed when dropped.
 struct RedisServer {
     child: Child,
@@ -84,16 +98,11 @@ impl RedisServer {
             child,
             url: format!("redis://127.0.0.1:{port}/"),
         };
-        timeout(PATIENCE, async {
-            while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        eventually!(PATIENCE, "redis-server listens", {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
-                .is_err()
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .expect("redis-server listens");
+                .is_ok()
+        });
         server
     }
 
@@ -132,17 +141,10 @@ fn record(ready: bool, log_level: LogLevel) -> SessionRecord {
 async fn lives_longer_than(redis: &RedisServer, id: &str, at_least: i64) {
     let mut connection = redis.connection().await;
     let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
-    timeout(PATIENCE, async {
-        loop {
-            let left: i64 = connection.pttl(&key).await.expect("PTTL");
-            if left > at_least {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the write landed");
+    eventually!(PATIENCE, "the write landed", {
+        let left: i64 = connection.pttl(&key).await.expect("PTTL");
+        left > at_least
+    });
 }
 
 async fn loaded(bus: &RedisBus, id: &str) -> SessionRecord {
@@ -425,17 +427,14 @@ async fn a_dead_process_task_is_failed_once_the_reader_can_tell() {
         Some(TaskStatus::Working),
         "too early to tell"
     );
-    timeout(Duration::from_secs(30), async {
-        loop {
+    eventually!(
+        Duration::from_secs(30),
+        "failed once the reader can tell",
+        {
             let read = reader.get(&task.task_id).await.expect("read");
-            if read.is_some_and(|t| t.status == TaskStatus::Failed) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            read.is_some_and(|t| t.status == TaskStatus::Failed)
         }
-    })
-    .await
-    .expect("failed once the reader can tell");
+    );
 }
 
 #[tokio::test]
@@ -533,20 +532,13 @@ async fn a_write_refused_for_now_is_sent_again_alone() {
         .await
         .expect("CONFIG SET");
     let contents = format!("clawmcp:{DEPLOYMENT}:contents");
-    timeout(PATIENCE, async {
-        loop {
-            let stored: Option<String> = connection
-                .hget(&contents, "mcp://t/resources/status")
-                .await
-                .expect("HGET");
-            if stored.as_deref() == Some("ready") {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the content is stored once Redis has memory");
+    eventually!(PATIENCE, "the content is stored once Redis has memory", {
+        let stored: Option<String> = connection
+            .hget(&contents, "mcp://t/resources/status")
+            .await
+            .expect("HGET");
+        stored.as_deref() == Some("ready")
+    });
     bus.publish(BusMessage::ResourceUpdated {
         uri: "mcp://t/resources/after".into(),
     });
@@ -597,22 +589,15 @@ async fn a_process_that_cannot_read_the_shared_contents_still_hears_the_others()
     let mut client = TestClient::initialized(&server).await;
     let mut connection = redis.connection().await;
     let channel = format!("clawmcp:{DEPLOYMENT}:changes");
-    timeout(PATIENCE, async {
-        loop {
-            let (_, listeners): (String, u64) = redis::cmd("PUBSUB")
-                .arg("NUMSUB")
-                .arg(&channel)
-                .query_async(&mut connection)
-                .await
-                .expect("PUBSUB NUMSUB");
-            if listeners > 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the process subscribed");
+    eventually!(PATIENCE, "the process subscribed", {
+        let (_, listeners): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut connection)
+            .await
+            .expect("PUBSUB NUMSUB");
+        listeners > 0
+    });
     let telling = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
     telling.publish(BusMessage::ResourceContent {
         uri: "mcp://t/resources/status".into(),
@@ -688,13 +673,9 @@ async fn a_copy_that_missed_its_sessions_end_ends_at_its_next_renewal() {
         .await
         .expect("PSETEX");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    timeout(PATIENCE, async {
-        while post_in(addr, Some(&id), ping.clone()).await.0 != hyper::StatusCode::NOT_FOUND {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the copy ended");
+    eventually!(PATIENCE, "the copy ended", {
+        post_in(addr, Some(&id), ping.clone()).await.0 == hyper::StatusCode::NOT_FOUND
+    });
 }
 
 /// Session `id`'s kept client responses, once there are `n` (the bus
@@ -799,17 +780,10 @@ async fn a_sessions_end_reaches_redis_though_the_queue_was_full() {
     let redis = RedisServer::start_on(port).await;
     let mut connection = redis.connection().await;
     let key = format!("clawmcp:{DEPLOYMENT}:session:{id}");
-    timeout(Duration::from_secs(30), async {
-        loop {
-            let stored: Option<String> = connection.get(&key).await.expect("GET");
-            if stored.is_some_and(|s| s.contains("\"ended\":true")) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the end's mark is written");
+    eventually!(Duration::from_secs(30), "the end's mark is written", {
+        let stored: Option<String> = connection.get(&key).await.expect("GET");
+        stored.is_some_and(|s| s.contains("\"ended\":true"))
+    });
 }
 
 /// A note and a kept response each live their own time, however many come
@@ -829,17 +803,10 @@ async fn kept_client_responses_are_bounded_in_time_and_number() {
     bus.save_client_request(&id, 2, short);
     let mut connection = redis.connection().await;
     let asked = format!("clawmcp:{DEPLOYMENT}:session:{id}:asked");
-    timeout(PATIENCE, async {
-        loop {
-            let due: Option<f64> = connection.zscore(&asked, 2).await.expect("ZSCORE");
-            if due.is_some() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("noted in time");
+    eventually!(PATIENCE, "noted in time", {
+        let due: Option<f64> = connection.zscore(&asked, 2).await.expect("ZSCORE");
+        due.is_some()
+    });
     tokio::time::sleep(Duration::from_millis(400)).await;
     bus.hand_client_response(&id, 2, &client_response(2, "too late"), long);
     for n in 10..30 {
