@@ -708,11 +708,7 @@ async fn after_a_gap_a_process_takes_the_subscriptions_made_elsewhere() {
 #[tokio::test]
 async fn after_a_gap_a_process_ends_its_copy_of_a_session_ended_elsewhere() {
     let hub = Arc::new(Hub::default());
-    let a = process(&hub, 0).await;
-    let b = process(&hub, 1).await;
-    let id = ready_session(&a).await;
-    hub.saved_ready(&id).await;
-    assert_eq!(pinged(&b, &id, 2).await, StatusCode::OK, "B adopted it");
+    let (a, b, id) = adopted_pair(&hub).await;
     hub.deaf.lock().unwrap().insert(1);
     let (_c, response) = send(
         &a,
