@@ -39,24 +39,4 @@ pub(crate) trait CallTable: 'static {
     const FORMS: &'static [CallForm];
     /// The `_meta` members kept.
     const META: &'static [&'static str];
-
-    /// A searcher for each form's method, in order, made once (a quick
-    /// look for the method's text before serde reads a call).
-    fn finders() -> &'static [memchr::memmem::Finder<'static>];
-
-    /// The first form whose method `text` holds, if any.
-    fn named_in(text: &[u8]) -> Option<&'static CallForm> {
-        (Self::FORMS.iter().zip(Self::finders()))
-            .find(|(_, finder)| finder.find(text).is_some())
-            .map(|(form, _)| form)
-    }
-}
-
-/// Searchers for `forms`' methods, in order: what a [`CallTable`]'s
-/// `finders` makes once.
-pub(crate) fn finders_of(forms: &[CallForm]) -> Vec<memchr::memmem::Finder<'static>> {
-    forms
-        .iter()
-        .map(|f| memchr::memmem::Finder::new(f.method))
-        .collect()
 }

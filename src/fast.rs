@@ -1,8 +1,5 @@
 //! The hot path's hand-written JSON readers, behind one boundary: nothing
-//! outside this module scans JSON bytes by hand. (Outside it, a plain
-//! substring search for a method's name picks which call form serde reads
-//! first, `CallTable::named_in`; a miss only costs the one-pass reading,
-//! and the general reading gives the same answer.)
+//! outside this module scans JSON bytes by hand.
 //!
 //! - [`cursor`]: the one scanner — strings, numbers, and a walk past any
 //!   value — with serde_json's one nesting limit and its one number rule.

@@ -9,9 +9,11 @@ use crate::engine::validate;
 use crate::fast::quick_check::{QuickCheck, differential};
 use crate::jsonrpc;
 
-/// Reads `text` with the one-pass reader of plain tool calls; panics when
-/// what it takes is not what serde's reading takes, or does not read as a
-/// value. Returns whether it took the text.
+/// Reads `text` with the one-pass readers of tool calls; panics when what
+/// the plain reader takes is not what serde's reading takes, or does not
+/// read as a value, or when what serde's one-pass reading takes is not
+/// what the general reading reads. Returns whether the plain reader took
+/// the text.
 pub fn plain_call(text: &str) -> bool {
     jsonrpc::differential::agrees::<crate::dialect::Calls>(text)
 }

@@ -23,7 +23,7 @@ pub(crate) mod differential;
 mod tool_call;
 
 pub(crate) use crate::fast::arguments::ArgumentsText;
-pub(crate) use tool_call::{CallForm, CallTable, RawText, ToolCall, finders_of, read_params};
+pub(crate) use tool_call::{CallForm, CallTable, RawText, ToolCall, read_params};
 use tool_call::{MemberName, ParamsSeed};
 
 /// The id of a request: a string, an integer or `null`.
@@ -258,40 +258,53 @@ fn from_plain(plain: PlainCall<'_>) -> Incoming<'_> {
 }
 
 /// A tool call read by serde in one pass: any the plain reader leaves, and
-/// all of them without the `fast-path` feature. The first form whose
-/// method the text holds is the one tried.
+/// all of them without the `fast-path` feature. The method read picks the
+/// form; params written before the method are kept as text and read by
+/// that form once it is known. Anything else is left to the general
+/// reading.
 fn read_tool_call_with_serde<T: CallTable>(text: &str) -> Option<Incoming<'_>> {
-    let form = T::named_in(text.as_bytes())?;
-    let seed = CallSeed(ParamsSeed {
-        form,
+    let seed = CallSeed {
+        forms: T::FORMS,
         meta: T::META,
-    });
+    };
     let mut reader = serde_json::Deserializer::from_str(text);
     let envelope = serde::de::DeserializeSeed::deserialize(seed, &mut reader).ok()?;
     reader.end().ok()?;
-    if envelope.jsonrpc != "2.0" || envelope.method != form.method {
+    if envelope.jsonrpc != "2.0" {
         return None;
     }
     Some(Incoming::Request {
         id: RequestId::from_raw(envelope.id?)?,
-        method: Cow::Borrowed(form.method),
+        method: Cow::Borrowed(envelope.form.method),
         params: None,
         call: Some(envelope.params),
     })
 }
 
 /// A tool call's envelope: every member but the params borrowed as text,
-/// the params read by their form.
+/// the params read by the form its method names.
 struct CallEnvelope<'a> {
     jsonrpc: &'a str,
-    method: &'a str,
+    form: &'static CallForm,
     id: Option<&'a RawValue>,
     params: ToolCall<'a>,
 }
 
-/// Reads a [`CallEnvelope`] (an object only); a member repeated, or one
-/// missing but `id`, refuses it, as the general reading refuses it.
-struct CallSeed(ParamsSeed);
+/// Reads a [`CallEnvelope`] (an object only) of one of `forms`. It stops
+/// at the first sign of another message: a method no form has, or a
+/// `result` or `error` before any method (a response). A member repeated,
+/// or one missing but `id`, refuses it, as the general reading refuses it.
+struct CallSeed {
+    forms: &'static [CallForm],
+    meta: &'static [&'static str],
+}
+
+/// A call's params: read by its form, or kept as text until the method
+/// names the form.
+enum CallParams<'a> {
+    Read(ToolCall<'a>),
+    BeforeMethod(&'a RawValue),
+}
 
 impl<'de> serde::de::DeserializeSeed<'de> for CallSeed {
     type Value = CallEnvelope<'de>;
@@ -310,16 +323,34 @@ impl<'de> serde::de::Visitor<'de> for CallSeed {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         use serde::de::Error as _;
-        let (mut jsonrpc, mut method, mut id, mut params) = (None, None, None, None);
+        let seed = |form| ParamsSeed {
+            form,
+            meta: self.meta,
+        };
+        let (mut jsonrpc, mut form, mut id, mut params) = (None, None, None, None);
         // `result` and `error` are read only so that a repeated one is
         // refused as the general reading refuses it.
         let (mut result, mut error) = (false, false);
         while let Some(MemberName(key)) = map.next_key()? {
             let repeated = match &*key {
                 "jsonrpc" => jsonrpc.replace(map.next_value::<&'de str>()?).is_some(),
-                "method" => method.replace(map.next_value::<&'de str>()?).is_some(),
+                "method" => {
+                    let method = map.next_value::<&'de str>()?;
+                    let named = (self.forms.iter().find(|f| f.method == method))
+                        .ok_or_else(|| A::Error::custom("not a tool call"))?;
+                    form.replace(named).is_some()
+                }
                 "id" => id.replace(map.next_value::<&'de RawValue>()?).is_some(),
-                "params" => params.replace(map.next_value_seed(self.0)?).is_some(),
+                "params" => {
+                    let read = match form {
+                        Some(form) => CallParams::Read(map.next_value_seed(seed(form))?),
+                        None => CallParams::BeforeMethod(map.next_value::<&'de RawValue>()?),
+                    };
+                    params.replace(read).is_some()
+                }
+                "result" | "error" if form.is_none() => {
+                    return Err(A::Error::custom("a response"));
+                }
                 other => {
                     map.next_value::<IgnoredAny>()?;
                     match other {
@@ -333,11 +364,20 @@ impl<'de> serde::de::Visitor<'de> for CallSeed {
                 return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
             }
         }
+        let form = form.ok_or_else(|| A::Error::missing_field("method"))?;
+        let params = match params.ok_or_else(|| A::Error::missing_field("params"))? {
+            CallParams::Read(call) => call,
+            CallParams::BeforeMethod(text) => {
+                let mut reader = serde_json::Deserializer::from_str(text.get());
+                serde::de::DeserializeSeed::deserialize(seed(form), &mut reader)
+                    .map_err(A::Error::custom)?
+            }
+        };
         Ok(CallEnvelope {
             jsonrpc: jsonrpc.ok_or_else(|| A::Error::missing_field("jsonrpc"))?,
-            method: method.ok_or_else(|| A::Error::missing_field("method"))?,
+            form,
             id,
-            params: params.ok_or_else(|| A::Error::missing_field("params"))?,
+            params,
         })
     }
 }

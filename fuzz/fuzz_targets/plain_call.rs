@@ -4,7 +4,9 @@
 //! - what it takes, serde's reading takes alike: the same id, method and
 //!   params (the tool's id or name, the arguments' text);
 //! - what it takes also reads as a value (nesting, number range, paired
-//!   surrogate escapes).
+//!   surrogate escapes);
+//! - what serde's one-pass reading of a call takes (in any member order),
+//!   the general reading (the envelope, then the params) reads alike.
 //!
 //! Inputs that are not UTF-8 are skipped: the reader is given `&str`.
 #![no_main]

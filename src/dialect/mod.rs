@@ -63,12 +63,6 @@ pub(crate) struct Calls;
 impl CallTable for Calls {
     const FORMS: &'static [CallForm] = &[EXECUTE_TOOL, TOOLS_CALL];
     const META: &'static [&'static str] = KEPT_META;
-
-    fn finders() -> &'static [memchr::memmem::Finder<'static>] {
-        static FINDERS: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>> =
-            std::sync::OnceLock::new();
-        FINDERS.get_or_init(|| crate::jsonrpc::finders_of(Self::FORMS))
-    }
 }
 
 /// The `_meta` members [`Calls`] keeps, in [`kept_meta`]'s order: with the

@@ -1,6 +1,9 @@
-//! The plain reader (`fast::plain_call`) held to serde's reading, for its generated-input tests
-//! and its fuzz target: what it takes, serde's reading takes alike (the
-//! same id, method and params), and it reads as a value.
+//! The one-pass readers of tool calls held to the general reading, for
+//! their generated-input tests and their fuzz target: what the plain reader
+//! (`fast::plain_call`) takes, serde's reading takes alike (the same id,
+//! method and params), and it reads as a value; what serde's one-pass
+//! reading takes, the general reading (the envelope, then the params)
+//! reads alike.
 
 use super::{CallTable, Envelope, Incoming, classify, from_plain, read_tool_call_with_serde};
 use crate::fast::plain_call::read;
@@ -18,12 +21,17 @@ pub(crate) fn summary(incoming: &Incoming<'_>) -> Option<String> {
     }
 }
 
-/// serde's reading: its one-pass reading, else the general one (the
-/// envelope, then the params as the dialect reads them).
+/// serde's reading: its one-pass reading, else the general one.
 pub(crate) fn serde_reading<T: CallTable>(text: &str) -> Option<String> {
     if let Some(incoming) = read_tool_call_with_serde::<T>(text) {
         return summary(&incoming);
     }
+    general_reading::<T>(text)
+}
+
+/// The general reading: the envelope, then the params as the dialect reads
+/// them.
+pub(crate) fn general_reading<T: CallTable>(text: &str) -> Option<String> {
     let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
     let Incoming::Request {
         id,
@@ -60,8 +68,12 @@ pub(crate) fn value_reading(text: &str) -> bool {
 
 /// Whether the plain reader takes `text` as a call of table `T`; panics
 /// where what it reads differs from serde's reading, or does not read as
-/// a value.
+/// a value, and where serde's one-pass reading differs from the general
+/// one.
 pub(crate) fn agrees<T: CallTable>(text: &str) -> bool {
+    if let Some(one_pass) = read_tool_call_with_serde::<T>(text) {
+        assert_eq!(summary(&one_pass), general_reading::<T>(text), "{text}");
+    }
     let plain = read::<T>(text).map(from_plain).as_ref().and_then(summary);
     if let Some(plain) = &plain {
         assert_eq!(Some(plain), serde_reading::<T>(text).as_ref(), "{text}");

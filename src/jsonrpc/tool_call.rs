@@ -11,7 +11,7 @@ use serde::de::{self, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visito
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-pub(crate) use crate::call_form::{CallForm, CallTable, KEPT, KEPT_META, finders_of};
+pub(crate) use crate::call_form::{CallForm, CallTable, KEPT, KEPT_META};
 use crate::fast::arguments::ArgumentsText;
 
 /// A tool call's params, read by its [`CallForm`].

@@ -29,12 +29,6 @@ impl crate::jsonrpc::CallTable for Forms {
         "io.modelcontextprotocol/clientCapabilities",
         "io.modelcontextprotocol/logLevel",
     ];
-
-    fn finders() -> &'static [memchr::memmem::Finder<'static>] {
-        static FINDERS: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>> =
-            std::sync::OnceLock::new();
-        FINDERS.get_or_init(|| crate::jsonrpc::finders_of(Self::FORMS))
-    }
 }
 
 fn agrees(text: &str) -> bool {
@@ -105,6 +99,49 @@ fn what_it_does_not_take_is_left_to_serde() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{},"_meta":{"progressToken":{"$serde_json::private::RawValue":"1"}}}}"#,
     ] {
         assert!(!agrees(text), "{text}");
+    }
+}
+
+fn one_pass(text: &str) -> Option<String> {
+    crate::jsonrpc::read_tool_call_with_serde::<Forms>(text)
+        .as_ref()
+        .and_then(super::summary)
+}
+
+/// serde's one-pass reading picks a call's form by the method it reads,
+/// in any member order, and reads it as the general reading does.
+#[test]
+fn serdes_one_pass_reading_takes_the_form_its_method_names() {
+    for text in [
+        // The params before the method.
+        r#"{"params":{"name":"echo","arguments":{"m":1}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        r#"{"id":"x","params":{"id":"mcp://t/tools/echo:v1","arguments":{}},"method":"mcp/executeTool","jsonrpc":"2.0"}"#,
+        // Another form's method named in the arguments, or in the tool.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"m":"mcp/executeTool"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"mcp/executeTool","params":{"id":"tools/call","arguments":{}}}"#,
+        // Escapes the plain reader leaves.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ech\u006f","arguments":{}}}"#,
+    ] {
+        let general = super::general_reading::<Forms>(text);
+        assert!(general.is_some(), "{text}");
+        assert_eq!(one_pass(text), general, "{text}");
+    }
+}
+
+/// What is not a call of a form (another method, a response, a method
+/// written with an escape) is left to the general reading.
+#[test]
+fn serdes_one_pass_reading_leaves_what_is_not_a_call() {
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"m":"tools/call"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"e","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"e","arguments":{}}}"#,
+        r#"{"params":{"name":"e","arguments":{}},"params":{"name":"e","arguments":{}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+        r#"{"params":{"name":1,"arguments":{}},"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+    ] {
+        assert_eq!(one_pass(text), None, "{text}");
     }
 }
 
