@@ -166,6 +166,9 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(tasks) = options.max_tasks_per_principal {
         builder = builder.max_tasks_per_principal(tasks);
     }
+    if let Some(ms) = options.tool_time_limit_ms {
+        builder = builder.tool_time_limit(Duration::from_millis(ms));
+    }
     #[cfg(feature = "redis")]
     let builder = match &options.redis {
         Some(url) => {
@@ -309,6 +312,8 @@ struct Options {
     max_connections_per_peer: Option<usize>,
     /// How many tasks one principal may hold.
     max_tasks_per_principal: Option<usize>,
+    /// How long one tool execution may run, in milliseconds.
+    tool_time_limit_ms: Option<u64>,
     /// The reverse proxies whose `X-Forwarded-For` names the client.
     trusted_proxies: Vec<clawmcp::transport::IpNet>,
     /// How many bytes the file-writer's files may hold in all.
@@ -353,6 +358,7 @@ impl Options {
             max_sessions_per_principal: None,
             max_connections_per_peer: None,
             max_tasks_per_principal: None,
+            tool_time_limit_ms: None,
             trusted_proxies: Vec::new(),
             root_quota: None,
             oauth: OAuthOptions::default(),
@@ -399,6 +405,10 @@ impl Options {
                     options.max_tasks_per_principal =
                         Some(flag_value(&mut args, &arg, "a number")?);
                 }
+                "--tool-time-limit" => {
+                    options.tool_time_limit_ms =
+                        Some(flag_value(&mut args, &arg, "a number of milliseconds")?);
+                }
                 "--http" => {
                     options.http = Some(flag_value(
                         &mut args,
@@ -435,6 +445,7 @@ impl Options {
                          \x20      [--max-streams N] [--max-streams-per-principal N]\n\
                          \x20      [--max-sessions-per-principal N] [--max-tasks-per-principal N]\n\
                          \x20      [--max-connections-per-peer N] [--trust-proxy ADDR[/PREFIX]]...\n\
+                         \x20      [--tool-time-limit MS]\n\
                          \x20      [--redis URL]  (feature redis)"
                     );
                     std::process::exit(0);

@@ -14,7 +14,11 @@
 //! `gen_ai.tool.name` and `gen_ai.operation.name` (`execute_tool`) for a
 //! tool call, `gen_ai.prompt.name`, and on failure `error.type` (the
 //! JSON-RPC error code, or `tool_error` for a result the tool marked an
-//! error) with the span's status. Its parent is the trace context the
+//! error or a call stopped at its time limit) with the span's status. A
+//! span keeps at most 256 bytes of what a client wrote (a method, an id,
+//! a URI, an error's message), and a request answered "method not found"
+//! is named `_OTHER`, so that no client makes span names of its own. Its
+//! parent is the trace context the
 //! request's `params._meta` carries (`traceparent`, `tracestate`), and
 //! its `baggage` joins the span's context: a client that traces its
 //! calls sees the server's spans in the same trace. A tool's own

@@ -8,6 +8,7 @@
 //! OpenTelemetry layer, they cost a check and record nothing. The fields
 //! named `otel.*` are `tracing-opentelemetry`'s (name, kind, status).
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use opentelemetry::propagation::{
@@ -17,6 +18,8 @@ use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::fast::prefilter::Prefilter;
 
 /// The `tracing` target of the spans made here.
 pub(crate) const TARGET: &str = "clawmcp::request";
@@ -36,12 +39,12 @@ static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
 /// What a request's `_meta` says of its trace: each of [`KEYS`], if a
 /// string.
 #[derive(Debug, Default)]
-pub(crate) struct Carried<'a>(pub(crate) [Option<&'a str>; 3]);
+pub(crate) struct Carried<'a>(pub(crate) [Option<Cow<'a, str>>; 3]);
 
 impl Extractor for Carried<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         let i = KEYS.iter().position(|k| k.eq_ignore_ascii_case(key))?;
-        self.0.get(i).copied().flatten()
+        self.0.get(i)?.as_deref()
     }
 
     fn keys(&self) -> Vec<&str> {
@@ -122,6 +125,9 @@ pub(crate) fn request_span(
     };
     let client_address = client_address.map(|ip| ip.to_canonical().to_string());
     let network_peer_address = network_peer.map(|p| p.ip().to_canonical().to_string());
+    // (What a client wrote is bounded: a span holds no more of it than
+    // `MOST_WRITTEN` bytes a value.)
+    let method = bounded(method);
     let span = tracing::info_span!(
         target: TARGET,
         "request",
@@ -132,7 +138,7 @@ pub(crate) fn request_span(
         mcp.method.name = method,
         mcp.protocol.version = Empty,
         mcp.session.id = session_id,
-        jsonrpc.request.id = id,
+        jsonrpc.request.id = id.map(bounded),
         network.transport = network,
         network.protocol.name = protocol,
         network.protocol.version = protocol_version,
@@ -160,8 +166,8 @@ impl Carried<'_> {
     /// lowercase hex digits) is dropped with its `tracestate`, so that the
     /// request starts a trace of its own (the propagator would take some
     /// malformed ones).
-    fn checked(&self) -> Self {
-        let [parent, state, baggage] = self.0;
+    fn checked(&self) -> Carried<'_> {
+        let [parent, state, baggage] = self.0.each_ref().map(|v| v.as_deref().map(Cow::Borrowed));
         match parent.filter(|p| is_traceparent(p)) {
             Some(parent) => Carried([Some(parent), state, baggage]),
             None => Carried([None, None, baggage]),
@@ -214,7 +220,7 @@ pub(crate) fn target(span: &tracing::Span, method: &str, target: Target<'_>) {
         }
         Target::Prompt(name) => (name, "gen_ai.prompt.name"),
         Target::Resource(uri) => {
-            span.record("mcp.resource.uri", uri);
+            span.record("mcp.resource.uri", bounded(uri));
             return;
         }
     };
@@ -255,7 +261,36 @@ pub(crate) fn ended(span: &tracing::Span, outcome: SpanEnd<'_>) {
     };
     span.record("error.type", kind.as_str());
     span.record("otel.status_code", "ERROR");
-    span.record("otel.status_description", description);
+    span.record("otel.status_description", bounded(description));
+    if kind == METHOD_NOT_FOUND {
+        // A method the server does not serve is any text a client sends:
+        // it would make as many span names as clients like.
+        span.record("otel.name", OTHER_METHOD);
+    }
+}
+
+/// The most bytes of a client's text (a method, an id, a URI, an error's
+/// message) a span records in one value.
+pub(crate) const MOST_WRITTEN: usize = 256;
+
+/// The span name of a request answered "method not found" (`-32601`), as
+/// the semantic conventions name an unknown HTTP method: its method stays
+/// in `mcp.method.name`.
+pub(crate) const OTHER_METHOD: &str = "_OTHER";
+
+/// `error.type` of a request answered "method not found".
+const METHOD_NOT_FOUND: &str = "-32601";
+
+/// `text`, cut to at most [`MOST_WRITTEN`] bytes at a character boundary.
+fn bounded(text: &str) -> &str {
+    if text.len() <= MOST_WRITTEN {
+        return text;
+    }
+    let end = (0..=MOST_WRITTEN)
+        .rev()
+        .find(|&at| text.is_char_boundary(at))
+        .unwrap_or(0);
+    text.get(..end).unwrap_or_default()
 }
 
 /// The name of a request to the client's span (its `otel.name` is the
@@ -334,7 +369,11 @@ pub(crate) fn carried_by(params: Option<&str>) -> Carried<'_> {
         meta: Option<std::collections::HashMap<&'a str, &'a serde_json::value::RawValue>>,
     }
     // (A quick look first: most requests carry no trace.)
-    let Some(text) = params.filter(|t| t.contains("traceparent") || t.contains("baggage")) else {
+    static TRACEPARENT: LazyLock<Prefilter> = LazyLock::new(|| Prefilter::new("traceparent"));
+    static BAGGAGE: LazyLock<Prefilter> = LazyLock::new(|| Prefilter::new("baggage"));
+    let Some(text) =
+        params.filter(|t| TRACEPARENT.may_hold(t.as_bytes()) || BAGGAGE.may_hold(t.as_bytes()))
+    else {
         return Carried::default();
     };
     match serde_json::from_str::<Params<'_>>(text) {
@@ -345,11 +384,15 @@ pub(crate) fn carried_by(params: Option<&str>) -> Carried<'_> {
     }
 }
 
-/// A JSON string's contents when it has no escapes (trace context values
-/// never need one), else `None`.
-pub(crate) fn json_str(text: &str) -> Option<&str> {
+/// A JSON string's contents, or `None` when `text` is not a JSON string.
+/// Most have no escape, and are borrowed; a `tracestate` may need one
+/// (its values may hold `"` and `\`), and some writers escape `/`.
+pub(crate) fn json_str(text: &str) -> Option<Cow<'_, str>> {
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    (!inner.contains(['\\', '"'])).then_some(inner)
+    if !inner.contains(['\\', '"']) {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 #[cfg(test)]
@@ -380,5 +423,22 @@ mod tests {
                 .all(Option::is_none)
         );
         assert!(carried_by(None).0.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_span_holds_at_most_so_many_bytes_of_a_clients_text_cut_at_a_character() {
+        assert_eq!(bounded("tools/call"), "tools/call");
+        let long = "é".repeat(MOST_WRITTEN);
+        let cut = bounded(&long);
+        assert!(cut.len() <= MOST_WRITTEN && cut.len() > MOST_WRITTEN - 2);
+        assert!(long.starts_with(cut));
+        assert_eq!(bounded(&"a".repeat(MOST_WRITTEN + 1)).len(), MOST_WRITTEN);
+    }
+
+    #[test]
+    fn a_trace_context_string_with_escapes_is_read_decoded() {
+        assert_eq!(json_str(r#""k=v""#).as_deref(), Some("k=v"));
+        assert_eq!(json_str(r#""a\/b=c\"d""#).as_deref(), Some("a/b=c\"d"));
+        assert_eq!(json_str("7"), None);
     }
 }

@@ -147,12 +147,18 @@ impl Traced {
     /// anything.
     pub(crate) fn failure_of(&self, ended: &Ended) -> ToolFailure {
         use crate::engine::Failure;
+        use crate::tool::CancelReason;
         if self.span.is_disabled() {
             return ToolFailure::default();
         }
+        // (A dialect that answers one of these with a JSON-RPC error, as
+        // MCP v1.0 answers a time limit, records that error instead.)
         let text = match ended {
             Ended::Finished(Err(Failure::InvalidArguments(text))) => Some(text.clone()),
             Ended::Finished(Err(Failure::Tool(e))) => Some(e.message().to_owned()),
+            Ended::Stopped(CancelReason::TimeLimit) => {
+                Some("the tool ran past its time limit and was stopped".to_owned())
+            }
             _ => None,
         };
         ToolFailure { text }
@@ -181,9 +187,10 @@ impl Traced {
         ended(&self.span, outcome);
     }
 
-    /// The span the request's work runs in.
+    /// The span the request's work runs in, unless no subscriber wants it
+    /// (then the work's own debug span is made, as without the feature).
     pub(crate) fn span(&self) -> Option<&tracing::Span> {
-        Some(&self.span)
+        Some(&self.span).filter(|span| !span.is_disabled())
     }
 }
 

@@ -24,7 +24,13 @@ on loopback, which decodes them with the official protobuf definitions
   6. a call run as a task (2026-07-28, the tasks extension) runs in a span
      of its own, a child of the request that created it, and its question
      in `inputRequests` carries the trace on;
-  7. the spans are flushed when the server stops (stdin closed, SIGTERM).
+  7. the spans are flushed when the server stops (stdin closed, SIGTERM);
+  8. what a client writes is bounded in a span: a request answered "method
+     not found" is named `_OTHER` (its method, cut to 256 bytes, stays in
+     mcp.method.name), and a long id is cut too;
+  9. a call stopped at its time limit (a result marked `isError`) sets
+     error.type `tool_error`;
+ 10. a `tracestate` written with JSON escapes is carried on.
 
     tests/otel/check.py --reference target/debug/examples/reference
 
@@ -387,6 +393,85 @@ def over_http(args, receiver):
           (attrs.get("client.port"), attrs.get("network.peer.port")))
 
 
+def bounds(args, receiver):
+    """Checks 8 to 10, on a server whose tools may run 200 ms."""
+    env = server_env(receiver, "clawmcp-otel-bounds")
+    proc = subprocess.Popen([args.reference, "--tool-time-limit", "200"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    lines = []
+    reader = threading.Thread(target=lambda: [lines.append(json.loads(l)) for l in proc.stdout],
+                              daemon=True)
+    reader.start()
+
+    def call(message):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+        deadline = time.time() + PATIENCE
+        while time.time() < deadline:
+            for m in list(lines):
+                if m.get("id") == message["id"]:
+                    return m
+            time.sleep(0.02)
+        fail(f"bounds: no answer to {message['method'][:40]} (got {lines[-3:]})")
+
+    long_method = "x/" + "é" * 2000
+    long_id = "i" * 5000
+    try:
+        call({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "otel-bounds", "version": "1"}}})
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        unknown = call({"jsonrpc": "2.0", "id": long_id, "method": long_method,
+                        "params": {"_meta": {"traceparent": TRACEPARENT}}})
+        check(unknown.get("error", {}).get("code") == -32601, "the long method is not found",
+              unknown.get("error"))
+        stopped = call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "sleep", "arguments": {"ms": 10000},
+            "_meta": {"traceparent": TRACEPARENT}}})
+        check(stopped.get("result", {}).get("isError") is True,
+              "a call past its time limit is a result marked isError", stopped)
+        # `tracestate` values may hold `/` and `"`; JSON escapes them, or may.
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask",'
+                         b'"arguments":{"question":"Escaped?"},"_meta":{"traceparent":"'
+                         + TRACEPARENT.encode() + b'","tracestate":"a\\/b=c\\"d"}}}\n')
+        proc.stdin.flush()
+        deadline = time.time() + PATIENCE
+        while not any(m.get("method") == "elicitation/create" for m in list(lines)):
+            if time.time() > deadline:
+                fail(f"bounds: the elicitation never came (got {lines[-3:]})")
+            time.sleep(0.02)
+        asked = next(m for m in lines if m.get("method") == "elicitation/create")
+        proc.stdin.close()
+        proc.wait(timeout=PATIENCE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    _, span = receiver.find(lambda s: s.name == "_OTHER" and s.trace_id.hex() == TRACE_ID,
+                            "the span of the request whose method was not found")
+    attrs = attributes(span.attributes)
+    method, rid = attrs.get("mcp.method.name", ""), attrs.get("jsonrpc.request.id", "")
+    check(len(method.encode()) <= 256 and long_method.startswith(method) and method,
+          "its method is cut to 256 bytes at a character boundary", len(method.encode()))
+    check(len(rid) <= 256 and long_id.startswith(rid) and rid,
+          "its id is cut to 256 bytes", len(rid))
+    check(len(span.status.message.encode()) <= 256, "its status message is cut to 256 bytes",
+          len(span.status.message.encode()))
+    _, span = receiver.find(
+        lambda s: s.name == "tools/call sleep"
+        and attributes(s.attributes).get("jsonrpc.request.id") == "3"
+        and s.trace_id.hex() == TRACE_ID,
+        "the span of the call stopped at its time limit")
+    check(attributes(span.attributes).get("error.type") == "tool_error"
+          and span.status.code == STATUS_ERROR,
+          "a call stopped at its time limit sets error.type tool_error and status ERROR",
+          (attributes(span.attributes), span.status))
+    carried = (asked.get("params") or {}).get("_meta") or {}
+    check(carried.get("tracestate") == 'a/b=c"d',
+          "a tracestate written with escapes is carried on", carried)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", required=True, help="the reference example, built with otel")
@@ -394,6 +479,7 @@ def main():
     receiver = Receiver()
     try:
         stdio(args, receiver)
+        bounds(args, receiver)
         over_http(args, receiver)
     finally:
         receiver.stop()
