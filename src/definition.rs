@@ -115,6 +115,9 @@ pub struct ToolMetadata {
     /// The app page a host renders with the tool's results (MCP Apps,
     /// [`crate::app`]).
     pub app: Option<ToolApp>,
+    /// A visibility set before [`app`](Self::app) linked a page: the
+    /// page's, once linked.
+    visibility: Option<AppVisibility>,
 }
 
 impl ToolMetadata {
@@ -144,21 +147,36 @@ impl ToolMetadata {
     /// Links the app page at `resource_uri` (a registered
     /// [`AppResource`](crate::app::AppResource); checked at build): a host
     /// that renders apps shows it with the tool's results. The model and
-    /// the page may both call the tool; see
-    /// [`app_visibility`](Self::app_visibility).
+    /// the page may both call the tool, unless
+    /// [`app_visibility`](Self::app_visibility) says otherwise (before or
+    /// after this call).
     pub fn app(mut self, resource_uri: impl Into<String>) -> Self {
+        let visibility = (self.app.as_ref().map(|app| app.visibility))
+            .or(self.visibility)
+            .unwrap_or_default();
         self.app = Some(ToolApp {
             resource_uri: resource_uri.into(),
-            visibility: AppVisibility::default(),
+            visibility,
         });
         self
     }
 
     /// Who may call the tool, for a tool linked to an app page (see
-    /// [`AppVisibility`]); does nothing without [`app`](Self::app).
+    /// [`AppVisibility`]), in either order with [`app`](Self::app).
+    ///
+    /// ```
+    /// use clawmcp::definition::ToolMetadata;
+    /// use clawmcp::app::AppVisibility;
+    ///
+    /// let first = ToolMetadata::new().app_visibility(AppVisibility::App).app("ui://x/p.html");
+    /// let then = ToolMetadata::new().app("ui://x/p.html").app_visibility(AppVisibility::App);
+    /// assert_eq!(first.app, then.app);
+    /// assert_eq!(first.app.map(|app| app.visibility), Some(AppVisibility::App));
+    /// ```
     pub fn app_visibility(mut self, visibility: AppVisibility) -> Self {
-        if let Some(app) = &mut self.app {
-            app.visibility = visibility;
+        match &mut self.app {
+            Some(app) => app.visibility = visibility,
+            None => self.visibility = Some(visibility),
         }
         self
     }

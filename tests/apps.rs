@@ -171,13 +171,21 @@ async fn a_tool_asks_whether_its_client_renders_apps_per_session_and_per_request
         supports(plain.call_tool("supports", json!({})).await.unwrap()),
         false
     );
-    // Another media type only is not apps.
-    let other = json!({"extensions": {UI: {"mimeTypes": ["text/plain"]}}});
-    let mut elsewhere = TestClient::model_context(&server, other).await;
-    assert_eq!(
-        supports(elsewhere.call_tool("supports", json!({})).await.unwrap()),
-        false
-    );
+    // Another media type only, or `mimeTypes` that is no list, is not
+    // apps; the app media type in another case or spacing is.
+    for (mime_types, expected) in [
+        (json!(["text/plain"]), false),
+        (json!("text/plain"), false),
+        (json!({}), false),
+        (json!(["text/html"]), false),
+        (json!(["text/html;profile=mcp-app;x=1"]), false),
+        (json!(["TEXT/HTML; profile=mcp-app"]), true),
+    ] {
+        let declared = json!({"extensions": {UI: {"mimeTypes": mime_types}}});
+        let mut client = TestClient::model_context(&server, declared).await;
+        let said = supports(client.call_tool("supports", json!({})).await.unwrap());
+        assert_eq!(said, expected, "{mime_types}");
+    }
     // 2026-07-28: each request declares its own capabilities.
     let mut stateless = TestClient::connect_model_context(&server).await;
     for (capabilities, expected) in [(ui_capabilities(), true), (json!({}), false)] {
@@ -241,4 +249,11 @@ fn build_refuses_a_page_a_host_could_not_render_and_a_link_to_no_page() {
     let linked = tool_fn(def("echo"), |args, _ctx| async move { Ok(args) })
         .with_metadata(ToolMetadata::new().app(PAGE));
     assert!(refused(Server::builder().resource(text).tool(linked)).contains("AppResource"));
+    // A resource of the app media type is a page only at a `ui://` URI,
+    // whatever made it.
+    let elsewhere = "https://apps-test/p.html";
+    let text = clawmcp::TextResource::new(elsewhere, "p", "d", clawmcp::app::MIME_TYPE, "<p>x</p>");
+    let linked = tool_fn(def("echo"), |args, _ctx| async move { Ok(args) })
+        .with_metadata(ToolMetadata::new().app(elsewhere));
+    assert!(refused(Server::builder().resource(text).tool(linked)).contains("ui://"));
 }

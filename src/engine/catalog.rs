@@ -216,6 +216,17 @@ impl Catalog {
             )?;
             check_text("resource", &info.mcp_id, "name", &info.name)?;
             check_text("resource", &info.mcp_id, "mediaType", &info.media_type)?;
+            // (A host renders a page of the app media type only at a
+            // `ui://` URI; an `AppResource` checks it too.)
+            if info.media_type == crate::app::MIME_TYPE && !info.mcp_id.starts_with("ui://") {
+                return Err(BuildError::InvalidApp {
+                    uri: info.mcp_id.clone(),
+                    problem: format!(
+                        "a resource of type {} must have a ui:// URI",
+                        crate::app::MIME_TYPE
+                    ),
+                });
+            }
             resource.check()?;
             resource_index.insert(info.mcp_id.clone(), resources.len());
             resources.push((info, resource));

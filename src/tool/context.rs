@@ -570,7 +570,8 @@ impl ToolContext {
 
     /// Whether the client renders app pages (MCP Apps, [`crate::app`]): it
     /// declared the `io.modelcontextprotocol/ui` extension, with the app
-    /// media type among its `mimeTypes` (or none named) — per request in
+    /// media type among its `mimeTypes` (in any case and spacing), or
+    /// with no `mimeTypes` at all (one that is not a list names no type) — per request in
     /// 2026-07-28, per session before, in a session of 2025-06-18 or later
     /// (an older revision carries no `_meta` to link a tool to its page, nor
     /// `structuredContent`). A tool linked to a page answers the
@@ -593,8 +594,19 @@ impl ToolContext {
         else {
             return false;
         };
-        match ui.get("mimeTypes").and_then(Value::as_array) {
-            Some(types) => types.iter().any(|t| t == crate::app::MIME_TYPE),
+        // (A media type is read as HTTP reads one: its case and the spaces
+        // around its parameter do not matter.)
+        let is_app_type = |t: &Value| {
+            t.as_str().is_some_and(|t| {
+                let written = t.split(';').map(str::trim);
+                let wanted = crate::app::MIME_TYPE.split(';');
+                written.clone().count() == wanted.clone().count()
+                    && written.zip(wanted).all(|(a, b)| a.eq_ignore_ascii_case(b))
+            })
+        };
+        match ui.get("mimeTypes") {
+            Some(Value::Array(types)) => types.iter().any(is_app_type),
+            Some(_) => false,
             None => ui.is_object(),
         }
     }
