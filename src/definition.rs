@@ -220,7 +220,11 @@ impl ToolApp {
 /// tool only its page calls stays out of the model's tools, and a page may
 /// not call a tool the model alone may. The server lists every tool and
 /// serves every call alike, since both reach it through the host's one
-/// client.
+/// client. A client that does not render apps (it did not declare the
+/// extension, or speaks a revision before 2025-06-18, or MCP v1.0) knows
+/// nothing of visibility: its model sees an app-only tool as any other,
+/// so describe such a tool for a model too, or have it check
+/// [`ToolContext::client_supports_apps`](crate::ToolContext::client_supports_apps).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum AppVisibility {
     /// The model and the page (the default).
