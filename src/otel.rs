@@ -76,7 +76,12 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// returned [`Telemetry`] until the program ends: [`Telemetry::shutdown`]
 /// sends the spans still queued. A failure to set up the exporter is
 /// logged, and logs go on without it. Calling `init` when a global
-/// subscriber is already set changes nothing.
+/// subscriber is already set changes nothing (and exports nothing).
+///
+/// With the export on, `init` also makes its tracer provider and the W3C
+/// Trace Context and Baggage propagator OpenTelemetry's global ones, so a
+/// tool's own `opentelemetry::global` spans are exported too, and the
+/// propagator carries the request's trace into calls the tool makes.
 #[must_use = "dropping it at once ends the export and may lose the last log lines"]
 pub fn init() -> Telemetry {
     let level = level_from_env();
@@ -118,9 +123,25 @@ pub fn init() -> Telemetry {
         // every span made.)
         None => tracing_subscriber::registry().with(logs).try_init(),
     };
-    if installed.is_err() {
-        tracing::debug!("a global tracing subscriber was already set");
-    }
+    let provider = match (provider, installed) {
+        (Some(provider), Ok(())) => {
+            // A tool's own OpenTelemetry calls (`opentelemetry::global`'s
+            // tracer, or its propagator injecting the trace into a call
+            // the tool makes) join the same export and the same trace.
+            opentelemetry::global::set_tracer_provider(provider.clone());
+            opentelemetry::global::set_text_map_propagator(crate::trace_context::propagator());
+            Some(provider)
+        }
+        (provider, Err(_)) => {
+            tracing::debug!("a global tracing subscriber was already set");
+            // (No span reaches an exporter no layer feeds.)
+            if let Some(provider) = provider {
+                let _ = provider.shutdown_with_timeout(SHUTDOWN_WAIT);
+            }
+            None
+        }
+        (None, Ok(())) => None,
+    };
     match (&provider, problem) {
         (_, Some(problem)) => tracing::warn!("traces are not exported: {problem}"),
         (Some(_), None) => tracing::info!("exporting traces over OTLP/HTTP"),

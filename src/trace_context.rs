@@ -28,13 +28,17 @@ pub(crate) const TARGET: &str = "clawmcp::request";
 /// reserves them; OpenTelemetry's conventions use them in every revision).
 pub(crate) const KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
 
-/// W3C Trace Context, then W3C Baggage.
-static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
+/// The propagator of trace context in `_meta`.
+static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(propagator);
+
+/// W3C Trace Context, then W3C Baggage: how `_meta` carries a trace, and
+/// what [`crate::otel::init`] makes the global propagator.
+pub(crate) fn propagator() -> TextMapCompositePropagator {
     TextMapCompositePropagator::new(vec![
         Box::new(TraceContextPropagator::new()),
         Box::new(BaggagePropagator::new()),
     ])
-});
+}
 
 /// What a request's `_meta` says of its trace: each of [`KEYS`], if a
 /// string.
