@@ -261,8 +261,8 @@ pub trait TaskStore: Send + Sync + fmt::Debug + 'static {
     /// task's state is never replaced: that is [`TaskError::Ended`], and
     /// the runner stops its call. So is a task the store no longer holds
     /// (it expired, or was lost): nobody could read what it would save.
-    /// [`TaskError::Store`] is tried again for a while, with the newest
-    /// state.
+    /// [`TaskError::Store`] is tried again, with the newest state, until
+    /// the store takes it (or the process ends).
     async fn put(&self, task: &TaskState) -> Result<(), TaskError>;
 
     /// Delivers `signal` to the process running the task, wherever it

@@ -804,6 +804,38 @@ async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
 }
 
+/// A task's end is tried again until its store takes it: a result is
+/// never given up while its runner lives, however long the store fails.
+#[tokio::test(start_paused = true)]
+async fn a_tasks_end_is_saved_however_long_its_store_fails() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = SlowSaves {
+        inner: memory.clone(),
+        // About 70 s of tries (the wait between them grows to 2 s).
+        failing: 40.into(),
+        ..SlowSaves::default()
+    };
+    let server = one_tool_server(
+        rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
+            Ok(ToolOutput::text("done"))
+        })
+        .with_task_support(TaskSupport::Optional),
+        store,
+    );
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "quick", json!({}), true).await);
+    // (The clock is paused: it moves on as soon as everything waits.)
+    for _ in 0..600 {
+        let task = memory.get(&id).await.unwrap().expect("the task");
+        if task.status.is_terminal() {
+            assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the task's end was never saved");
+}
+
 #[tokio::test]
 async fn an_ended_state_is_never_replaced_and_its_runner_stops_the_call() {
     let store = Arc::new(MemoryTaskStore::new());

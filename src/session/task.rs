@@ -193,8 +193,9 @@ impl Drop for EndedUnlessCreated {
     }
 }
 
-/// How long a task's state is tried again while its store fails.
-const SAVE_PATIENCE: Duration = Duration::from_secs(30);
+/// After how long a save its store keeps failing is logged as an error
+/// (it is still tried again).
+const SAVE_LATE: Duration = Duration::from_secs(30);
 
 /// A task's tool call.
 struct Call {
@@ -343,15 +344,17 @@ impl Runner {
 
     /// Saves the task's state as it is now, once the task is in the store
     /// (until then its state waits here, and is created as it is). A store
-    /// that fails (its backend away for a moment) is tried again, with the
-    /// newest state each time, for [`SAVE_PATIENCE`]: a task's end, or its
-    /// question, is not lost to a blip.
+    /// that fails (its backend away) is tried again, with the newest state
+    /// each time, until it takes it, the task has ended elsewhere, or the
+    /// process ends: a task's end, or its question, is never given up while
+    /// its runner lives (and the runner, which keeps the task from being
+    /// found dead, lives until its end is saved).
     async fn save(&self) {
         if !self.created.load(Ordering::Acquire) {
             return;
         }
-        let given_up = tokio::time::Instant::now() + SAVE_PATIENCE;
-        let mut wait = Duration::from_millis(50);
+        let first_try = tokio::time::Instant::now();
+        let (mut wait, mut tries, mut told_late) = (Duration::from_millis(50), 0u32, false);
         loop {
             // The state is read under `saving`, so that saves land in the
             // order of their states; a retry waits outside it.
@@ -367,17 +370,26 @@ impl Runner {
                     self.server.tasks.store.put(&task).await,
                 )
             };
+            tries += 1;
             match saved {
+                Ok(()) if tries > 1 => {
+                    return tracing::info!(%task_id, "a task's state was saved after {tries} tries");
+                }
                 Ok(()) => return,
                 // Ended elsewhere (failed as a dead process's, say): the
                 // call has nobody to answer, and its state stays as it
                 // ended.
                 Err(TaskError::Ended) => return self.cancel.cancel(CancelReason::Gone),
-                Err(e) if tokio::time::Instant::now() + wait > given_up => {
-                    return tracing::error!(%task_id, "a task's state was not saved: {e}");
-                }
                 Err(e) => {
-                    tracing::warn!(%task_id, "a task's state was not saved (trying again): {e}");
+                    if tries == 1 {
+                        tracing::warn!(%task_id, "a task's state was not saved (trying again): {e}");
+                    } else if !told_late && first_try.elapsed() >= SAVE_LATE {
+                        told_late = true;
+                        tracing::error!(
+                            %task_id,
+                            "a task's state is still not saved after {SAVE_LATE:?} (trying until it is): {e}"
+                        );
+                    }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(2));
                 }
