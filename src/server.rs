@@ -644,7 +644,8 @@ impl ServerBuilder {
     /// How long an ended task is kept for `tasks/get` (default one hour;
     /// `None`: for as long as the store keeps it, which for Redis is for
     /// ever, each ended task counting against its principal's bound of
-    /// tasks until it goes). Its `ttlMs` counts from its
+    /// tasks until it goes; so is one past about 100 years in Redis).
+    /// Its `ttlMs` counts from its
     /// creation and grows when it ends, so that it says when the task goes.
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.tasks.ttl = ttl;

@@ -387,6 +387,33 @@ async fn a_principals_set_of_tasks_expires_with_its_last_task() {
     assert!(left > 30_000 && left <= 60_000, "expires with it: {left}");
 }
 
+/// A time to live past what Redis's clock counts (`Duration::MAX`, say)
+/// keeps an ended task for ever, rather than making Redis refuse its end.
+#[tokio::test]
+async fn an_ended_task_whose_time_to_live_is_past_redis_clock_is_kept_for_ever() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = bus.task_store();
+    let mut task = TaskState::new(
+        String::new(),
+        "build".into(),
+        Some(Duration::MAX),
+        Duration::from_secs(1),
+    )
+    .expect("the system's random numbers");
+    let _runner = store.signals_for(&task.task_id);
+    store.create(&task, 10).await.expect("created");
+    task.result = Some(json!({"content": []}));
+    task.set_status(TaskStatus::Completed, Some(Duration::MAX));
+    store.put(&task).await.expect("its end is written");
+    let read = store.get(&task.task_id).await.expect("read").expect("kept");
+    assert_eq!(read.status, TaskStatus::Completed);
+    let mut connection = redis.connection().await;
+    let key = format!("clawmcp:{DEPLOYMENT}:task:{}", task.task_id);
+    let left: i64 = connection.pttl(&key).await.expect("PTTL");
+    assert_eq!(left, -1, "kept for ever");
+}
+
 /// Two task stores on one bus (two servers in one process) run tasks
 /// for one process: neither fails a task the other runs.
 #[tokio::test]

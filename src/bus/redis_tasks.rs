@@ -136,6 +136,11 @@ local queued = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 return queued";
 
+/// The longest time to live a task's key is given (about 100 years):
+/// Redis refuses an expiry past its clock's range, and a longer one is
+/// kept for ever.
+const KEPT_AT_MOST_MS: u64 = 100 * 365 * 24 * 3_600_000;
+
 /// How long a queued signal waits for its task's runner.
 const SIGNAL_KEPT_MS: u64 = 3_600_000;
 
@@ -276,9 +281,14 @@ impl Inner {
             changed: task.task_id.clone(),
         })
         .map_err(|e| TaskError::Store(e.to_string()))?;
-        let (ttl, score) = match task.expires_at_ms() {
-            Some(at) => (at.saturating_sub(now_ms()).max(1), at),
-            None => (0, 0),
+        // (An expiry further than Redis's clock counts is none: the task
+        // is kept for ever, as with no time to live.)
+        let (ttl, score) = match task
+            .expires_at_ms()
+            .map(|at| (at, at.saturating_sub(now_ms())))
+        {
+            Some((at, left)) if left <= KEPT_AT_MOST_MS => (left.max(1), at),
+            _ => (0, 0),
         };
         let mut connection = self.connection().await?;
         let written: i64 = ::redis::cmd("EVAL")
