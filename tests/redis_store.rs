@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use clawmcp::bus::{Bus, BusMessage, RedisBus, SessionRecord, StreamClaim};
 use clawmcp::client::LogLevel;
-use clawmcp::task::{TaskError, TaskState, TaskStatus, TaskStore};
+use clawmcp::task::{TaskError, TaskSignal, TaskState, TaskStatus, TaskStore};
 use clawmcp::testing::TestClient;
 use clawmcp::{Server, SharedResource};
 use redis::AsyncCommands;
@@ -412,6 +412,40 @@ async fn an_ended_task_whose_time_to_live_is_past_redis_clock_is_kept_for_ever()
     let key = format!("clawmcp:{DEPLOYMENT}:task:{}", task.task_id);
     let left: i64 = connection.pttl(&key).await.expect("PTTL");
     assert_eq!(left, -1, "kept for ever");
+}
+
+/// A task store made outside any runtime (from a thread of its own, after
+/// the bus was made in one) still hears the signals of its tasks.
+#[tokio::test]
+async fn a_task_store_made_outside_the_runtime_hears_its_tasks_signals() {
+    let redis = RedisServer::start().await;
+    let bus = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let store = std::thread::spawn(move || bus.task_store())
+        .join()
+        .expect("made on a thread of its own");
+    let task = task();
+    let mut signals = store.signals_for(&task.task_id);
+    store.create(&task, 10).await.expect("created");
+    let other = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let other = other.task_store();
+    // (The other store's signal may come before the subscriber is ready:
+    // it is queued in Redis, and taken once the relay hears the next.)
+    let delivered = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            other
+                .signal(&task.task_id, TaskSignal::Cancel)
+                .await
+                .expect("signalled");
+            if let Ok(Some(signal)) =
+                tokio::time::timeout(Duration::from_millis(500), signals.recv()).await
+            {
+                return signal;
+            }
+        }
+    })
+    .await
+    .expect("the signal reaches the runner");
+    assert!(matches!(delivered, TaskSignal::Cancel), "{delivered:?}");
 }
 
 /// Two task stores on one bus (two servers in one process) run tasks

@@ -122,6 +122,9 @@ struct Shared {
     /// The runners of the tasks this process runs, which every task store
     /// on this bus shares: the process, not a store, runs a task.
     task_runners: Arc<crate::task::Runners>,
+    /// The runtime the bus was made in, where its task stores start theirs
+    /// too.
+    runtime: tokio::runtime::Handle,
 }
 
 /// What the publisher sends, in order.
@@ -449,6 +452,7 @@ impl RedisBus {
             reader: tokio::sync::OnceCell::new(),
             live_since: std::sync::Mutex::new(None),
             task_runners: Arc::default(),
+            runtime: runtime.clone(),
         });
         runtime.spawn(publish(
             client.clone(),
@@ -765,6 +769,11 @@ impl RedisBus {
     /// The runners of the tasks this process runs.
     pub(super) fn task_runners(&self) -> Arc<crate::task::Runners> {
         self.0.task_runners.clone()
+    }
+
+    /// The runtime the bus was made in.
+    pub(super) fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.0.runtime
     }
 
     /// The Redis client, for a subscription of its own.

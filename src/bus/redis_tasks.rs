@@ -206,7 +206,8 @@ impl RedisBus {
     /// process died reads as `failed` within a few seconds (to a process
     /// that has run for 10 s, the time every live process has to set its
     /// liveness key again after Redis was away). Starts its
-    /// subscriber on the current tokio runtime.
+    /// subscriber and its sweeper on the runtime the bus was made in
+    /// (wherever this is called).
     pub fn task_store(&self) -> RedisTaskStore {
         let (prefix, process) = self.task_names();
         let store = RedisTaskStore(Arc::new(Inner {
@@ -216,10 +217,9 @@ impl RedisBus {
             prefix,
             process,
         }));
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(relay_channel(Arc::downgrade(&store.0)));
-            runtime.spawn(sweep_dead_runners(Arc::downgrade(&store.0)));
-        }
+        let runtime = self.runtime();
+        runtime.spawn(relay_channel(Arc::downgrade(&store.0)));
+        runtime.spawn(sweep_dead_runners(Arc::downgrade(&store.0)));
         store
     }
 }
