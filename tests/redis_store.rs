@@ -38,6 +38,8 @@ mod http_support;
 
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clawmcp::bus::{Bus, BusMessage, RedisBus, SessionRecord, StreamClaim};
@@ -446,6 +448,113 @@ async fn a_task_store_made_outside_the_runtime_hears_its_tasks_signals() {
     .await
     .expect("the signal reaches the runner");
     assert!(matches!(delivered, TaskSignal::Cancel), "{delivered:?}");
+}
+
+/// A TCP relay to Redis that, once armed, passes on the next command that
+/// names `LRANGE` and closes the connection before Redis's reply comes
+/// back: Redis ran it, and its client never heard.
+async fn reply_losing_relay(redis_port: u16, armed: Arc<AtomicBool>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", redis_port)).await else {
+                continue;
+            };
+            let armed = armed.clone();
+            let cut = Arc::new(AtomicBool::new(false));
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_server, mut to_server) = server.into_split();
+            let cutting = cut.clone();
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 1 << 16];
+                while let Ok(n @ 1..) = from_client.read(&mut buffer).await {
+                    let chunk = &buffer[..n];
+                    let names_it = chunk.windows(6).any(|w| w == b"LRANGE");
+                    if names_it && armed.swap(false, Ordering::SeqCst) {
+                        cutting.store(true, Ordering::SeqCst);
+                    }
+                    if to_server.write_all(chunk).await.is_err() {
+                        return;
+                    }
+                    if cutting.load(Ordering::SeqCst) {
+                        return;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 1 << 16];
+                while let Ok(n @ 1..) = from_server.read(&mut buffer).await {
+                    if cut.load(Ordering::SeqCst)
+                        || to_client.write_all(&buffer[..n]).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A signal leaves its queue only once handed to the task's runner: when
+/// Redis's reply to the take is lost on the way, the signal is taken
+/// again and reaches the runner.
+#[tokio::test]
+async fn a_signal_whose_take_lost_its_reply_still_reaches_the_runner() {
+    let redis = RedisServer::start().await;
+    let redis_port: u16 = (redis.url.trim_end_matches('/').rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .expect("the port");
+    let armed = Arc::new(AtomicBool::new(false));
+    let relay = reply_losing_relay(redis_port, armed.clone()).await;
+    let relayed = format!("redis://127.0.0.1:{relay}/");
+    let bus = RedisBus::connect(&relayed, DEPLOYMENT).expect("a bus");
+    let store = bus.task_store();
+    let task = task();
+    let mut signals = store.signals_for(&task.task_id);
+    store.create(&task, 10).await.expect("created");
+    // The runner's subscription is made (a first signal reaches it).
+    let other = RedisBus::connect(&redis.url, DEPLOYMENT).expect("a bus");
+    let other = other.task_store();
+    let ready = timeout(PATIENCE, async {
+        loop {
+            other
+                .signal(&task.task_id, TaskSignal::Cancel)
+                .await
+                .expect("signalled");
+            if let Ok(Some(_)) = timeout(Duration::from_millis(200), signals.recv()).await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(ready.is_ok(), "the runner hears its signals");
+    while signals.try_recv().is_ok() {}
+    // The next take's reply is lost.
+    armed.store(true, Ordering::SeqCst);
+    let mut responses = serde_json::Map::new();
+    responses.insert("q1".into(), json!({"action": "accept"}));
+    other
+        .signal(&task.task_id, TaskSignal::Answers { responses })
+        .await
+        .expect("signalled");
+    let handed = timeout(PATIENCE, async {
+        loop {
+            match signals.recv().await {
+                Some(TaskSignal::Answers { responses }) => return responses,
+                Some(_) => continue,
+                None => panic!("the runner's channel closed"),
+            }
+        }
+    })
+    .await
+    .expect("the answer reaches the runner");
+    assert!(handed.contains_key("q1"), "{handed:?}");
+    assert!(!armed.load(Ordering::SeqCst), "a take's reply was lost");
 }
 
 /// Two task stores on one bus (two servers in one process) run tasks

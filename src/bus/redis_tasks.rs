@@ -14,7 +14,10 @@
 //!   (`…:signals:{id}`, kept an hour) and announced on
 //!   `clawmcp:{deployment}:task-signals`; the process running the task
 //!   takes its queue when it hears that, and again whenever it
-//!   (re)subscribes, so a signal sent while it reconnects is not lost.
+//!   (re)subscribes, so a signal sent while it reconnects is not lost. A
+//!   signal leaves its queue only once handed to the task's runner: it is
+//!   handed at least once (twice when a reply is lost on the way, which
+//!   an answer or a cancel shrugs off).
 //!   Each saved state is announced there too, for the processes' task
 //!   watchers (`notifications/tasks`).
 //! - A running task names its process, and sits in that process's set of
@@ -28,8 +31,9 @@
 //!   it `failed`, and every process sweeps the sets of dead processes,
 //!   and its own, every few seconds, so no task stays `working` after its
 //!   process died, read or not, and its place in the bound is freed once
-//!   it expires. A save the store fails is tried again by its runner, and
-//!   a signal queue that could not be taken is taken again.
+//!   it expires. A save the store fails is tried again by its runner
+//!   until the store takes it, and a signal queue that could not be taken
+//!   is taken again.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -130,11 +134,20 @@ if redis.call('SCARD', KEYS[1]) == 0 then
 end
 return 0";
 
-/// Takes a task's queued signals (`KEYS[1]`), oldest first.
-const TAKE: &str = r"
-local queued = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-return queued";
+/// Removes the signals handed to a task's runner (`ARGV`, oldest first)
+/// from the head of its queue (`KEYS[1]`), each only while it is still
+/// there: another take may have removed it first, and what was queued
+/// since stays. (Signals are read first and removed once handed over, so
+/// a reply lost on the way loses none: they are handed again, and both
+/// kinds do nothing the second time.)
+const TAKEN: &str = r"
+for _, handed in ipairs(ARGV) do
+  if redis.call('LINDEX', KEYS[1], 0) ~= handed then
+    return 0
+  end
+  redis.call('LPOP', KEYS[1])
+end
+return 1";
 
 /// The longest time to live a task's key is given (about 100 years):
 /// Redis refuses an expiry past its clock's range, and a longer one is
@@ -327,25 +340,38 @@ impl Inner {
     }
 
     /// Takes the signals queued for `task_id` and hands them to its runner
-    /// here.
+    /// here: read, handed over, then removed ([`TAKEN`]), so that a signal
+    /// is handed at least once.
     async fn take_signals(&self, task_id: &str) -> Result<(), TaskError> {
+        let key = self.signals_key(task_id);
         let mut connection = self.connection().await?;
-        let queued: Vec<String> = ::redis::cmd("EVAL")
-            .arg(TAKE)
-            .arg(1)
-            .arg(self.signals_key(task_id))
+        let queued: Vec<String> = ::redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
             .query_async(&mut connection)
             .await
             .map_err(|e| TaskError::Store(e.to_string()))?;
-        for payload in queued {
-            match serde_json::from_str::<TaskSignal>(&payload) {
+        if queued.is_empty() {
+            return Ok(());
+        }
+        for payload in &queued {
+            match serde_json::from_str::<TaskSignal>(payload) {
                 Ok(signal) => self.runners.deliver(task_id, signal),
                 Err(e) => {
                     tracing::warn!("a queued task signal that does not read was skipped: {e}")
                 }
             }
         }
-        Ok(())
+        ::redis::cmd("EVAL")
+            .arg(TAKEN)
+            .arg(1)
+            .arg(&key)
+            .arg(&queued)
+            .query_async::<i64>(&mut connection)
+            .await
+            .map(drop)
+            .map_err(|e| TaskError::Store(e.to_string()))
     }
 
     /// Fails, in the store, the running tasks of the processes that died
