@@ -35,6 +35,10 @@
 //! OTLP/HTTP (protobuf) in batches. Without an exporter, the spans cost a
 //! little per request and record nothing (PERFORMANCE.md has the figure).
 //!
+//! A span's `mcp.session.id` is the session's id as its client sends it.
+//! Without OAuth, that id is all a client needs to use the session: give
+//! read access to the traces only to those who may.
+//!
 //! ```no_run
 //! # async fn serve(server: clawmcp::Server) -> std::io::Result<()> { server.serve_stdio().await }
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
