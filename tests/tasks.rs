@@ -787,6 +787,14 @@ async fn a_save_of_a_task_the_memory_store_does_not_hold_is_ended() {
 
 /// A store that fails for a moment does not lose the task's end: the
 /// save is tried again, with the newest state.
+/// A tool that answers at once, run as a task when asked.
+fn quick() -> impl clawmcp::Tool {
+    rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
+        Ok(ToolOutput::text("done"))
+    })
+    .with_task_support(TaskSupport::Optional)
+}
+
 #[tokio::test]
 async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
     let memory = Arc::new(MemoryTaskStore::new());
@@ -796,13 +804,7 @@ async fn a_task_whose_saves_fail_for_a_moment_still_records_its_end() {
         failing: 2.into(),
         ..SlowSaves::default()
     };
-    let server = one_tool_server(
-        rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
-            Ok(ToolOutput::text("done"))
-        })
-        .with_task_support(TaskSupport::Optional),
-        store,
-    );
+    let server = one_tool_server(quick(), store);
     let mut client = TestClient::connect_model_context(&server).await;
     let reply = call(&mut client, "quick", json!({}), true).await;
     let task = ended_in(&*memory, &task_id(&reply)).await;
@@ -823,13 +825,7 @@ async fn a_tasks_end_is_saved_however_long_its_store_fails() {
         ends_fail_until: Some(std::time::Instant::now() + Duration::from_secs(31)).into(),
         ..SlowSaves::default()
     };
-    let server = one_tool_server(
-        rich_tool_fn(def("quick"), |_args: Value, _ctx: ToolContext| async move {
-            Ok(ToolOutput::text("done"))
-        })
-        .with_task_support(TaskSupport::Optional),
-        store,
-    );
+    let server = one_tool_server(quick(), store);
     let mut client = TestClient::connect_model_context(&server).await;
     let id = task_id(&call(&mut client, "quick", json!({}), true).await);
     // (Saved by 33 s: the tries are at most 2 s apart.)

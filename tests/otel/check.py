@@ -169,11 +169,11 @@ def check_call_span(receiver, name, transport, version, extra):
     return service, span, attrs
 
 
-def stdio(args, receiver):
-    env = server_env(receiver, "clawmcp-otel-stdio")
-    root = tempfile.mkdtemp(prefix="clawmcp-otel-")
-    proc = subprocess.Popen([args.reference, "--root", root], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+def stdio_server(argv, env):
+    """The reference example on stdio: the process, a function that sends
+    a message, and one that waits for the first line a predicate takes."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
     lines = []
     reader = threading.Thread(target=lambda: [lines.append(json.loads(l)) for l in proc.stdout],
                               daemon=True)
@@ -190,7 +190,15 @@ def stdio(args, receiver):
                 if pred(m):
                     return m
             time.sleep(0.02)
-        fail(f"stdio: {what} (got {lines[-3:]})")
+        fail(f"stdio: {what} (got {[str(m)[:200] for m in lines[-3:]]})")
+
+    return proc, send, wait
+
+
+def stdio(args, receiver):
+    env = server_env(receiver, "clawmcp-otel-stdio")
+    root = tempfile.mkdtemp(prefix="clawmcp-otel-")
+    proc, send, wait = stdio_server([args.reference, "--root", root], env)
 
     try:
         send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -396,23 +404,12 @@ def over_http(args, receiver):
 def bounds(args, receiver):
     """Checks 8 to 10, on a server whose tools may run 200 ms."""
     env = server_env(receiver, "clawmcp-otel-bounds")
-    proc = subprocess.Popen([args.reference, "--tool-time-limit", "200"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    lines = []
-    reader = threading.Thread(target=lambda: [lines.append(json.loads(l)) for l in proc.stdout],
-                              daemon=True)
-    reader.start()
+    proc, send, wait = stdio_server([args.reference, "--tool-time-limit", "200"], env)
 
     def call(message):
-        proc.stdin.write((json.dumps(message) + "\n").encode())
-        proc.stdin.flush()
-        deadline = time.time() + PATIENCE
-        while time.time() < deadline:
-            for m in list(lines):
-                if m.get("id") == message["id"]:
-                    return m
-            time.sleep(0.02)
-        fail(f"bounds: no answer to {message['method'][:40]} (got {lines[-3:]})")
+        send(message)
+        return wait(lambda m: m.get("id") == message["id"],
+                    f"an answer to {message['method'][:40]}")
 
     long_method = "x/" + "é" * 2000
     long_id = "i" * 5000
@@ -420,7 +417,7 @@ def bounds(args, receiver):
         call({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
             "clientInfo": {"name": "otel-bounds", "version": "1"}}})
-        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         unknown = call({"jsonrpc": "2.0", "id": long_id, "method": long_method,
                         "params": {"_meta": {"traceparent": TRACEPARENT}}})
         check(unknown.get("error", {}).get("code") == -32601, "the long method is not found",
@@ -435,12 +432,7 @@ def bounds(args, receiver):
                          b'"arguments":{"question":"Escaped?"},"_meta":{"traceparent":"'
                          + TRACEPARENT.encode() + b'","tracestate":"a\\/b=c\\"d"}}}\n')
         proc.stdin.flush()
-        deadline = time.time() + PATIENCE
-        while not any(m.get("method") == "elicitation/create" for m in list(lines)):
-            if time.time() > deadline:
-                fail(f"bounds: the elicitation never came (got {lines[-3:]})")
-            time.sleep(0.02)
-        asked = next(m for m in lines if m.get("method") == "elicitation/create")
+        asked = wait(lambda m: m.get("method") == "elicitation/create", "the elicitation arrives")
         proc.stdin.close()
         proc.wait(timeout=PATIENCE)
     finally:
