@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::error::ErrorCode;
 use crate::fast::prefilter::Prefilter;
 
 /// The `tracing` target of the spans made here.
@@ -257,6 +258,11 @@ pub(crate) fn ended(span: &tracing::Span, outcome: SpanEnd<'_>) {
         SpanEnd::Result => return,
         SpanEnd::ToolError(text) => ("tool_error".to_owned(), text),
         SpanEnd::Error(code, message) => {
+            if code == ErrorCode::METHOD_NOT_FOUND.0 {
+                // A method the server does not serve is any text a client
+                // sends: it would make as many span names as clients like.
+                span.record("otel.name", OTHER_METHOD);
+            }
             let code = code.to_string();
             span.record("rpc.response.status_code", code.as_str());
             (code, message)
@@ -266,24 +272,16 @@ pub(crate) fn ended(span: &tracing::Span, outcome: SpanEnd<'_>) {
     span.record("error.type", kind.as_str());
     span.record("otel.status_code", "ERROR");
     span.record("otel.status_description", bounded(description));
-    if kind == METHOD_NOT_FOUND {
-        // A method the server does not serve is any text a client sends:
-        // it would make as many span names as clients like.
-        span.record("otel.name", OTHER_METHOD);
-    }
 }
 
 /// The most bytes of a client's text (a method, an id, a URI, an error's
 /// message) a span records in one value.
-pub(crate) const MOST_WRITTEN: usize = 256;
+const MOST_WRITTEN: usize = 256;
 
 /// The span name of a request answered "method not found" (`-32601`), as
 /// the semantic conventions name an unknown HTTP method: its method stays
 /// in `mcp.method.name`.
-pub(crate) const OTHER_METHOD: &str = "_OTHER";
-
-/// `error.type` of a request answered "method not found".
-const METHOD_NOT_FOUND: &str = "-32601";
+const OTHER_METHOD: &str = "_OTHER";
 
 /// `text`, cut to at most [`MOST_WRITTEN`] bytes at a character boundary.
 fn bounded(text: &str) -> &str {
