@@ -504,6 +504,8 @@ async fn bad_tokens_are_invalid_tokens_whatever_is_wrong_with_them() {
     let widened = forged(&good, |_, payload| {
         payload["scope"] = json!("mcp files:write")
     });
+    let long_kid = forged(&good, |header, _| header["kid"] = json!("k".repeat(8192)));
+    let too_long = format!("{good}{}", "A".repeat(16 << 10));
     // The short token lives 2 s and the verifier allows no leeway.
     // (`exp` is in whole seconds.)
     tokio::time::sleep(Duration::from_millis(3200)).await;
@@ -524,6 +526,8 @@ async fn bad_tokens_are_invalid_tokens_whatever_is_wrong_with_them() {
         ("HS256 keyed by the public key set", &confused),
         ("with claims changed after signing", &widened),
         ("not a JWT", "opaque-garbage"),
+        ("naming an 8 KiB kid", &long_kid),
+        ("longer than 16 KiB", &too_long),
     ] {
         let reply = server
             .v1(Some(token), &execute(1, "echo", json!({"message": "x"})))
@@ -537,6 +541,10 @@ async fn bad_tokens_are_invalid_tokens_whatever_is_wrong_with_them() {
         assert!(
             header.contains("resource_metadata=\""),
             "a token {what}: {header}"
+        );
+        assert!(
+            header.len() < 1024 && reply.body.len() < 1024,
+            "a token {what}: what the client sent is not said back at length"
         );
     }
     provider.stop().await;
@@ -802,6 +810,79 @@ async fn keys_rotate_unknown_kids_are_bounded_and_cached_keys_outlive_the_issuer
     );
 }
 
+/// docs/oauth.md §5: a key the issuer removed from its set stops
+/// verifying once the set fetched is older than `max_key_age`, though no
+/// token names a new key; while the issuer is down, the keys fetched last
+/// keep verifying, however old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_issuer_removed_stops_verifying_once_the_set_is_old() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let keys: PathBuf = dir.path().join("keys.json");
+    let port = free_port();
+    let provider = Provider::start(port, Some(&keys), false).await;
+    let issuer = provider.issuer.clone();
+    let verifier = std::sync::Arc::new(
+        JwtVerifier::new(issuer.clone())
+            .min_refresh_interval(Duration::from_millis(200))
+            .max_key_age(Duration::from_millis(500)),
+    );
+    let shared = verifier.clone();
+    let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
+    let echo = execute(1, "echo", json!({"message": "x"}));
+    let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    assert_eq!(server.v1(Some(&first), &echo).await.status, 200);
+    assert_eq!(verifier.key_set_fetches(), 1);
+
+    // The issuer retires its key: it restarts with only a new one, and no
+    // token of the new key is sent.
+    provider.stop().await;
+    let provider = Provider::start(port, Some(&keys), true).await;
+    let rotated = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        server.v1(Some(&spare), &echo).await.status,
+        401,
+        "a token of the removed key, once the set is old"
+    );
+    assert_eq!(verifier.key_set_fetches(), 2);
+    assert_eq!(server.v1(Some(&rotated), &echo).await.status, 200);
+    assert_eq!(
+        verifier.key_set_fetches(),
+        2,
+        "the new key came with the set"
+    );
+
+    // The issuer goes down: the set grows old, and its keys still verify.
+    let fresh = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    provider.stop().await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        server.v1(Some(&fresh), &echo).await.status,
+        200,
+        "an old set while the issuer is down"
+    );
+    assert_eq!(verifier.key_set_fetches(), 3, "the fetch was tried");
+}
+
+/// docs/oauth.md §5: a token's audience is compared with the resource as
+/// a canonical URL: one written with a trailing `/` (as a client that
+/// reads the resource with a URL parser may ask for it) is for this
+/// server; one for another path is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_the_resource_written_with_a_trailing_slash_is_for_this_server() {
+    let provider = Provider::start(0, None, false).await;
+    let server = McpServer::jwt(&provider).await;
+    let echo = execute(1, "echo", json!({"message": "x"}));
+    let slashed = format!("{}/", server.resource);
+    let token = provider.token("mcp-jwt", "mcp", &slashed).await;
+    assert_eq!(server.v1(Some(&token), &echo).await.status, 200);
+    let other = format!("{}/other", server.resource);
+    let token = provider.token("mcp-jwt", "mcp", &other).await;
+    assert_eq!(server.v1(Some(&token), &echo).await.status, 401);
+    provider.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn introspected_tokens_work_until_revoked_and_fail_closed_when_the_issuer_is_down() {
     let provider = Provider::start(0, None, false).await;
@@ -824,6 +905,18 @@ async fn introspected_tokens_work_until_revoked_and_fail_closed_when_the_issuer_
         server.v1(Some(&opaque), &writer).await.status,
         200,
         "its scopes come from introspection"
+    );
+    // A token the issuer will not introspect (oidc-provider answers 400
+    // for a JWT): refused, and the issuer's endpoint is not told.
+    let jwt = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let refused = server.v1(Some(&jwt), &echo).await;
+    assert_eq!(refused.status, 401);
+    let host = provider.addr.to_string();
+    assert!(
+        !challenge(&refused).contains(&host)
+            && !String::from_utf8_lossy(&refused.body).contains(&host),
+        "{}",
+        challenge(&refused)
     );
     let elsewhere = provider
         .token("mcp-opaque", "mcp", "http://other.example/mcp")

@@ -138,8 +138,12 @@ impl Client {
             return Err(match status {
                 // RFC 7662 §2.3 / RFC 6749 §5.2: the issuer will not answer
                 // for this token (oidc-provider: "structured tokens cannot
-                // be introspected").
-                StatusCode::BAD_REQUEST => VerifyError::Invalid(why),
+                // be introspected"). The client is told so, not where the
+                // issuer's endpoint is.
+                StatusCode::BAD_REQUEST => {
+                    tracing::debug!("{why}");
+                    VerifyError::Invalid("the issuer will not answer for this token".into())
+                }
                 s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
                     VerifyError::Unavailable(why)
                 }

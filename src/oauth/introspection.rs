@@ -206,14 +206,7 @@ impl TokenVerifier for IntrospectionVerifier {
             return Err(VerifyError::Invalid("the token is not valid yet".into()));
         }
         let principal = principal_of(&self.issuer.id, claims);
-        // RFC 8707: a token without an audience, or for another, is not
-        // for this server.
-        if !audience.accepts(principal.audiences().iter().map(String::as_str)) {
-            return Err(VerifyError::Invalid(format!(
-                "the token is for {:?}, not for this server",
-                principal.audiences()
-            )));
-        }
+        audience.check(&principal)?;
         Ok(principal)
     }
 

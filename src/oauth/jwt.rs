@@ -9,6 +9,10 @@
 //!   fetch at a time, and at most one per [`JwtVerifier::min_refresh_interval`]
 //!   — so a flood of unknown `kid`s costs the issuer a bounded number of
 //!   fetches.
+//! - A set older than [`JwtVerifier::max_key_age`] is fetched again at the
+//!   next token, so that a key the issuer removed stops verifying; a key
+//!   set that does not read keeps the keys it has, and a key of a type
+//!   this crate cannot use is skipped, not the whole set.
 //! - Keys once fetched keep serving while the issuer is down.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,13 +20,14 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, PublicKeyUse};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
 use super::discovery::discover;
 use super::issuer::Issuer;
 use super::{AcceptedAudiences, TokenVerifier, VerifyError};
+use crate::error::clipped;
 use crate::principal::Principal;
 
 /// Verifies JWT access tokens of one issuer against its JWKS.
@@ -33,13 +38,15 @@ use crate::principal::Principal;
 ///
 /// let verifier = JwtVerifier::new("https://auth.example.com")
 ///     .leeway(Duration::from_secs(30))
-///     .min_refresh_interval(Duration::from_secs(10));
+///     .min_refresh_interval(Duration::from_secs(10))
+///     .max_key_age(Duration::from_secs(3600));
 /// # let _ = verifier;
 /// ```
 pub struct JwtVerifier {
     issuer: Issuer,
     jwks_uri: Option<String>,
     min_refresh: Duration,
+    max_age: Duration,
     keys: RwLock<Arc<KeySet>>,
     refresh: tokio::sync::Mutex<Refresh>,
     fetches: AtomicU64,
@@ -52,6 +59,7 @@ impl std::fmt::Debug for JwtVerifier {
             .field("jwks_uri", &self.jwks_uri)
             .field("leeway", &self.issuer.leeway)
             .field("min_refresh", &self.min_refresh)
+            .field("max_age", &self.max_age)
             .finish_non_exhaustive()
     }
 }
@@ -66,10 +74,16 @@ struct Refresh {
     failed: Option<VerifyError>,
 }
 
+/// How old a key set grows before the next token fetches it again
+/// ([`JwtVerifier::max_key_age`]).
+const DEFAULT_MAX_KEY_AGE: Duration = Duration::from_secs(3600);
+
 /// The keys of the last fetched set that can verify signatures.
 #[derive(Default)]
 struct KeySet {
     keys: Vec<Jwk>,
+    /// When the set was fetched (`None`: never, the empty set).
+    fetched: Option<Instant>,
 }
 
 /// One key of the issuer's key set (a JWK), ready to verify with.
@@ -84,7 +98,8 @@ impl JwtVerifier {
     /// and its tokens' `iss` write it). Its key set is found through its
     /// metadata (RFC 8414, or OpenID Connect Discovery) when first needed.
     /// Defaults: 30 s leeway on `exp` and `nbf`, at most one key-set fetch
-    /// per 10 s, 5 s per request to the issuer.
+    /// per 10 s, a key set fetched again once an hour old, 5 s per request
+    /// to the issuer.
     pub fn new(issuer: impl Into<String>) -> Self {
         // jsonwebtoken picks its crypto itself when exactly one of its
         // backends is on; if a dependent turns on the other too, it has
@@ -97,6 +112,7 @@ impl JwtVerifier {
             issuer: Issuer::new(issuer.into()),
             jwks_uri: None,
             min_refresh: Duration::from_secs(10),
+            max_age: DEFAULT_MAX_KEY_AGE,
             keys: RwLock::default(),
             refresh: tokio::sync::Mutex::default(),
             fetches: AtomicU64::new(0),
@@ -119,6 +135,18 @@ impl JwtVerifier {
         self
     }
 
+    /// How old the key set may grow before the next token fetches it
+    /// again (default an hour): a key the issuer removed from its set (a
+    /// retired or leaked one) stops verifying at most this long after its
+    /// removal. While the issuer cannot be asked, the keys fetched last
+    /// keep verifying; the next try waits
+    /// [`min_refresh_interval`](Self::min_refresh_interval).
+    #[must_use]
+    pub fn max_key_age(mut self, age: Duration) -> Self {
+        self.max_age = age;
+        self
+    }
+
     /// How many times the key set was fetched (for monitoring, and for
     /// tests that a flood of unknown keys stays bounded).
     pub fn key_set_fetches(&self) -> u64 {
@@ -136,6 +164,35 @@ impl JwtVerifier {
     /// was current, or the last fetch is too recent: the set to look in.
     async fn refresh(&self, seen: &Arc<KeySet>) -> Result<Arc<KeySet>, VerifyError> {
         let mut state = self.refresh.lock().await;
+        self.refresh_under(&mut state, seen).await
+    }
+
+    /// `seen`, or the set fetched again when `seen` is older than
+    /// [`max_key_age`](Self::max_key_age). No token waits for another's
+    /// fetch of an old set: while one is under way, `seen` serves; and a
+    /// fetch that fails keeps `seen`, as a set of keys that still verify.
+    async fn renewed(&self, seen: Arc<KeySet>) -> Arc<KeySet> {
+        if seen.fetched.is_none_or(|at| at.elapsed() < self.max_age) {
+            return seen;
+        }
+        let Ok(mut state) = self.refresh.try_lock() else {
+            return seen;
+        };
+        match self.refresh_under(&mut state, &seen).await {
+            Ok(renewed) => renewed,
+            Err(why) => {
+                tracing::debug!(issuer = %self.issuer.id, "the key set was not fetched again: {why}");
+                seen
+            }
+        }
+    }
+
+    /// [`refresh`](Self::refresh), under its lock.
+    async fn refresh_under(
+        &self,
+        state: &mut Refresh,
+        seen: &Arc<KeySet>,
+    ) -> Result<Arc<KeySet>, VerifyError> {
         let current = self.current();
         if !Arc::ptr_eq(&current, seen) {
             return Ok(current);
@@ -150,7 +207,7 @@ impl JwtVerifier {
             };
         }
         state.last = Some(Instant::now());
-        let fetched = self.fetch(&mut state).await;
+        let fetched = self.fetch(state).await;
         state.failed = fetched.as_ref().err().cloned();
         fetched
     }
@@ -173,9 +230,9 @@ impl JwtVerifier {
         };
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let document = self.issuer.client.get_json(&uri).await?;
-        let set: JwkSet = serde_json::from_value(document)
-            .map_err(|e| VerifyError::Unavailable(format!("{uri} is not a JWK set: {e}")))?;
-        let keys = Arc::new(KeySet::of(&set));
+        let keys = KeySet::read(document)
+            .map_err(|why| VerifyError::Unavailable(format!("{uri} is not a JWK set: {why}")))?;
+        let keys = Arc::new(keys);
         tracing::debug!(issuer = %self.issuer.id, keys = keys.keys.len(), "fetched the key set");
         *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.clone();
         Ok(keys)
@@ -183,10 +240,28 @@ impl JwtVerifier {
 }
 
 impl KeySet {
-    fn of(set: &JwkSet) -> Self {
+    /// The usable keys of a JWK set document, fetched now. A key that does
+    /// not read as a JWK this crate knows (a curve or key type it has no
+    /// verifier for, say) is skipped, as one it cannot use is: the set's
+    /// other keys still serve.
+    fn read(document: Value) -> Result<Self, String> {
+        let Value::Object(mut document) = document else {
+            return Err("not an object".into());
+        };
+        let Some(Value::Array(keys)) = document.remove("keys") else {
+            return Err("no \"keys\" list".into());
+        };
+        let keys = keys.into_iter().filter_map(|key| {
+            serde_json::from_value::<jsonwebtoken::jwk::Jwk>(key)
+                .inspect_err(|e| tracing::debug!("a key of the set was skipped: {e}"))
+                .ok()
+        });
+        Ok(Self::of(keys, Some(Instant::now())))
+    }
+
+    fn of(set: impl IntoIterator<Item = jsonwebtoken::jwk::Jwk>, fetched: Option<Instant>) -> Self {
         let keys = set
-            .keys
-            .iter()
+            .into_iter()
             .filter(|jwk| {
                 matches!(
                     jwk.common.public_key_use,
@@ -222,15 +297,15 @@ impl KeySet {
                         _ => allowed.to_vec(),
                     },
                 };
-                let decoding = DecodingKey::from_jwk(jwk).ok()?;
+                let decoding = DecodingKey::from_jwk(&jwk).ok()?;
                 Some(Jwk {
-                    kid: jwk.common.key_id.clone(),
+                    kid: jwk.common.key_id,
                     algorithms,
                     decoding,
                 })
             })
             .collect();
-        Self { keys }
+        Self { keys, fetched }
     }
 
     /// The key for a token's header: by `kid`, or, for a token without
@@ -273,13 +348,13 @@ impl TokenVerifier for JwtVerifier {
             )));
         }
         let kid = header.kid.as_deref();
-        let mut keys = self.current();
+        let mut keys = self.renewed(self.current()).await;
         if keys.find(kid, header.alg).is_none() {
             keys = self.refresh(&keys).await?;
         }
         let Some(key) = keys.find(kid, header.alg) else {
             return Err(VerifyError::Invalid(match kid {
-                Some(kid) => format!("the issuer has no key {kid:?}"),
+                Some(kid) => format!("the issuer has no key {:?}", clipped(kid)),
                 None => "the token names no key, and no single key fits it".into(),
             }));
         };
@@ -292,13 +367,17 @@ impl TokenVerifier for JwtVerifier {
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_issuer(&[&self.issuer.id]);
-        validation.set_audience(audience.accepted());
+        // The audience is checked below, by `AcceptedAudiences::accepts`,
+        // as the introspected token's is.
+        validation.validate_aud = false;
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.validate_nbf = true;
         validation.leeway = self.issuer.leeway.as_secs();
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.decoding, &validation)
             .map_err(|e| VerifyError::Invalid(e.to_string()))?;
-        Ok(principal_of(&self.issuer.id, data.claims))
+        let principal = principal_of(&self.issuer.id, data.claims);
+        audience.check(&principal)?;
+        Ok(principal)
     }
 }
 
@@ -352,17 +431,33 @@ mod tests {
 
     #[test]
     fn symmetric_and_encryption_keys_are_never_used_and_a_named_alg_is_the_only_one() {
-        let set: JwkSet = serde_json::from_value(json!({"keys": [
+        let keys = KeySet::read(json!({"keys": [
             {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac", "alg": "HS256"},
             {"kty": "RSA", "use": "enc", "kid": "enc", "n": "sXch", "e": "AQAB"},
             {"kty": "RSA", "kid": "rsa", "alg": "RS256", "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw", "e": "AQAB"}
         ]}))
         .unwrap();
-        let keys = KeySet::of(&set);
         assert_eq!(keys.keys.len(), 1);
         assert!(keys.find(Some("hmac"), Algorithm::HS256).is_none());
         let rsa = keys.find(Some("rsa"), Algorithm::RS256).unwrap();
         assert_eq!(rsa.algorithms, [Algorithm::RS256]);
+    }
+
+    #[test]
+    fn a_key_of_a_type_this_crate_cannot_read_is_skipped_not_the_whole_set() {
+        let keys = KeySet::read(json!({"keys": [
+            {"kty": "OKP", "crv": "Ed448", "kid": "ed448", "x": "AAAA"},
+            {"kty": "EC", "crv": "secp256k1", "kid": "k1", "x": "AAAA", "y": "AAAA"},
+            {"kty": "RSA", "kid": "x5c-only", "x5c": ["AAAA"]},
+            {"kty": "future", "kid": "new"},
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "alg": "EdDSA", "x": TEST_KEY_X}
+        ]}))
+        .expect("a set with one usable key reads");
+        assert_eq!(keys.keys.len(), 1);
+        assert!(keys.find(Some("ed"), Algorithm::EdDSA).is_some());
+        assert!(keys.fetched.is_some());
+        assert!(KeySet::read(json!({"keys": {}})).is_err());
+        assert!(KeySet::read(json!([])).is_err());
     }
 
     #[test]
@@ -391,11 +486,11 @@ mod tests {
     #[tokio::test]
     async fn a_signed_token_whose_exp_is_past_what_a_time_holds_is_verified_without_a_panic() {
         let verifier = JwtVerifier::new("https://as");
-        let set: JwkSet = serde_json::from_value(json!({"keys": [
+        let keys = KeySet::read(json!({"keys": [
             {"kty": "OKP", "crv": "Ed25519", "kid": "ed", "alg": "EdDSA", "x": TEST_KEY_X}
         ]}))
         .unwrap();
-        *verifier.keys.write().unwrap() = Arc::new(KeySet::of(&set));
+        *verifier.keys.write().unwrap() = Arc::new(keys);
         use base64::Engine as _;
         let der = base64::engine::general_purpose::STANDARD
             .decode(TEST_KEY)

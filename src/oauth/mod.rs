@@ -86,31 +86,71 @@ pub enum VerifyError {
 /// What a token must be for: the audiences a verifier accepts (the
 /// endpoint's canonical URL, and any added by
 /// [`OAuth::extra_audience`]).
+///
+/// Audiences are compared as canonical URLs ([`canonical_resource`]): the
+/// scheme and host in any case, with or without a trailing `/`, as
+/// clients that read the resource with a URL parser send it (the root
+/// `https://mcp.example.com` comes back `https://mcp.example.com/`).
+///
+/// ```
+/// use clawmcp::oauth::AcceptedAudiences;
+///
+/// let audience = AcceptedAudiences::new(["https://mcp.example.com"]);
+/// assert!(audience.accepts(["HTTPS://MCP.example.com/"].into_iter()));
+/// assert!(!audience.accepts(["https://mcp.example.com/other"].into_iter()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AcceptedAudiences {
     accepted: Vec<String>,
+    /// `accepted`, each as [`canonical_resource`] writes it.
+    canonical: Vec<String>,
 }
 
 impl AcceptedAudiences {
-    /// Exactly these audiences.
+    /// These audiences.
     pub fn new<I, S>(accepted: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        Self {
-            accepted: accepted.into_iter().map(Into::into).collect(),
+        let mut audiences = Self {
+            accepted: Vec::new(),
+            canonical: Vec::new(),
+        };
+        for audience in accepted {
+            audiences.add(audience.into());
         }
+        audiences
     }
 
-    /// The accepted audiences.
+    fn add(&mut self, audience: String) {
+        self.canonical.push(canonical_resource(&audience));
+        self.accepted.push(audience);
+    }
+
+    /// The accepted audiences, as given.
     pub fn accepted(&self) -> &[String] {
         &self.accepted
     }
 
     /// Whether any of a token's audiences is accepted.
     pub fn accepts<'a>(&self, mut audiences: impl Iterator<Item = &'a str>) -> bool {
-        audiences.any(|aud| self.accepted.iter().any(|a| a == aud))
+        audiences.any(|aud| {
+            let aud = canonical_resource(aud);
+            self.canonical.contains(&aud)
+        })
+    }
+
+    /// `Ok` when one of `principal`'s audiences is accepted (RFC 8707: a
+    /// token without an audience, or for another, is not for this server).
+    pub(crate) fn check(&self, principal: &Principal) -> Result<(), VerifyError> {
+        if self.accepts(principal.audiences().iter().map(String::as_str)) {
+            return Ok(());
+        }
+        Err(VerifyError::Invalid(format!(
+            "the token is for {:?}, not for this server",
+            principal.audiences()
+        )))
     }
 }
 
@@ -259,7 +299,7 @@ impl OAuth {
     /// canonical resource URL). Only for a deployment that knows why: a
     /// token for another audience was meant for another service.
     pub fn extra_audience(mut self, audience: impl Into<String>) -> Self {
-        self.audience.accepted.push(audience.into());
+        self.audience.add(audience.into());
         self
     }
 
@@ -392,10 +432,18 @@ mod tests {
     }
 
     #[test]
-    fn audiences_match_exactly() {
+    fn audiences_match_as_canonical_urls() {
         let audience = AcceptedAudiences::new(["https://a.example/mcp"]);
         assert!(audience.accepts(["x", "https://a.example/mcp"].into_iter()));
-        assert!(!audience.accepts(["https://a.example/mcp/"].into_iter()));
+        assert!(audience.accepts(["https://a.example/mcp/"].into_iter()));
+        assert!(audience.accepts(["HTTPS://A.EXAMPLE/mcp"].into_iter()));
+        assert!(!audience.accepts(["https://a.example/MCP"].into_iter()));
+        assert!(!audience.accepts(["https://a.example/mcp/x"].into_iter()));
+        assert!(!audience.accepts(["https://b.example/mcp"].into_iter()));
+        assert!(!audience.accepts(["https://a.example:8443/mcp"].into_iter()));
         assert!(!audience.accepts(std::iter::empty()));
+        let root = AcceptedAudiences::new(["https://a.example"]);
+        assert!(root.accepts(["https://a.example/"].into_iter()));
+        assert!(!root.accepts(["https://a.example/mcp"].into_iter()));
     }
 }

@@ -291,9 +291,15 @@ enum Bearer<'a> {
     Token(&'a [u8]),
 }
 
+/// The longest bearer token read: longer ones are refused before any
+/// verifier (or issuer) sees them. Issuers' access tokens take a few KiB
+/// at most (and a proxy's header buffer is often 8 KiB).
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 << 10;
+
 /// RFC 6750 §2.1: exactly one `Authorization: Bearer <token>` (the scheme
-/// in any case). Tokens in the query or the body are not looked at. Read
-/// as bytes: a remembered token is found without a UTF-8 check of it.
+/// in any case), of at most [`MAX_TOKEN_BYTES`]. Tokens in the query or
+/// the body are not looked at. Read as bytes: a remembered token is found
+/// without a UTF-8 check of it.
 fn bearer(parts: &Parts) -> Bearer<'_> {
     let value = match one_of(&parts.headers, &AUTHORIZATION) {
         Ok(Some(value)) => value,
@@ -314,6 +320,8 @@ fn bearer(parts: &Parts) -> Bearer<'_> {
     let token = token.trim_ascii();
     if token.is_empty() || memchr::memchr(b' ', token).is_some() {
         Bearer::Malformed("the bearer token is malformed")
+    } else if token.len() > MAX_TOKEN_BYTES {
+        Bearer::Malformed("the bearer token is longer than 16 KiB")
     } else {
         Bearer::Token(token)
     }
@@ -348,5 +356,13 @@ mod tests {
             Bearer::Malformed(_)
         ));
         assert!(matches!(bearer(&parts(&["Bearer "])), Bearer::Malformed(_)));
+    }
+
+    #[test]
+    fn a_bearer_token_longer_than_16_kib_is_malformed() {
+        let most = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES));
+        assert!(matches!(bearer(&parts(&[&most])), Bearer::Token(t) if t.len() == MAX_TOKEN_BYTES));
+        let longer = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES + 1));
+        assert!(matches!(bearer(&parts(&[&longer])), Bearer::Malformed(_)));
     }
 }
