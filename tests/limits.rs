@@ -14,7 +14,7 @@ use common::{
     COUNT, ECHO, GATE, Probe, SLEEP, assert_error, assert_result, batch_reply, builder, def,
     execute, frame,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 async fn echo_works(client: &mut TestClient) {
     let out = client
@@ -273,6 +273,21 @@ async fn a_batch_member_parked_until_its_replies_passed_the_bound_does_not_run()
 /// reader reads no more requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_holds() {
+    unread_output_holds_the_reader("2025-11-25", |call| call).await;
+}
+
+/// The same bound holds for requests sent in batches (the 2025-03-26
+/// revision has them): a batch's reply array waits for room in the output
+/// as a single reply does, and the reader reads no more meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_client_that_reads_nothing_runs_no_more_batches_than_the_output_bound_holds() {
+    unread_output_holds_the_reader("2025-03-26", |call| json!([call])).await;
+}
+
+/// Sends 400 calls of a tool whose reply is 400 KiB, each written by
+/// `framed`, to a session of `version` whose output nobody reads, and
+/// asserts that fewer than 10 ran.
+async fn unread_output_holds_the_reader(version: &'static str, framed: fn(Value) -> Value) {
     use tokio::io::AsyncWriteExt;
     const BLOB: &str = "mcp://limits-test/tools/blob:v1";
     let probe = Probe::default();
@@ -301,13 +316,13 @@ async fn a_stdio_client_that_reads_nothing_runs_no_more_than_the_output_bound_ho
     tokio::spawn(async move {
         let mut lines = vec![
             json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {},
+                "protocolVersion": version, "capabilities": {},
                 "clientInfo": {"name": "t", "version": "1"}}}),
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         ];
         lines.extend((0..sent).map(|id| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                   "params": {"name": "blob", "arguments": {}}})
+            framed(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": "blob", "arguments": {}}}))
         }));
         for line in lines {
             // Blocks once the session reads no more: that is the point.

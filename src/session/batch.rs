@@ -127,6 +127,8 @@ impl BatchReplies {
 
 /// Gathers the replies of a batch's requests and writes them as one array
 /// once every request is answered (every sender of `replies` is gone).
+/// Once gathered, the array counts as unsent ([`Shared::unsent_batch`])
+/// until the outbox has it: the reader reads no more meanwhile.
 pub(super) async fn collect_batch(
     shared: Arc<Shared>,
     mut done: Vec<Handled>,
@@ -136,6 +138,7 @@ pub(super) async fn collect_batch(
         done.push(handled);
     }
     if !done.is_empty() {
+        let _unsent = shared.unsent_batch();
         send_batch(&shared, done).await;
     }
 }

@@ -308,6 +308,7 @@ impl Session {
                     self.start_next(slot).await;
                     continue;
                 }
+                () = shared.batch_sent(), if !may_read => continue,
                 () = &mut gone => return self.output_gone(),
             };
             match item {
@@ -397,12 +398,14 @@ impl Session {
         self.not_json
     }
 
-    /// Whether the reader may read more input: always while nothing is
-    /// parked, else while the parked requests stay under their bound.
+    /// Whether the reader may read more input: not while a batch's
+    /// replies wait for room in the outbox; else always while nothing is
+    /// parked, or while the parked requests stay under their bound.
     fn may_read(&self) -> bool {
-        self.parked.is_empty()
-            || (self.parked.len() < MAX_PARKED
-                && self.parked_bytes < self.shared.server.limits.max_message_size)
+        !self.shared.batch_unsent()
+            && (self.parked.is_empty()
+                || (self.parked.len() < MAX_PARKED
+                    && self.parked_bytes < self.shared.server.limits.max_message_size))
     }
 
     /// The output is gone: nobody reads replies any more. Requests in

@@ -69,6 +69,11 @@ pub(crate) struct Shared {
     pub(crate) slots: Arc<Slots>,
     /// How many requests the reader holds parked (read-ahead).
     parked: AtomicUsize,
+    /// How many batches' reply arrays are gathered and waiting for room in
+    /// the outbox ([`UnsentBatch`]).
+    unsent_batches: AtomicUsize,
+    /// Told when a batch's reply array has gone to the outbox.
+    batch_sent: tokio::sync::Notify,
     /// How many messages were handed to the outbox so far (counted over
     /// HTTP only).
     sent: AtomicU64,
@@ -79,6 +84,17 @@ pub(crate) struct Shared {
     /// and of each request sent to the client (the transport keeps them
     /// where other processes can read them).
     observer: OnceLock<Observer>,
+}
+
+/// A batch's reply array waiting for room in the outbox
+/// ([`Shared::unsent_batch`]).
+pub(crate) struct UnsentBatch<'a>(&'a Shared);
+
+impl Drop for UnsentBatch<'_> {
+    fn drop(&mut self) {
+        self.0.unsent_batches.fetch_sub(1, Ordering::AcqRel);
+        self.0.batch_sent.notify_one();
+    }
 }
 
 /// What is told of a session's recorded state after each change.
@@ -127,6 +143,8 @@ impl Shared {
             peer: Peer::default(),
             slots: Slots::new(server.limits.max_in_flight),
             parked: AtomicUsize::new(0),
+            unsent_batches: AtomicUsize::new(0),
+            batch_sent: tokio::sync::Notify::new(),
             sent: AtomicU64::new(0),
             streams_end: tokio_util::sync::CancellationToken::new(),
             observer: OnceLock::new(),
@@ -169,6 +187,27 @@ impl Shared {
     /// Records how many requests the reader holds parked.
     pub(crate) fn set_parked(&self, parked: usize) {
         self.parked.store(parked, Ordering::Release);
+    }
+
+    /// Counts a batch's gathered reply array as waiting for room in the
+    /// outbox until the guard is dropped. While one waits, the reader
+    /// reads no more input, as it does while a single request's reply
+    /// waits: a client that reads nothing holds no more of the server's
+    /// memory by sending its requests in batches.
+    pub(crate) fn unsent_batch(&self) -> UnsentBatch<'_> {
+        self.unsent_batches.fetch_add(1, Ordering::AcqRel);
+        UnsentBatch(self)
+    }
+
+    /// Whether a batch's reply array waits for room in the outbox.
+    pub(crate) fn batch_unsent(&self) -> bool {
+        self.unsent_batches.load(Ordering::Acquire) > 0
+    }
+
+    /// Ready once a batch's reply array has gone to the outbox since the
+    /// last time it was (at once if one went while nobody waited).
+    pub(crate) async fn batch_sent(&self) {
+        self.batch_sent.notified().await;
     }
 
     /// How many requests the reader holds parked.
