@@ -795,6 +795,51 @@ async fn requests_past_the_in_flight_limit_wait_in_order_for_a_slot() {
     );
 }
 
+/// A POST whose client goes while its message waits for room in the
+/// session's input is forgotten: its id is free again, and the session
+/// is not left with a request in flight that nothing will answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_gone_before_its_message_reached_the_session_leaves_no_request_in_flight() {
+    let server = McServer::start_with(HttpConfig::default(), |b| {
+        b.max_in_flight(1).max_message_size(1024)
+    })
+    .await;
+    let session = server.session().await;
+    let padded = |id: i64| call(id, "echo", json!({"message": "p".repeat(500)}));
+    let gated = in_background(&server, post(Some(&session), &call(1, "gate", json!({})))).await;
+    server
+        .probe
+        .wait_for("the gate tool runs", |p| p.started() == 1)
+        .await;
+    // Two requests parked past the read-ahead bound, then the session's
+    // input queue filled: the reader reads no more.
+    let mut waiting = Vec::new();
+    for id in 2..70 {
+        waiting.push(in_background(&server, post(Some(&session), &padded(id))).await);
+        if id < 4 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let gone = in_background(&server, post(Some(&session), &padded(999))).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gone.abort();
+    let _ = gone.await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    server.probe.gate.add_permits(1);
+    assert_eq!(assert_json_reply(&gated.await.unwrap())["id"], 1);
+    for (request, id) in waiting.into_iter().zip(2..) {
+        assert_eq!(assert_json_reply(&request.await.unwrap())["id"], id);
+    }
+    let again = server.exchange(post(Some(&session), &padded(999))).await;
+    assert_eq!(
+        assert_json_reply(&again)["id"],
+        999,
+        "the id of the POST that went is free"
+    );
+}
+
 #[tokio::test]
 async fn progress_first_makes_the_answer_an_event_stream_that_ends_after_the_reply() {
     let server = McServer::default().await;

@@ -333,8 +333,12 @@ impl HttpSession {
     }
 
     /// Waits for what request `id` produces first; `Err` when a request
-    /// with this id is already in flight.
-    pub(super) fn expect(&self, id: &RequestId) -> Result<oneshot::Receiver<First>, ()> {
+    /// with this id is already in flight. Until [`Expected::handed`], the
+    /// request is the POST's alone: should the POST go (its client gone
+    /// while the session's input was full, say) or its message not reach
+    /// the session, dropping the guard forgets it, so that it holds
+    /// neither its id nor the session's idleness.
+    pub(super) fn expect(&self, id: &RequestId) -> Result<Expected<'_>, ()> {
         let mut destinations = self.destinations();
         if destinations.requests.contains_key(id) {
             return Err(());
@@ -343,16 +347,11 @@ impl HttpSession {
         destinations
             .requests
             .insert(id.clone(), Destination::AwaitingFirst(first));
-        Ok(receiver)
-    }
-
-    /// Forgets a request whose POST went away before anything came.
-    pub(super) fn forget(&self, id: &RequestId) {
-        let mut destinations = self.destinations();
-        let waiting = destinations.requests.get(id);
-        if matches!(waiting, Some(Destination::AwaitingFirst(w)) if w.is_closed()) {
-            destinations.requests.remove(id);
-        }
+        Ok(Expected {
+            session: self,
+            id: id.clone(),
+            first: Some(receiver),
+        })
     }
 
     /// Opens the `GET` stream; `None` when one is open already.
@@ -414,6 +413,41 @@ impl HttpSession {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 < since
+    }
+}
+
+/// A request a POST waits for ([`HttpSession::expect`]): forgotten when
+/// dropped before it was handed to the session.
+pub(super) struct Expected<'a> {
+    session: &'a HttpSession,
+    id: RequestId,
+    /// `None` once handed over.
+    first: Option<oneshot::Receiver<First>>,
+}
+
+impl Expected<'_> {
+    /// The request has reached the session (its reader has its message,
+    /// or it was answered beside it): what it produces first.
+    pub(super) fn handed(mut self) -> oneshot::Receiver<First> {
+        match self.first.take() {
+            Some(first) => first,
+            // Taken only here, and `self` is consumed.
+            None => oneshot::channel().1,
+        }
+    }
+}
+
+impl Drop for Expected<'_> {
+    fn drop(&mut self) {
+        if self.first.is_some() {
+            let mut destinations = self.session.destinations();
+            if matches!(
+                destinations.requests.get(&self.id),
+                Some(Destination::AwaitingFirst(_))
+            ) {
+                destinations.requests.remove(&self.id);
+            }
+        }
     }
 }
 

@@ -256,7 +256,7 @@ impl McpService {
             caller,
             opening,
         } = post;
-        let Ok(first) = session.expect(&id) else {
+        let Ok(expected) = session.expect(&id) else {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 Some(&id),
@@ -269,10 +269,12 @@ impl McpService {
             (Some(message), Some(shared)) => {
                 match beside(&shared, || session.stopping(), message, caller).await {
                     Beside::Answered(reply) => {
+                        drop(expected.handed());
                         session.answered(&id);
                         return json(StatusCode::OK, reply.bytes);
                     }
                     Beside::Forbidden(reply, needed) => {
+                        drop(expected.handed());
                         session.answered(&id);
                         return self.forbidden(parts, &needed, reply.bytes);
                     }
@@ -283,10 +285,9 @@ impl McpService {
             _ => true,
         };
         if to_reader && !session.send(body, caller).await {
-            session.forget(&id);
             return unknown_session();
         }
-        match first.await {
+        match expected.handed().await {
             Ok(First::Reply(reply, error)) => {
                 // A failed initialize opens no session.
                 let status = if opening && error.is_some() {
