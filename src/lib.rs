@@ -93,7 +93,8 @@
 //!    `poll`, `test_rng`): how a tool call is written, as a table the
 //!    dialects give; the hot path's hand-written JSON readers, behind one
 //!    boundary (feature `fast-path`); JSON-RPC 2.0 messages, ids, error
-//!    objects and their encoding; a hasher for ids; a stream adapter.
+//!    objects and their encoding; a hasher for ids; a stream adapter and
+//!    deadlines.
 //! 2. **model** (`definition`, `content`, `client`, `state`, `principal`,
 //!    `tally`, `in_flight`, `round_trip`, `trace_context`): the shapes
 //!    items, results and client requests have, whoever speaks them, who

@@ -1,5 +1,5 @@
 //! Awaiting the next item of a [`Stream`], and polling a future once,
-//! without pulling in futures-util.
+//! without pulling in futures-util; deadlines from configured durations.
 
 use std::pin::Pin;
 
@@ -8,6 +8,19 @@ use futures_core::Stream;
 /// The next item of `stream`, or `None` at its end.
 pub(crate) async fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
     std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
+}
+
+/// The longest wait a configured duration stands for: about 30 years,
+/// as `tokio::time::sleep` takes a longer one. `Duration::MAX` (a "no
+/// limit") added to an instant would panic.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) const FAR_AWAY: std::time::Duration = std::time::Duration::from_secs(86_400 * 365 * 30);
+
+/// The instant `after` from now, or [`FAR_AWAY`] from now for a longer
+/// duration; never a panic.
+pub(crate) fn deadline_in(after: std::time::Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(after.min(FAR_AWAY)).unwrap_or(now)
 }
 
 /// `future`'s output if it is ready at its first poll (no timer, no
@@ -181,5 +194,13 @@ mod tests {
         let joined = tokio::time::timeout(std::time::Duration::from_secs(60), joined);
         assert!(joined.await.is_ok(), "a wake was lost");
         waking.await.expect("the waking task ran");
+    }
+
+    #[tokio::test]
+    async fn a_deadline_past_what_an_instant_holds_is_far_away_not_a_panic() {
+        let far = deadline_in(std::time::Duration::MAX);
+        assert!(far > tokio::time::Instant::now() + std::time::Duration::from_secs(86_400 * 365));
+        let near = deadline_in(std::time::Duration::from_secs(1));
+        assert!(near <= tokio::time::Instant::now() + std::time::Duration::from_secs(1));
     }
 }

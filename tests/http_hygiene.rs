@@ -379,6 +379,37 @@ async fn a_body_that_trickles_past_the_body_timeout_is_408() {
     trickle.abort();
 }
 
+/// A timeout set past what a clock holds (`Duration::MAX`, "no limit")
+/// is a very long one: a body read in pieces is served, the connection's
+/// task does not panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_set_to_duration_max_are_very_long_not_a_panic() {
+    let config = HttpConfig::default()
+        .header_read_timeout(Duration::MAX)
+        .body_timeout(Duration::MAX);
+    let server = TestServer::start(config).await;
+    let stream = TcpStream::connect(server.addr).await.expect("connect");
+    let (mut read, mut write) = stream.into_split();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"mcp/listTools","params":{}}"#;
+    let (first, rest) = body.split_at(10);
+    write
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{first}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    write.write_all(rest.as_bytes()).await.expect("write");
+    let mut pending = Vec::new();
+    let reply = TcpStreamRead(&mut read).response(&mut pending).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.headers);
+}
+
 async fn status_of(server: &TestServer, request: &str) -> Raw {
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("write");

@@ -59,7 +59,7 @@ impl Shared {
         // called between `initialize` and `initialized` may ask): the
         // request waits for it, within the client request timeout.
         let timeout = self.server.limits.client_request_timeout;
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::poll::deadline_in(timeout);
         if !self.is_ready() {
             tokio::select! {
                 () = self.until_ready() => {}

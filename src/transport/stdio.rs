@@ -262,7 +262,10 @@ impl Server {
         // server past the grace period (and a little time to write).
         let give_up = crate::poll::OnWake::new(async {
             stop.cancelled().await;
-            tokio::time::sleep(self.inner().limits.shutdown_grace + Duration::from_secs(5)).await;
+            tokio::time::sleep(
+                (self.inner().limits.shutdown_grace).saturating_add(Duration::from_secs(5)),
+            )
+            .await;
         });
         tokio::select! {
             written = served => written,

@@ -224,7 +224,7 @@ impl McpBody {
         stop: CancellationToken,
         slot: Option<StreamSlot>,
     ) -> Self {
-        let start = tokio::time::Instant::now() + keep_alive;
+        let start = crate::poll::deadline_in(keep_alive);
         let mut keep_alive =
             tokio::time::interval_at(start, keep_alive.max(Duration::from_millis(1)));
         keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -794,7 +794,7 @@ impl McpService {
             return false;
         }
         let limit = self.0.server.max_message_size();
-        let deadline = tokio::time::Instant::now() + self.0.config.header_read_timeout;
+        let deadline = crate::poll::deadline_in(self.0.config.header_read_timeout);
         let mut seen = 0usize;
         loop {
             match tokio::time::timeout_at(deadline, next_data(&mut body)).await {

@@ -76,7 +76,7 @@ impl McpService {
             ended = body.is_end_stream();
             buf.extend_from_slice(&data);
         }
-        let deadline = Instant::now() + self.0.config.body_timeout;
+        let deadline = crate::poll::deadline_in(self.0.config.body_timeout);
         let mut first_value = FirstValue::default();
         let first = loop {
             if let Some(end) = first_value.find(&buf) {
@@ -160,7 +160,7 @@ impl McpService {
         B: Body<Data = Bytes>,
         B::Error: std::fmt::Display,
     {
-        let stall = Instant::now() + self.0.config.header_read_timeout;
+        let stall = crate::poll::deadline_in(self.0.config.header_read_timeout);
         match tokio::time::timeout_at(stall.min(deadline), next_data(body)).await {
             Ok(Some(Ok(data))) => Ok(Some(data)),
             Ok(None) => Ok(None),

@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 
 use super::quota::Quota;
 use super::{HttpConfig, McpService, PeerAddr};
@@ -66,7 +66,8 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         config.path.get_or_insert_with(|| "/mcp".to_owned());
-        let header_read_timeout = config.header_read_timeout;
+        // hyper adds it to an instant: a longer one would panic there.
+        let header_read_timeout = config.header_read_timeout.min(crate::poll::FAR_AWAY);
         let send_timeout = config.send_timeout;
         let connections = Arc::new(Semaphore::new(config.max_connections));
         // Refusals being written: a few at once, apart from the connection
@@ -170,9 +171,9 @@ impl Server {
         self.inner().tasks.stopping.cancel();
         // Requests in flight get the grace period (and a little time to
         // write); a client that stops reading cannot hold the server longer.
-        let deadline = tokio::time::Instant::now()
-            + self.inner().limits.shutdown_grace
-            + Duration::from_secs(5);
+        let deadline = crate::poll::deadline_in(
+            (self.inner().limits.shutdown_grace).saturating_add(Duration::from_secs(5)),
+        );
         let drained = async { while tasks.join_next().await.is_some() {} };
         if tokio::time::timeout_at(deadline, drained).await.is_err() {
             tracing::warn!(
@@ -215,7 +216,7 @@ const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Looks at a connection's first bytes without taking them.
 async fn preface(stream: &TcpStream, wait: Duration) -> Preface {
-    let deadline = Instant::now() + wait;
+    let deadline = crate::poll::deadline_in(wait);
     let mut buf = [0u8; 5];
     loop {
         let n = match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
