@@ -840,6 +840,41 @@ async fn a_post_gone_before_its_message_reached_the_session_leaves_no_request_in
     );
 }
 
+/// `DELETE` ends the session's work: the request in flight is cancelled,
+/// and those parked behind it, or waiting in its input, never run (their
+/// clients, told the session is gone, would send them again elsewhere).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_cancels_the_request_in_flight_and_runs_none_parked_behind_it() {
+    let server = McServer::start_with(HttpConfig::default(), |b| b.max_in_flight(1)).await;
+    let session = server.session().await;
+    let running = in_background(&server, post(Some(&session), &call(1, "gate", json!({})))).await;
+    server
+        .probe
+        .wait_for("the gate tool runs", |p| p.started() == 1)
+        .await;
+    let mut parked = Vec::new();
+    for id in 2..5 {
+        parked
+            .push(in_background(&server, post(Some(&session), &call(id, "gate", json!({})))).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        server.exchange(delete(&session)).await.status,
+        StatusCode::NO_CONTENT
+    );
+    server.probe.gate.add_permits(8);
+    let _ = running.await;
+    for request in parked {
+        let _ = request.await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        server.probe.started(),
+        1,
+        "a request parked in a deleted session ran"
+    );
+}
+
 #[tokio::test]
 async fn progress_first_makes_the_answer_an_event_stream_that_ends_after_the_reply() {
     let server = McServer::default().await;

@@ -294,6 +294,11 @@ impl Session {
             if self.shared.out.is_closed() {
                 return self.output_gone();
             }
+            // Stopped: parked requests are refused by the drain, never
+            // started here.
+            if self.stop.is_cancelled() {
+                break;
+            }
             self.start_parked().await;
             let may_read = self.may_read();
             // A stop first (a flag check until its waker fires), then

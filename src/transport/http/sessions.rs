@@ -380,8 +380,12 @@ impl HttpSession {
     }
 
     /// Ends the session: its requests in flight are cancelled (they get no
-    /// reply), its reader ends, its streams close.
+    /// reply), its reader ends, its streams close. Requests parked, or
+    /// waiting in its input, never run: its reader drains (refusing them,
+    /// to nobody) before the cancellation, so that no slot the cancelled
+    /// ones free starts another.
     pub(super) fn end(&self) {
+        self.stop.cancel();
         if let Some(shared) = self.shared() {
             shared.peer.close();
             shared.cancel_all(CancelReason::Gone);
