@@ -174,6 +174,43 @@ async fn shutdown_after_the_input_ended_still_has_a_grace_period() {
     served.unwrap();
 }
 
+/// In the Model Context Protocol, the end of stdin gives the requests in
+/// flight the shutdown grace period, then stops them (answered
+/// `-32603`, "server shutting down"); a request parked behind them never
+/// runs; and the serving call returns, with no shutdown asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_context_session_whose_input_ended_stops_its_work_at_the_grace_period() {
+    let probe = Probe::default();
+    let server = builder(&probe)
+        .shutdown_grace(Duration::from_millis(200))
+        .max_in_flight(1)
+        .build()
+        .unwrap();
+    let mut client = TestClient::model_context(&server, json!({})).await;
+    let sleep = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "sleep", "arguments": {"ms": 60_000}}})
+    };
+    client.send(&sleep(4)).await;
+    probe.wait_started(1).await;
+    client.send(&sleep(5)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    client.close_input().await;
+    let (replies, served) = tokio::time::timeout(Duration::from_secs(30), client.close())
+        .await
+        .expect("the serving call returns once the grace period is over");
+    served.unwrap();
+    for id in [4, 5] {
+        let reply = replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("a reply to {id}: {replies:?}"));
+        assert_eq!(reply["error"]["code"], -32603, "{reply}");
+        assert_eq!(reply["error"]["data"], "server shutting down", "{reply}");
+    }
+    assert_eq!(probe.started(), 1, "the parked request never ran");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_cancel_during_shutdown_is_still_32003() {
     let server = builder(&Probe::default()).build().unwrap();

@@ -715,6 +715,13 @@ impl Dialect {
         }
     }
 
+    /// Whether, once its client's input ends, the requests still in flight
+    /// get the shutdown grace period to finish, then are stopped (the Model
+    /// Context Protocol); MCP v1.0's finish however long they take.
+    pub(crate) fn bounds_work_after_input(self) -> bool {
+        self != Self::McpV1
+    }
+
     /// Whether `null` is a valid request id (JSON-RPC 2.0, MCP v1.0); the
     /// Model Context Protocol allows only strings and numbers.
     pub(crate) fn allows_null_ids(self) -> bool {

@@ -108,6 +108,9 @@ enum Ending {
     OutputGone,
     /// Shutdown began first.
     Stopped,
+    /// The grace period after the end of the input ran out first
+    /// ([`Dialect::bounds_work_after_input`]).
+    GraceOver,
 }
 
 /// What a session created by another process is past its handshake.
@@ -328,11 +331,21 @@ impl Session {
                     self.shared.peer.close();
                     self.shared.streams_end.cancel();
                     // Parked requests and those in flight finish, unless
-                    // shutdown begins (or the output goes) first.
+                    // shutdown begins (or the output goes) first, or, where
+                    // the dialect bounds them, the grace period ends.
+                    let bounded = self.shared.dialect.bounds_work_after_input();
+                    let grace = self.shared.server.limits.shutdown_grace;
+                    let grace = async move {
+                        match bounded {
+                            true => tokio::time::sleep(grace).await,
+                            false => std::future::pending().await,
+                        }
+                    };
                     let ending = tokio::select! {
                         biased;
                         () = &mut gone => Ending::OutputGone,
                         () = &mut stopped => Ending::Stopped,
+                        () = grace => Ending::GraceOver,
                         () = async {
                             self.finish_parked().await;
                             self.slots.all_free().await;
@@ -342,6 +355,18 @@ impl Session {
                         Ending::Finished => {}
                         Ending::OutputGone => self.output_gone(),
                         Ending::Stopped => self.drain::<futures_never::Never, Input>(None).await,
+                        Ending::GraceOver => {
+                            tracing::debug!(
+                                "requests outlived the grace period after the input ended"
+                            );
+                            self.refuse_parked().await;
+                            self.shared.cancel_all(CancelReason::Shutdown);
+                            tokio::select! {
+                                biased;
+                                () = &mut gone => self.output_gone(),
+                                () = self.slots.all_free() => {}
+                            }
+                        }
                     }
                     return;
                 }
@@ -437,13 +462,7 @@ impl Session {
         tracing::debug!("session shutting down");
         self.draining = true;
         self.shared.streams_end.cancel();
-        while let Some(parked) = self.parked.pop_front() {
-            self.shared.set_parked(self.parked.len());
-            let id = parked.job.id;
-            let reply = Some(self.shared.dialect.shutting_down(&id));
-            deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
-        }
-        self.parked_bytes = 0;
+        self.refuse_parked().await;
         let slots = self.slots.clone();
         let all_done = slots.all_free();
         let grace = tokio::time::sleep(self.shared.server.limits.shutdown_grace);
@@ -462,6 +481,18 @@ impl Session {
                 },
             }
         }
+    }
+
+    /// Answers every parked request as one that arrives after shutdown
+    /// began; none of them runs.
+    async fn refuse_parked(&mut self) {
+        while let Some(parked) = self.parked.pop_front() {
+            self.shared.set_parked(self.parked.len());
+            let id = parked.job.id;
+            let reply = Some(self.shared.dialect.shutting_down(&id));
+            deliver(&self.shared, parked.to, Handled::reply(id, reply)).await;
+        }
+        self.parked_bytes = 0;
     }
 
     /// Starts parked requests, in order, while slots are free.
