@@ -93,6 +93,18 @@ fn an_idle_server_whose_stdout_is_closed_exits_3_at_once() {
     drop(stdin);
 }
 
+/// The same before the client wrote anything: the session is not yet
+/// framed, and a closed stdout still ends it.
+#[test]
+fn a_server_whose_stdout_is_closed_before_any_input_exits_3_at_once() {
+    let (mut child, _root) = spawn(&[], "info");
+    let stdin = child.stdin.take().expect("stdin");
+    drop(child.stdout.take().expect("stdout"));
+    let code = wait(&mut child, PATIENCE);
+    assert_eq!(code, Some(3), "exit code once stdout is gone");
+    drop(stdin);
+}
+
 #[test]
 fn a_server_whose_stderr_is_closed_serves_and_exits_0() {
     let (mut child, _root) = spawn(&[], "trace");

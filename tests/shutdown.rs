@@ -78,6 +78,25 @@ async fn serve_io_until_returns_when_its_shutdown_future_completes() {
         .unwrap();
 }
 
+/// The server handle's shutdown ends a stdio session whose client has
+/// sent nothing yet, as it ends one past its first message.
+#[tokio::test]
+async fn the_handles_shutdown_ends_a_session_before_its_first_byte() {
+    let server = builder(&Probe::default()).build().unwrap();
+    let (client, server_end) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(server_end);
+    let handle = server.handle();
+    let serving = tokio::spawn(async move { server.serve_io(read, write).await });
+    let _client = client; // the input stays open and silent
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    handle.shutdown();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serve_io returns after the handle's shutdown")
+        .unwrap()
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_exchange_during_shutdown_is_answered_32005() {
     let server = builder(&Probe::default()).build().unwrap();

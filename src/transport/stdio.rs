@@ -171,11 +171,22 @@ impl Server {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        tokio::pin!(shutdown);
+        tokio::pin!(shutdown, output_gone);
         let mut head = BytesMut::new();
+        // Before its first byte the client has asked nothing: shutdown
+        // (either way) or a closed output ends the call at once.
+        let stop = self.handle();
         let first = tokio::select! {
             first = first_byte(&mut reader, &mut head) => first?,
             () = &mut shutdown => return Ok(()),
+            () = stop.stop_token().cancelled() => return Ok(()),
+            () = &mut output_gone => {
+                tracing::warn!("stdout's reader is gone before the first message; the session ends");
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the output's reader is gone",
+                ));
+            }
         };
         let dialect = self.inner().protocols.for_stdio(first);
         let reader = std::io::Cursor::new(head).chain(reader);
