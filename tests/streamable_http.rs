@@ -875,6 +875,47 @@ async fn delete_cancels_the_request_in_flight_and_runs_none_parked_behind_it() {
     );
 }
 
+/// A `subscriptions/listen` is the 2026-07-28 revision's over HTTP even
+/// with a session id: with that revision's headers it takes one of
+/// `max_streams` (503 past it); without them it is refused (400), never
+/// opened as an uncounted stream that would hold its session open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_posted_with_a_session_id_is_a_counted_2026_stream_or_refused() {
+    let server = McServer::start_with(HttpConfig::default().max_streams(1), |b| b).await;
+    let session = server.session().await;
+    let listen = |id: &str| {
+        rpc(
+            json!(id),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true},
+                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}),
+        )
+    };
+    let in_session = server
+        .exchange(post(Some(&session), &listen("in-session")))
+        .await;
+    assert_eq!(in_session.status, StatusCode::BAD_REQUEST, "{in_session:?}");
+
+    let revision_2026 = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let (_first, open) = server
+        .send(post_with(None, &revision_2026, &listen("A")))
+        .await;
+    assert_eq!(open.status(), StatusCode::OK);
+    let refused = server
+        .exchange(post_with(None, &revision_2026, &listen("B")))
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the one stream slot is taken"
+    );
+}
+
 #[tokio::test]
 async fn progress_first_makes_the_answer_an_event_stream_that_ends_after_the_reply() {
     let server = McServer::default().await;

@@ -316,7 +316,10 @@ impl Protocols {
             Parsed::Single(message) => Some(message),
             _ => None,
         };
-        if !head.session_id
+        // A listen stream is the revision's alone, with or without a session
+        // id: it counts against the stream limits, and ends with its body,
+        // holding no session open.
+        if (!head.session_id || single.is_some_and(is_listen))
             && opening != Opening::ModelContext
             && single.is_some_and(message_claims_revision_2026)
         {
@@ -382,6 +385,12 @@ fn is_model_context(message: &Incoming<'_>) -> bool {
 
 /// Whether a message says it is the 2026-07-28 revision's.
 #[cfg(feature = "http")]
+/// Whether `message` is a `subscriptions/listen` request.
+#[cfg(feature = "http")]
+fn is_listen(message: &Incoming<'_>) -> bool {
+    matches!(message, Incoming::Request { method, .. } if method == revision_2026::LISTEN)
+}
+
 fn message_claims_revision_2026(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request {
