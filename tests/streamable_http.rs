@@ -1541,6 +1541,48 @@ async fn a_client_that_drops_its_event_stream_does_not_cancel_the_request() {
 
 // 16 ----------------------------------------------------------------------
 
+/// Shutdown lets a request answered as an event stream finish within the
+/// grace period: its stream carries its reply, then ends (the stream is
+/// the request's, not one the shutdown closes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_a_request_answered_as_an_event_stream_end_with_its_reply() {
+    let mut server = McServer::start_with(HttpConfig::default(), |b| {
+        b.shutdown_grace(Duration::from_secs(5))
+            .tool(clawmcp::tool::rich_tool_fn(
+                clawmcp::definition::ToolDefinition {
+                    mcp_id: "mcp://mc-test/tools/slow-progress".into(),
+                    name: "slow-progress".into(),
+                    description: "Progress, then a while, then its result.".into(),
+                    input_schema: json!({"type": "object"}),
+                    output_schema: json!({}),
+                },
+                |_args: Value, ctx: clawmcp::ToolContext| async move {
+                    ctx.progress(1.0, Some(2.0), None).await;
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Ok(clawmcp::ToolOutput::text("finished"))
+                },
+            ))
+    })
+    .await;
+    let session = server.session().await;
+    let request = rpc(
+        json!(9),
+        "tools/call",
+        json!({"name": "slow-progress", "arguments": {}, "_meta": {"progressToken": "p"}}),
+    );
+    let mut stream = open_sse(&server, post(Some(&session), &request)).await;
+    let Next::Message(progress) = stream.within(PATIENCE).await else {
+        panic!("the progress notification first");
+    };
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    server.shutdown();
+    let rest = stream.rest().await;
+    let reply = rest.last().expect("the reply before the stream ends");
+    assert_eq!(reply["id"], 9, "{rest:?}");
+    assert_eq!(reply["result"]["content"][0]["text"], "finished", "{reply}");
+    server.join().await.expect("serve_http_on returns Ok");
+}
+
 #[tokio::test]
 async fn shutdown_ends_an_open_get_stream_and_serve_returns() {
     let mut server = McServer::default().await;

@@ -306,11 +306,13 @@ impl McpService {
         }
         // The body reads the session's output itself: a stream the client
         // closes drops it, which the work sees at once (its output closed).
+        // Shutdown does not end it: it ends with the request's reply, which
+        // the session's drain gives within the grace period.
         sse(McpBody::sse(
             Some(first.bytes),
             Feed::Output(outbox),
             self.0.config.sse_keep_alive,
-            (*self.0.stop).clone(),
+            tokio_util::sync::CancellationToken::new(),
             None,
         ))
     }

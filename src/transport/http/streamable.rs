@@ -297,11 +297,13 @@ impl McpService {
                 };
                 json(status, reply)
             }
+            // A request's stream ends with its reply, which the session's
+            // drain gives within the grace period: shutdown does not end it.
             Ok(First::Stream(first, rest)) => sse(McpBody::sse(
                 Some(first),
                 rest,
                 self.0.config.sse_keep_alive,
-                self.0.stop.as_ref().clone(),
+                tokio_util::sync::CancellationToken::new(),
                 None,
             )),
             Ok(First::Unanswered) => sse(McpBody::empty()),
