@@ -89,7 +89,11 @@ impl Decoder for LineCodec {
                     self.searched = 0;
                     return Ok(None);
                 }
-                None if src.len() > self.max_message_size => {
+                // A line may end in `\r` before its `\n`: one byte more
+                // than the limit is kept while it could be that `\r`.
+                None if src.len() > self.max_message_size.saturating_add(1)
+                    || (src.len() > self.max_message_size && src.last() != Some(&b'\r')) =>
+                {
                     let declared = src.len();
                     src.clear();
                     self.searched = 0;
@@ -169,6 +173,28 @@ mod tests {
                 out[0]
             );
             assert_eq!(out[1..], [msg("{\"ok\":1}")], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_crlf_line_of_exactly_the_limit_is_served_however_its_bytes_arrive() {
+        let line = format!("{{\"m\":\"{}\"}}", "x".repeat(10));
+        let input = format!("{line}\r\n{line}\r\n");
+        for chunk in 1..=input.len() {
+            assert_eq!(
+                decode_in_chunks(line.len(), input.as_bytes(), chunk),
+                vec![msg(&line), msg(&line)],
+                "chunk {chunk}"
+            );
+        }
+        let over = format!("{line}x\r\n{line}\n");
+        for chunk in 1..=over.len() {
+            let out = decode_in_chunks(line.len(), over.as_bytes(), chunk);
+            assert!(
+                matches!(out[0], Input::TooLarge { .. }),
+                "chunk {chunk}: {out:?}"
+            );
+            assert_eq!(out[1..], [msg(&line)], "chunk {chunk}");
         }
     }
 
