@@ -1095,6 +1095,24 @@ async fn delete_ends_the_session_with_204_and_its_id_is_then_404() {
     assert_eq!(again.status, StatusCode::NOT_FOUND, "{again:?}");
 }
 
+/// A `DELETE` that says it is the Model Context Protocol's (its version
+/// header) but names no session is 400, as a session request without its
+/// id is; a bare one is 405 (MCP v1.0 has no `DELETE`).
+#[tokio::test]
+async fn a_delete_without_a_session_id_is_400() {
+    let server = McServer::default().await;
+    let reply = server
+        .exchange(build(
+            Method::DELETE,
+            &[("mcp-protocol-version", VERSION)],
+            empty(),
+        ))
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{reply:?}");
+    let bare = server.exchange(build(Method::DELETE, &[], empty())).await;
+    assert_eq!(bare.status, StatusCode::METHOD_NOT_ALLOWED, "{bare:?}");
+}
+
 #[tokio::test]
 async fn delete_with_an_unknown_id_is_404() {
     let server = McServer::default().await;

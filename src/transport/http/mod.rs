@@ -699,7 +699,8 @@ impl McpService {
                     Leftover::Unread(body),
                 );
             }
-            Method::DELETE if verdict.protocol == ByHead::ModelContext && verdict.session_id => {
+            // (Without a session id: 400, as a session request without one.)
+            Method::DELETE if verdict.protocol == ByHead::ModelContext => {
                 return (
                     self.streamable_delete(parts, &caller, verdict.version)
                         .await,
