@@ -417,11 +417,20 @@ impl ToolOutput {
     /// exactly what the client reads (an `f32` is `0.1` in both, not
     /// `0.10000000149011612` in one; a repeated key is the last one, as
     /// JSON readers take it).
+    /// The text never holds a raw line break: a `RawValue` in `output` is
+    /// written as it is, and one pretty-printed would end a
+    /// newline-delimited message (or an event-stream line) early. In JSON
+    /// text a raw CR or LF can only be whitespace between tokens, so each
+    /// becomes a space.
     pub(crate) fn serialized<T: Serialize + ?Sized>(output: &T) -> Result<Self, serde_json::Error> {
+        // A `String`, not a `Box<RawValue>`: no shrinking copy.
+        let mut text = serde_json::to_string(output)?;
+        if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+            text = text.replace(['\n', '\r'], " ");
+        }
         Ok(Self {
             structured: OnceLock::new(),
-            // A `String`, not a `Box<RawValue>`: no shrinking copy.
-            ordered: Some(serde_json::to_string(output)?),
+            ordered: Some(text),
             blocks: Vec::new(),
         })
     }
@@ -563,6 +572,28 @@ impl From<crate::definition::Role> for MessageRole {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn structured_output_text_never_holds_a_raw_line_break() {
+        #[derive(Serialize)]
+        struct Output {
+            pretty: Box<RawValue>,
+            text: String,
+        }
+        let pretty = RawValue::from_string("{\r\n  \"a\": [1,\n 2]\n}".into()).unwrap();
+        let output = ToolOutput::serialized(&Output {
+            pretty,
+            text: "line\nbreak".into(),
+        })
+        .unwrap();
+        let text = output.ordered.as_deref().unwrap();
+        assert!(!text.contains(['\n', '\r']), "{text}");
+        let read: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            read,
+            json!({"pretty": {"a": [1, 2]}, "text": "line\nbreak"})
+        );
+    }
 
     #[test]
     fn blocks_serialise_as_schema_ts_spells_them() {
