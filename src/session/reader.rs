@@ -297,13 +297,19 @@ impl Session {
             if self.shared.out.is_closed() {
                 return self.output_gone();
             }
-            // Stopped: parked requests are refused by the drain, never
-            // started here.
-            if self.stop.is_cancelled() {
-                break;
-            }
             self.start_parked().await;
             let may_read = self.may_read();
+            if !may_read && self.shared.batch_unsent() {
+                // A batch's replies wait for room in the output, as a single
+                // reply's request would in its slot: nothing more is read or
+                // started until they are out.
+                tokio::select! {
+                    biased;
+                    () = &mut stopped => break,
+                    () = shared.batch_sent() => continue,
+                    () = &mut gone => return self.output_gone(),
+                }
+            }
             // A stop first (a flag check until its waker fires), then
             // input: while input flows, the branches after it are not
             // polled (the closed output is caught above); they wake an
@@ -316,7 +322,6 @@ impl Session {
                     self.start_next(slot).await;
                     continue;
                 }
-                () = shared.batch_sent(), if !may_read => continue,
                 () = &mut gone => return self.output_gone(),
             };
             match item {
@@ -495,9 +500,10 @@ impl Session {
         self.parked_bytes = 0;
     }
 
-    /// Starts parked requests, in order, while slots are free.
+    /// Starts parked requests, in order, while slots are free; none once
+    /// the session is stopping (the drain refuses them).
     async fn start_parked(&mut self) {
-        while !self.parked.is_empty() {
+        while !self.parked.is_empty() && !self.stop.is_cancelled() {
             let Some(slot) = self.slots.try_take().map(Slot::owned) else {
                 return;
             };
