@@ -288,7 +288,10 @@ impl Protocols {
     /// `POST` without a session id is a 2026-07-28 request when it is not
     /// a session's `initialize` and its message says so (a method only
     /// that revision has, or a `_meta` that names a version); one that
-    /// says nothing is a session request that lost its session.
+    /// says nothing is a session request that lost its session. A
+    /// `subscriptions/listen` that says so is that revision's even with a
+    /// session id: its stream is counted as the revision's, and holds no
+    /// session open.
     pub(crate) fn for_post(self, head: &HeadVerdict<'_>, first: &Parsed<'_>) -> Post {
         let by_head = head.protocol;
         let message = match first {
@@ -383,14 +386,14 @@ fn is_model_context(message: &Incoming<'_>) -> bool {
     }
 }
 
-/// Whether a message says it is the 2026-07-28 revision's.
-#[cfg(feature = "http")]
 /// Whether `message` is a `subscriptions/listen` request.
 #[cfg(feature = "http")]
 fn is_listen(message: &Incoming<'_>) -> bool {
     matches!(message, Incoming::Request { method, .. } if method == revision_2026::LISTEN)
 }
 
+/// Whether a message says it is the 2026-07-28 revision's.
+#[cfg(feature = "http")]
 fn message_claims_revision_2026(message: &Incoming<'_>) -> bool {
     match message {
         Incoming::Request {
