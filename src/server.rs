@@ -706,9 +706,11 @@ impl ServerBuilder {
     }
 
     /// How long requests in flight may take to finish once shutdown begins
-    /// (default 10 s); past it they are stopped and answered as requests
-    /// that arrive after shutdown began are: `-32005` in MCP v1.0, `-32603`
-    /// (with `data` "server shutting down") in the Model Context Protocol.
+    /// (default 10 s), and, in the Model Context Protocol, once a stdio
+    /// client's input has ended; past it they are stopped and answered as
+    /// requests that arrive after shutdown began are: `-32005` in MCP v1.0,
+    /// `-32603` (with `data` "server shutting down") in the Model Context
+    /// Protocol.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.limits.shutdown_grace = grace;
         self

@@ -108,9 +108,6 @@ enum Ending {
     OutputGone,
     /// Shutdown began first.
     Stopped,
-    /// The grace period after the end of the input ran out first
-    /// ([`Dialect::bounds_work_after_input`]).
-    GraceOver,
 }
 
 /// What a session created by another process is past its handshake.
@@ -274,7 +271,10 @@ impl Session {
     }
 
     /// Reads `input` to its end, serving every message, then waits for the
-    /// requests still parked or in flight and returns. It returns at once
+    /// requests still parked or in flight and returns; where the dialect
+    /// bounds that wait ([`Dialect::bounds_work_after_input`]), at the
+    /// shutdown grace period's end those in flight are stopped and those
+    /// parked refused. It returns at once
     /// when the output is gone (the client stopped reading): requests in
     /// flight are then stopped. When the session's stop token fires —
     /// before or after the end of the input — it drains instead (see
@@ -298,8 +298,11 @@ impl Session {
                 return self.output_gone();
             }
             self.start_parked().await;
-            let may_read = self.may_read();
-            if !may_read && self.shared.batch_unsent() {
+            // Read once: a batch sent between two reads would leave the
+            // reader neither reading nor waiting for the batch.
+            let batch_unsent = self.shared.batch_unsent();
+            let may_read = !batch_unsent && self.may_read_ahead();
+            if batch_unsent {
                 // A batch's replies wait for room in the output, as a single
                 // reply's request would in its slot: nothing more is read or
                 // started until they are out.
@@ -336,42 +339,52 @@ impl Session {
                     self.shared.peer.close();
                     self.shared.streams_end.cancel();
                     // Parked requests and those in flight finish, unless
-                    // shutdown begins (or the output goes) first, or, where
-                    // the dialect bounds them, the grace period ends.
-                    let bounded = self.shared.dialect.bounds_work_after_input();
-                    let grace = self.shared.server.limits.shutdown_grace;
-                    let grace = async move {
-                        match bounded {
-                            true => tokio::time::sleep(grace).await,
-                            false => std::future::pending().await,
+                    // shutdown begins (or the output goes) first. Where the
+                    // dialect bounds them, at the grace period's end those in
+                    // flight are stopped and those parked refused; a request
+                    // being started (its reply waiting for room) is not
+                    // dropped.
+                    let grace_over = CancellationToken::new();
+                    let timer = {
+                        let bounded = self.shared.dialect.bounds_work_after_input();
+                        let grace = self.shared.server.limits.shutdown_grace;
+                        let (shared, grace_over) = (self.shared.clone(), grace_over.clone());
+                        async move {
+                            if !bounded {
+                                return std::future::pending().await;
+                            }
+                            tokio::time::sleep(grace).await;
+                            tracing::debug!(
+                                "requests outlived the grace period after the input ended"
+                            );
+                            grace_over.cancel();
+                            shared.cancel_all(CancelReason::Shutdown);
                         }
                     };
                     let ending = tokio::select! {
                         biased;
                         () = &mut gone => Ending::OutputGone,
                         () = &mut stopped => Ending::Stopped,
-                        () = grace => Ending::GraceOver,
                         () = async {
-                            self.finish_parked().await;
-                            self.slots.all_free().await;
+                            let finishing = async {
+                                self.finish_parked(&grace_over).await;
+                                self.slots.all_free().await;
+                            };
+                            tokio::pin!(finishing, timer);
+                            let mut timed = false;
+                            loop {
+                                tokio::select! {
+                                    biased;
+                                    () = &mut finishing => break,
+                                    () = &mut timer, if !timed => timed = true,
+                                }
+                            }
                         } => Ending::Finished,
                     };
                     match ending {
                         Ending::Finished => {}
                         Ending::OutputGone => self.output_gone(),
                         Ending::Stopped => self.drain::<futures_never::Never, Input>(None).await,
-                        Ending::GraceOver => {
-                            tracing::debug!(
-                                "requests outlived the grace period after the input ended"
-                            );
-                            self.refuse_parked().await;
-                            self.shared.cancel_all(CancelReason::Shutdown);
-                            tokio::select! {
-                                biased;
-                                () = &mut gone => self.output_gone(),
-                                () = self.slots.all_free() => {}
-                            }
-                        }
                     }
                     return;
                 }
@@ -422,7 +435,7 @@ impl Session {
         let stop = self.stop.clone();
         let stopped = tokio::select! {
             () = async {
-                self.finish_parked().await;
+                self.finish_parked(&CancellationToken::new()).await;
                 self.slots.all_free().await;
             } => false,
             () = stop.cancelled() => true,
@@ -433,14 +446,14 @@ impl Session {
         self.not_json
     }
 
-    /// Whether the reader may read more input: not while a batch's
-    /// replies wait for room in the outbox; else always while nothing is
-    /// parked, or while the parked requests stay under their bound.
-    fn may_read(&self) -> bool {
-        !self.shared.batch_unsent()
-            && (self.parked.is_empty()
-                || (self.parked.len() < MAX_PARKED
-                    && self.parked_bytes < self.shared.server.limits.max_message_size))
+    /// Whether the reader may read more input as far as its parked
+    /// requests go: always while nothing is parked, else while they stay
+    /// under their bound. (Nothing is read while a batch's replies wait
+    /// for room in the outbox either: the loop asks that first.)
+    fn may_read_ahead(&self) -> bool {
+        self.parked.is_empty()
+            || (self.parked.len() < MAX_PARKED
+                && self.parked_bytes < self.shared.server.limits.max_message_size)
     }
 
     /// The output is gone: nobody reads replies any more. Requests in
@@ -511,10 +524,15 @@ impl Session {
         }
     }
 
-    /// Starts every parked request, waiting for slots as they free up.
-    async fn finish_parked(&mut self) {
+    /// Starts every parked request, waiting for slots as they free up;
+    /// once `refuse` is cancelled, refuses those still parked instead.
+    async fn finish_parked(&mut self, refuse: &CancellationToken) {
         while !self.parked.is_empty() {
-            let slot = self.slots.take().await;
+            let slot = tokio::select! {
+                biased;
+                () = refuse.cancelled() => return self.refuse_parked().await,
+                slot = self.slots.take() => slot,
+            };
             self.start_next(slot).await;
         }
     }

@@ -34,9 +34,11 @@ const READ_BUFFER: usize = 64 * 1024;
 
 impl Server {
     /// Serves one session on the process's stdin and stdout until stdin
-    /// ends; requests in flight then finish, every reply is flushed, and the
-    /// call returns. stdout carries frames only: log through `tracing` to
-    /// stderr.
+    /// ends; requests in flight then finish (in the Model Context Protocol,
+    /// within [`shutdown_grace`](crate::ServerBuilder::shutdown_grace), past
+    /// which they are stopped and those parked refused), every reply is
+    /// flushed, and the call returns. stdout carries frames only: log
+    /// through `tracing` to stderr.
     ///
     /// # Errors
     /// Writing to stdout failed.
@@ -49,8 +51,10 @@ impl Server {
     }
 
     /// Serves one session over `reader` and `writer` with stdio framing,
-    /// until `reader` ends; requests in flight then finish, every reply is
-    /// flushed, and the call returns.
+    /// until `reader` ends; requests in flight then finish (within the
+    /// shutdown grace period in the Model Context Protocol, as for
+    /// [`serve_stdio`](Self::serve_stdio)), every reply is flushed, and the
+    /// call returns.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
