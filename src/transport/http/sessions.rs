@@ -385,11 +385,7 @@ impl HttpSession {
     /// to nobody) before the cancellation, so that no slot the cancelled
     /// ones free starts another.
     pub(super) fn end(&self) {
-        self.stop.cancel();
-        if let Some(shared) = self.shared() {
-            shared.peer.close();
-            shared.cancel_all(CancelReason::Gone);
-        }
+        // The POSTs first: what the drain answers reaches none of them.
         self.input
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -398,6 +394,11 @@ impl HttpSession {
         destinations.get = None;
         destinations.requests.clear();
         drop(destinations);
+        self.stop.cancel();
+        if let Some(shared) = self.shared() {
+            shared.peer.close();
+            shared.cancel_all(CancelReason::Gone);
+        }
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
