@@ -865,6 +865,48 @@ async fn a_key_the_issuer_removed_stops_verifying_once_the_set_is_old() {
     assert_eq!(verifier.key_set_fetches(), 3, "the fetch was tried");
 }
 
+/// docs/oauth.md §5: renewing an old key set is not undone by the request
+/// that began it going away (its client disconnected): the fetch runs on,
+/// and the next token meets the renewed set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_set_renewal_outlives_the_request_that_began_it() {
+    use clawmcp::oauth::{AcceptedAudiences, TokenVerifier};
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let keys: PathBuf = dir.path().join("keys.json");
+    let port = free_port();
+    let provider = Provider::start(port, Some(&keys), false).await;
+    let issuer = provider.issuer.clone();
+    let verifier = std::sync::Arc::new(
+        JwtVerifier::new(issuer.clone())
+            .min_refresh_interval(Duration::from_secs(2))
+            .max_key_age(Duration::from_millis(300)),
+    );
+    let shared = verifier.clone();
+    let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
+    let echo = execute(1, "echo", json!({"message": "x"}));
+    let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    assert_eq!(server.v1(Some(&first), &echo).await.status, 200);
+    provider.stop().await;
+    let provider = Provider::start(port, Some(&keys), true).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+
+    // The request that finds the set old goes at once; the next may not
+    // fetch for 2 s.
+    let audience = AcceptedAudiences::new([server.resource.clone()]);
+    let gone = tokio::time::timeout(Duration::from_millis(1), verifier.verify(&spare, &audience));
+    assert!(gone.await.is_err(), "the verification was cut short");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(verifier.key_set_fetches(), 2);
+    assert_eq!(
+        server.v1(Some(&spare), &echo).await.status,
+        401,
+        "the set renewed without its asker lacks the removed key"
+    );
+    assert_eq!(verifier.key_set_fetches(), 2, "no fetch more");
+    provider.stop().await;
+}
+
 /// docs/oauth.md §5: a token's audience is compared with the resource as
 /// a canonical URL: one written with a trailing `/` (as a client that
 /// reads the resource with a URL parser may ask for it) is for this

@@ -47,9 +47,12 @@ pub struct JwtVerifier {
     jwks_uri: Option<String>,
     min_refresh: Duration,
     max_age: Duration,
-    keys: RwLock<Arc<KeySet>>,
+    /// Shared with the fetches, which run in tasks of their own.
+    keys: Arc<RwLock<Arc<KeySet>>>,
     refresh: tokio::sync::Mutex<Refresh>,
-    fetches: AtomicU64,
+    fetches: Arc<AtomicU64>,
+    /// The key set's URL, once discovered.
+    discovered: Arc<std::sync::OnceLock<String>>,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -68,7 +71,6 @@ impl std::fmt::Debug for JwtVerifier {
 #[derive(Default)]
 struct Refresh {
     last: Option<Instant>,
-    discovered: Option<String>,
     /// Why the last fetch failed, if it did: said again until the next
     /// one may be tried, so that a valid token meets `503`, not `401`.
     failed: Option<VerifyError>,
@@ -113,9 +115,10 @@ impl JwtVerifier {
             jwks_uri: None,
             min_refresh: Duration::from_secs(10),
             max_age: DEFAULT_MAX_KEY_AGE,
-            keys: RwLock::default(),
+            keys: Arc::default(),
             refresh: tokio::sync::Mutex::default(),
-            fetches: AtomicU64::new(0),
+            fetches: Arc::default(),
+            discovered: Arc::default(),
         }
     }
 
@@ -207,35 +210,48 @@ impl JwtVerifier {
             };
         }
         state.last = Some(Instant::now());
-        let fetched = self.fetch(state).await;
+        let fetched = self.fetch().await;
         state.failed = fetched.as_ref().err().cloned();
         fetched
     }
 
-    /// Fetches the key set (discovering where it is, the first time).
-    async fn fetch(&self, state: &mut Refresh) -> Result<Arc<KeySet>, VerifyError> {
-        let uri = match (&self.jwks_uri, &state.discovered) {
-            (Some(uri), _) | (None, Some(uri)) => uri.clone(),
-            (None, None) => {
-                let metadata = discover(&self.issuer.client, &self.issuer.id).await?;
-                let uri = metadata.jwks_uri.ok_or_else(|| {
-                    VerifyError::Config(format!(
-                        "the metadata of {} has no jwks_uri",
-                        self.issuer.id
-                    ))
-                })?;
-                state.discovered = Some(uri.clone());
-                uri
-            }
-        };
-        self.fetches.fetch_add(1, Ordering::Relaxed);
-        let document = self.issuer.client.get_json(&uri).await?;
-        let keys = KeySet::read(document)
-            .map_err(|why| VerifyError::Unavailable(format!("{uri} is not a JWK set: {why}")))?;
-        let keys = Arc::new(keys);
-        tracing::debug!(issuer = %self.issuer.id, keys = keys.keys.len(), "fetched the key set");
-        *self.keys.write().unwrap_or_else(PoisonError::into_inner) = keys.clone();
-        Ok(keys)
+    /// Fetches the key set (discovering where it is, the first time), in
+    /// a task of its own: a caller that goes (its client disconnected) does
+    /// not stop the fetch, so a set grown old is renewed whoever asked.
+    async fn fetch(&self) -> Result<Arc<KeySet>, VerifyError> {
+        let (client, issuer) = (self.issuer.client, self.issuer.id.clone());
+        let configured = self.jwks_uri.clone();
+        let (discovered, keys, fetches) = (
+            self.discovered.clone(),
+            self.keys.clone(),
+            self.fetches.clone(),
+        );
+        let fetching = tokio::spawn(async move {
+            let uri = match configured.or_else(|| discovered.get().cloned()) {
+                Some(uri) => uri,
+                None => {
+                    let metadata = discover(&client, &issuer).await?;
+                    let uri = metadata.jwks_uri.ok_or_else(|| {
+                        VerifyError::Config(format!("the metadata of {issuer} has no jwks_uri"))
+                    })?;
+                    discovered.get_or_init(|| uri).clone()
+                }
+            };
+            fetches.fetch_add(1, Ordering::Relaxed);
+            let document = client.get_json(&uri).await?;
+            let fetched = KeySet::read(document).map_err(|why| {
+                VerifyError::Unavailable(format!("{uri} is not a JWK set: {why}"))
+            })?;
+            let fetched = Arc::new(fetched);
+            tracing::debug!(%issuer, keys = fetched.keys.len(), "fetched the key set");
+            *keys.write().unwrap_or_else(PoisonError::into_inner) = fetched.clone();
+            Ok(fetched)
+        });
+        fetching.await.unwrap_or_else(|e| {
+            Err(VerifyError::Unavailable(format!(
+                "fetching the key set: {e}"
+            )))
+        })
     }
 }
 
@@ -344,7 +360,8 @@ impl TokenVerifier for JwtVerifier {
                 .any(|t| typ.eq_ignore_ascii_case(t))
         {
             return Err(VerifyError::Invalid(format!(
-                "a {typ:?} token is not an access token"
+                "a {:?} token is not an access token",
+                clipped(typ)
             )));
         }
         let kid = header.kid.as_deref();
