@@ -386,7 +386,8 @@ async fn a_body_that_trickles_past_the_body_timeout_is_408() {
 async fn timeouts_set_to_duration_max_are_very_long_not_a_panic() {
     let config = HttpConfig::default()
         .header_read_timeout(Duration::MAX)
-        .body_timeout(Duration::MAX);
+        .body_timeout(Duration::MAX)
+        .sse_keep_alive(Duration::MAX);
     let server = TestServer::start(config).await;
     let stream = TcpStream::connect(server.addr).await.expect("connect");
     let (mut read, mut write) = stream.into_split();
@@ -408,6 +409,37 @@ async fn timeouts_set_to_duration_max_are_very_long_not_a_panic() {
     let mut pending = Vec::new();
     let reply = TcpStreamRead(&mut read).response(&mut pending).await;
     assert_eq!(reply.status, 200, "{:?}", reply.headers);
+
+    // An event stream (an MCP v1.0 streaming session, its body open): its
+    // keep-alive timer is set again as its first event goes.
+    let initialize =
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientCapabilities":{}}}"#;
+    let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+    stream
+        .write_all(
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{initialize}\r\n",
+                initialize.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\"id\":1") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("the stream's first event in time")
+            .unwrap_or(0);
+        assert!(
+            n > 0,
+            "the stream ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
 }
 
 async fn status_of(server: &TestServer, request: &str) -> Raw {

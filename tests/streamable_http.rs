@@ -876,9 +876,10 @@ async fn delete_cancels_the_request_in_flight_and_runs_none_parked_behind_it() {
 }
 
 /// A `subscriptions/listen` is the 2026-07-28 revision's over HTTP even
-/// with a session id: with that revision's headers it takes one of
-/// `max_streams` (503 past it); without them it is refused (400), never
-/// opened as an uncounted stream that would hold its session open.
+/// with a session id: without that revision's headers it is refused (400),
+/// never opened as an uncounted stream that would hold its session open;
+/// with them (a route the headers alone decide) it takes one of
+/// `max_streams`, 503 past it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listen_posted_with_a_session_id_is_a_counted_2026_stream_or_refused() {
     let server = McServer::start_with(HttpConfig::default().max_streams(1), |b| b).await;

@@ -224,6 +224,7 @@ impl McpBody {
         stop: CancellationToken,
         slot: Option<StreamSlot>,
     ) -> Self {
+        // (tokio bounds an interval's period; its start is ours to bound.)
         let start = crate::poll::deadline_in(keep_alive);
         let mut keep_alive =
             tokio::time::interval_at(start, keep_alive.max(Duration::from_millis(1)));
@@ -390,6 +391,23 @@ mod tests {
             stop.clone(),
             None,
         )
+    }
+
+    #[tokio::test]
+    async fn a_keep_alive_of_duration_max_is_very_long_not_a_panic_when_an_event_goes() {
+        let (tx, rx) = crate::session::bounded::channel(4, 1 << 10);
+        let _ = tx.try_send(b"{\"later\":1}".to_vec());
+        let mut body = McpBody::sse(
+            Some(b"{\"first\":1}".to_vec()),
+            Feed::Delivered(rx),
+            Duration::MAX,
+            CancellationToken::new(),
+            None,
+        );
+        let (seen, ended) = frames(&mut body);
+        assert!(!ended);
+        let all = seen.concat();
+        assert!(all.contains("first") && all.contains("later"), "{all}");
     }
 
     #[tokio::test]
