@@ -865,7 +865,12 @@ async fn delete_cancels_the_request_in_flight_and_runs_none_parked_behind_it() {
     server.probe.gate.add_permits(8);
     let _ = running.await;
     for request in parked {
-        let _ = request.await;
+        let reply = request.await.unwrap();
+        assert_eq!(
+            reply.status,
+            StatusCode::NOT_FOUND,
+            "a parked POST: {reply:?}"
+        );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
