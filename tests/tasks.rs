@@ -706,6 +706,65 @@ async fn an_answer_during_a_save_of_the_calls_own_does_not_stop_the_call() {
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
 }
 
+/// A `tasks/update` is acknowledged once the task's saved state has taken
+/// its answers: the `tasks/get` the client sends next no longer lists the
+/// question it answered, though the store takes its time to save, and
+/// still lists the one it did not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_get_after_an_acknowledged_answer_reads_the_answer_taken() {
+    let memory = Arc::new(MemoryTaskStore::new());
+    let store = Arc::new(SlowSaves {
+        inner: memory.clone(),
+        ..SlowSaves::default()
+    });
+    let server = one_tool_server(
+        rich_tool_fn(
+            def("asks_two"),
+            |_args: Value, ctx: ToolContext| async move {
+                let form =
+                    |q: &str| Elicitation::new(q).field("name", json!({"type": "string"}), true);
+                let (first, second) = tokio::join!(
+                    ctx.keyed("first").elicit(form("First?")),
+                    ctx.keyed("second").elicit(form("Second?"))
+                );
+                first?;
+                second?;
+                Ok(ToolOutput::text("both"))
+            },
+        )
+        .with_task_support(TaskSupport::Optional),
+        store.clone(),
+    );
+    let mut client = TestClient::connect_model_context(&server).await;
+    let id = task_id(&call(&mut client, "asks_two", json!({}), true).await);
+    let mut waiting = until(&mut client, &id, "input_required").await;
+    while waiting["inputRequests"].as_object().map_or(0, |r| r.len()) < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waiting = get(&mut client, &id).await["result"].clone();
+    }
+    // Each save now takes 200 ms.
+    store.delay.store(200, Ordering::SeqCst);
+    let answer = json!({"taskId": id, "inputResponses": {
+        "first": {"action": "accept", "content": {"name": "Ada"}}}});
+    exchange(&mut client, request("tasks/update", answer, true)).await;
+    let read = get(&mut client, &id).await["result"].clone();
+    let asked = read["inputRequests"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !asked.contains_key("first"),
+        "the answered question: {read}"
+    );
+    assert!(asked.contains_key("second"), "the other question: {read}");
+    assert_eq!(read["status"], "input_required", "{read}");
+    let answer = json!({"taskId": id, "inputResponses": {
+        "second": {"action": "accept", "content": {"name": "Bo"}}}});
+    exchange(&mut client, request("tasks/update", answer, true)).await;
+    let task = ended_in(&*memory, &id).await;
+    assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
+}
+
 /// A tool that asks before its task (`elicit_before_task`) from a task it
 /// spawned, once its request is on its way to becoming a task (the store
 /// takes its time to create it): the question is the task's, and the

@@ -310,15 +310,62 @@ async fn task_op(
         return Err(Failure::Rpc(not_found(&task_id)));
     };
     sees_task(catalog, &task, &owner, principal).map_err(Failure::Rpc)?;
-    let signal = match op {
+    let (signal, answered) = match op {
         TaskOp::Get => return Ok(Done::Task(Box::new(task))),
         // An ended task hears nothing more: the ack is the same.
         _ if task.status.is_terminal() => return Ok(Done::Acknowledged),
-        TaskOp::Update(responses) => TaskSignal::Answers { responses },
-        TaskOp::Cancel => TaskSignal::Cancel,
+        TaskOp::Update(responses) => {
+            let answered: Vec<String> = (responses.keys())
+                .filter(|key| task.input_requests.contains_key(*key))
+                .cloned()
+                .collect();
+            (TaskSignal::Answers { responses }, answered)
+        }
+        TaskOp::Cancel => (TaskSignal::Cancel, Vec::new()),
     };
+    // Heard before the signal goes, so that no save of its answer is missed.
+    let changes = store.changes();
     store.signal(&task_id, signal).await.map_err(failed)?;
+    if !answered.is_empty() {
+        answers_seen(store.as_ref(), &task_id, &answered, changes).await;
+    }
     Ok(Done::Acknowledged)
+}
+
+/// How long an answer's acknowledgement waits for the task's saved state
+/// to show it.
+const ANSWER_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits (at most [`ANSWER_SEEN_WITHIN`]) until the stored state of task
+/// `task_id` no longer asks the `answered` questions, or has ended or
+/// gone: the `tasks/get` a client sends after its `tasks/update` is
+/// acknowledged then reads its answers taken (the runner, in whichever
+/// process, takes them and saves the state in its own time).
+async fn answers_seen(
+    store: &dyn TaskStore,
+    task_id: &str,
+    answered: &[String],
+    mut changes: tokio::sync::broadcast::Receiver<std::sync::Arc<str>>,
+) {
+    let seen = async {
+        loop {
+            match store.get(task_id).await {
+                Ok(Some(task))
+                    if !task.status.is_terminal()
+                        && answered.iter().any(|k| task.input_requests.contains_key(k)) => {}
+                // Taken, ended, gone, or the store cannot say: no more waiting.
+                _ => return,
+            }
+            loop {
+                match changes.recv().await {
+                    Ok(changed) if &*changed != task_id => continue,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ANSWER_SEEN_WITHIN, seen).await;
 }
 
 /// Whether the caller (`owner`, with `principal`'s scopes) may see
