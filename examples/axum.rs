@@ -10,11 +10,17 @@
 //!   -d '{"jsonrpc":"2.0","method":"mcp/executeTool","params":{"id":"mcp://axum-example/tools/echo:v1","arguments":{"message":"hi"}},"id":2}'
 //! ```
 //! Ctrl-C (or SIGTERM) stops accepting, lets requests in flight finish,
-//! ends open MCP streams, and exits.
+//! ends open MCP streams, and exits. The app gives the endpoint each
+//! client's address (`PeerAddr`), so that its limits per client (streams,
+//! sessions, bytes in flight, tasks) count each one apart.
+
+use std::net::SocketAddr;
 
 use axum::Router;
+use axum::extract::{ConnectInfo, Request};
+use axum::middleware::{self, Next};
 use axum::routing::get;
-use clawmcp::transport::HttpConfig;
+use clawmcp::transport::{HttpConfig, PeerAddr};
 use clawmcp::typed_tool;
 use clawmcp::{Server, ToolError};
 use schemars::JsonSchema;
@@ -48,17 +54,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // service is a tower Service; nested, it serves the path it is given.
     let app = Router::new()
         .route("/health", get(|| async { "ok\n" }))
-        .nest_service("/mcp", server.http_service(HttpConfig::default()));
+        .nest_service("/mcp", server.http_service(HttpConfig::default()))
+        .layer(middleware::from_fn(peer_addr));
 
     // Loopback only, as every example here (see SECURITY.md).
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /health and /mcp");
-    axum::serve(listener, app)
-        // One call: on the signal, the MCP server shuts down too, so its
-        // open streams end with the app's connections.
-        .with_graceful_shutdown(server.handle().shutdown_on(signal()))
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    // One call: on the signal, the MCP server shuts down too, so its
+    // open streams end with the app's connections.
+    .with_graceful_shutdown(server.handle().shutdown_on(signal()))
+    .await?;
     Ok(())
+}
+
+/// Puts the client's address where the endpoint reads it: without it, a
+/// client without a token is bounded only by the endpoint's totals, not
+/// by its own share.
+async fn peer_addr(
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut request: Request,
+    next: Next,
+) -> axum::response::Response {
+    request.extensions_mut().insert(PeerAddr(peer));
+    next.run(request).await
 }
 
 /// Completes on Ctrl-C or SIGTERM.
