@@ -367,7 +367,7 @@ impl Session {
                         () = &mut stopped => Ending::Stopped,
                         () = async {
                             let finishing = async {
-                                self.finish_parked(&grace_over).await;
+                                self.finish_parked(Some(&grace_over)).await;
                                 self.slots.all_free().await;
                             };
                             tokio::pin!(finishing, timer);
@@ -435,7 +435,7 @@ impl Session {
         let stop = self.stop.clone();
         let stopped = tokio::select! {
             () = async {
-                self.finish_parked(&CancellationToken::new()).await;
+                self.finish_parked(None).await;
                 self.slots.all_free().await;
             } => false,
             () = stop.cancelled() => true,
@@ -525,12 +525,19 @@ impl Session {
     }
 
     /// Starts every parked request, waiting for slots as they free up;
-    /// once `refuse` is cancelled, refuses those still parked instead.
-    async fn finish_parked(&mut self, refuse: &CancellationToken) {
+    /// once `refuse` (if any) is cancelled, refuses those still parked
+    /// instead.
+    async fn finish_parked(&mut self, refuse: Option<&CancellationToken>) {
         while !self.parked.is_empty() {
+            let refused = async {
+                match refuse {
+                    Some(refuse) => refuse.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
             let slot = tokio::select! {
                 biased;
-                () = refuse.cancelled() => return self.refuse_parked().await,
+                () = refused => return self.refuse_parked().await,
                 slot = self.slots.take() => slot,
             };
             self.start_next(slot).await;

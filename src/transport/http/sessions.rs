@@ -296,12 +296,6 @@ impl HttpSession {
         self.stop.is_cancelled()
     }
 
-    /// Forgets request `id`, answered beside the reader with nothing sent
-    /// before its reply.
-    pub(super) fn answered(&self, id: &RequestId) {
-        self.destinations().requests.remove(id);
-    }
-
     /// Whether `caller` may use this session: the principal that opened it
     /// (the same issuer, subject and client), or anyone for a session
     /// opened without one.
@@ -334,10 +328,10 @@ impl HttpSession {
 
     /// Waits for what request `id` produces first; `Err` when a request
     /// with this id is already in flight. Until [`Expected::handed`], the
-    /// request is the POST's alone: should the POST go (its client gone
-    /// while the session's input was full, say) or its message not reach
-    /// the session, dropping the guard forgets it, so that it holds
-    /// neither its id nor the session's idleness.
+    /// request is the POST's alone: dropping the guard forgets it (answered
+    /// beside the reader, its POST gone while the session's input was
+    /// full, or its message not delivered), so that it holds neither its
+    /// id nor the session's idleness.
     pub(super) fn expect(&self, id: &RequestId) -> Result<Expected<'_>, ()> {
         let mut destinations = self.destinations();
         if destinations.requests.contains_key(id) {

@@ -268,14 +268,13 @@ impl McpService {
         let to_reader = match (message, session.serving()) {
             (Some(message), Some(shared)) => {
                 match beside(&shared, || session.stopping(), message, caller).await {
+                    // Answered here: the guard forgets the request.
                     Beside::Answered(reply) => {
-                        drop(expected.handed());
-                        session.answered(&id);
+                        drop(expected);
                         return json(StatusCode::OK, reply.bytes);
                     }
                     Beside::Forbidden(reply, needed) => {
-                        drop(expected.handed());
-                        session.answered(&id);
+                        drop(expected);
                         return self.forbidden(parts, &needed, reply.bytes);
                     }
                     Beside::Sent => false,
