@@ -6,7 +6,7 @@
 mod http_support;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -277,6 +277,76 @@ impl McpServer {
         assert_eq!(self.mc(token, Some(&id), &note).await.status, 202);
         id
     }
+}
+
+/// A provider that keeps its keys in a file (so that it can restart on
+/// the same issuer URL with a new key), a server trusting its JWTs through
+/// a verifier shared with the test (to count its key-set fetches), and two
+/// tokens of its first key: `first`, verified (the one fetch so far), and
+/// `spare`, never sent.
+struct KeyedIssuer {
+    keys: tempfile::TempDir,
+    port: u16,
+    provider: Provider,
+    verifier: std::sync::Arc<JwtVerifier>,
+    server: McpServer,
+    first: String,
+    spare: String,
+}
+
+impl KeyedIssuer {
+    /// The verifier is `JwtVerifier::new(issuer)` as `configure` sets it.
+    async fn start(configure: impl FnOnce(JwtVerifier) -> JwtVerifier) -> Self {
+        let keys = tempfile::tempdir().expect("a temp dir");
+        let port = free_port();
+        let provider = Provider::start(port, Some(&keys.path().join("keys.json")), false).await;
+        let issuer = provider.issuer.clone();
+        let verifier = std::sync::Arc::new(configure(JwtVerifier::new(issuer.clone())));
+        let shared = verifier.clone();
+        let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
+        let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
+        let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
+        assert_eq!(server.v1(Some(&first), &echo()).await.status, 200);
+        assert_eq!(verifier.key_set_fetches(), 1);
+        Self {
+            keys,
+            port,
+            provider,
+            verifier,
+            server,
+            first,
+            spare,
+        }
+    }
+
+    /// The issuer retires its key: it restarts with only a new one.
+    async fn rotated(self) -> Self {
+        let Self {
+            keys,
+            port,
+            provider,
+            verifier,
+            server,
+            first,
+            spare,
+        } = self;
+        provider.stop().await;
+        let provider = Provider::start(port, Some(&keys.path().join("keys.json")), true).await;
+        Self {
+            keys,
+            port,
+            provider,
+            verifier,
+            server,
+            first,
+            spare,
+        }
+    }
+}
+
+/// MCP v1.0's call of `echo`.
+fn echo() -> Value {
+    execute(1, "echo", json!({"message": "x"}))
 }
 
 fn definition(name: &str, input: Value) -> ToolDefinition {
@@ -732,29 +802,16 @@ async fn a_session_is_refused_to_another_principal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_rotate_unknown_kids_are_bounded_and_cached_keys_outlive_the_issuer() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let keys: PathBuf = dir.path().join("keys.json");
-    let port = free_port();
-    let provider = Provider::start(port, Some(&keys), false).await;
-    let issuer = provider.issuer.clone();
-    let verifier = std::sync::Arc::new(
-        JwtVerifier::new(issuer.clone()).min_refresh_interval(Duration::from_millis(500)),
-    );
-    let shared = verifier.clone();
-    let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
-    let echo = execute(1, "echo", json!({"message": "x"}));
-    let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    assert_eq!(server.v1(Some(&first), &echo).await.status, 200);
-    assert_eq!(verifier.key_set_fetches(), 1);
+    let issuer = KeyedIssuer::start(|v| v.min_refresh_interval(Duration::from_millis(500))).await;
+    let echo = echo();
 
     // A flood of tokens naming keys the issuer never had.
     let mut flood = Vec::new();
     for i in 0..64 {
-        let token = forged(&first, |header, _| {
+        let token = forged(&issuer.first, |header, _| {
             header["kid"] = json!(format!("unknown-{i}"))
         });
-        let server_addr = server.addr;
+        let server_addr = issuer.server.addr;
         flood.push(tokio::spawn(async move {
             let authorization = format!("Bearer {token}");
             let mut client = Client::connect(server_addr).await;
@@ -776,16 +833,19 @@ async fn keys_rotate_unknown_kids_are_bounded_and_cached_keys_outlive_the_issuer
         assert_eq!(request.await.expect("no panic"), 401);
     }
     assert!(
-        verifier.key_set_fetches() <= 2,
+        issuer.verifier.key_set_fetches() <= 2,
         "64 unknown kids fetched the key set {} times",
-        verifier.key_set_fetches()
+        issuer.verifier.key_set_fetches()
     );
 
     // Rotation: the provider restarts with only a new key.
-    provider.stop().await;
-    let provider = Provider::start(port, Some(&keys), true).await;
+    let issuer = issuer.rotated().await;
+    let (server, verifier) = (&issuer.server, &issuer.verifier);
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let rotated = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let rotated = issuer
+        .provider
+        .token("mcp-jwt", "mcp", &server.resource)
+        .await;
     let before = verifier.key_set_fetches();
     assert_eq!(
         server.v1(Some(&rotated), &echo).await.status,
@@ -798,10 +858,16 @@ async fn keys_rotate_unknown_kids_are_bounded_and_cached_keys_outlive_the_issuer
         "one refresh for the new kid"
     );
     // A token of the old key, never seen before: its key is gone.
-    assert_eq!(server.v1(Some(&spare), &echo).await.status, 401);
+    assert_eq!(server.v1(Some(&issuer.spare), &echo).await.status, 401);
 
     // The issuer goes down: the keys fetched keep verifying.
-    let fresh = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let fresh = issuer
+        .provider
+        .token("mcp-jwt", "mcp", &server.resource)
+        .await;
+    let KeyedIssuer {
+        provider, server, ..
+    } = issuer;
     provider.stop().await;
     assert_eq!(
         server.v1(Some(&fresh), &echo).await.status,
@@ -816,32 +882,24 @@ async fn keys_rotate_unknown_kids_are_bounded_and_cached_keys_outlive_the_issuer
 /// keep verifying, however old.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_the_issuer_removed_stops_verifying_once_the_set_is_old() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let keys: PathBuf = dir.path().join("keys.json");
-    let port = free_port();
-    let provider = Provider::start(port, Some(&keys), false).await;
-    let issuer = provider.issuer.clone();
-    let verifier = std::sync::Arc::new(
-        JwtVerifier::new(issuer.clone())
-            .min_refresh_interval(Duration::from_millis(200))
-            .max_key_age(Duration::from_millis(500)),
-    );
-    let shared = verifier.clone();
-    let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
-    let echo = execute(1, "echo", json!({"message": "x"}));
-    let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    assert_eq!(server.v1(Some(&first), &echo).await.status, 200);
-    assert_eq!(verifier.key_set_fetches(), 1);
+    let issuer = KeyedIssuer::start(|v| {
+        v.min_refresh_interval(Duration::from_millis(200))
+            .max_key_age(Duration::from_millis(500))
+    })
+    .await;
+    let echo = echo();
 
     // The issuer retires its key: it restarts with only a new one, and no
     // token of the new key is sent.
-    provider.stop().await;
-    let provider = Provider::start(port, Some(&keys), true).await;
-    let rotated = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let issuer = issuer.rotated().await;
+    let (server, verifier) = (&issuer.server, &issuer.verifier);
+    let rotated = issuer
+        .provider
+        .token("mcp-jwt", "mcp", &server.resource)
+        .await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(
-        server.v1(Some(&spare), &echo).await.status,
+        server.v1(Some(&issuer.spare), &echo).await.status,
         401,
         "a token of the removed key, once the set is old"
     );
@@ -854,7 +912,16 @@ async fn a_key_the_issuer_removed_stops_verifying_once_the_set_is_old() {
     );
 
     // The issuer goes down: the set grows old, and its keys still verify.
-    let fresh = provider.token("mcp-jwt", "mcp", &server.resource).await;
+    let fresh = issuer
+        .provider
+        .token("mcp-jwt", "mcp", &server.resource)
+        .await;
+    let KeyedIssuer {
+        provider,
+        server,
+        verifier,
+        ..
+    } = issuer;
     provider.stop().await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(
@@ -871,40 +938,32 @@ async fn a_key_the_issuer_removed_stops_verifying_once_the_set_is_old() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_set_renewal_outlives_the_request_that_began_it() {
     use clawmcp::oauth::{AcceptedAudiences, TokenVerifier};
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let keys: PathBuf = dir.path().join("keys.json");
-    let port = free_port();
-    let provider = Provider::start(port, Some(&keys), false).await;
-    let issuer = provider.issuer.clone();
-    let verifier = std::sync::Arc::new(
-        JwtVerifier::new(issuer.clone())
-            .min_refresh_interval(Duration::from_secs(2))
-            .max_key_age(Duration::from_millis(300)),
-    );
-    let shared = verifier.clone();
-    let server = McpServer::start(|resource| OAuth::new(resource, issuer, shared)).await;
-    let echo = execute(1, "echo", json!({"message": "x"}));
-    let first = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    let spare = provider.token("mcp-jwt", "mcp", &server.resource).await;
-    assert_eq!(server.v1(Some(&first), &echo).await.status, 200);
-    provider.stop().await;
-    let provider = Provider::start(port, Some(&keys), true).await;
+    let issuer = KeyedIssuer::start(|v| {
+        v.min_refresh_interval(Duration::from_secs(2))
+            .max_key_age(Duration::from_millis(300))
+    })
+    .await;
+    let issuer = issuer.rotated().await;
+    let (server, verifier) = (&issuer.server, &issuer.verifier);
     tokio::time::sleep(Duration::from_millis(2100)).await;
 
     // The request that finds the set old goes at once; the next may not
     // fetch for 2 s.
     let audience = AcceptedAudiences::new([server.resource.clone()]);
-    let gone = tokio::time::timeout(Duration::from_millis(1), verifier.verify(&spare, &audience));
+    let gone = tokio::time::timeout(
+        Duration::from_millis(1),
+        verifier.verify(&issuer.spare, &audience),
+    );
     assert!(gone.await.is_err(), "the verification was cut short");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(verifier.key_set_fetches(), 2);
     assert_eq!(
-        server.v1(Some(&spare), &echo).await.status,
+        server.v1(Some(&issuer.spare), &echo()).await.status,
         401,
         "the set renewed without its asker lacks the removed key"
     );
     assert_eq!(verifier.key_set_fetches(), 2, "no fetch more");
-    provider.stop().await;
+    issuer.provider.stop().await;
 }
 
 /// docs/oauth.md §5: a token's audience is compared with the resource as
